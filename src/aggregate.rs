@@ -1,0 +1,189 @@
+//! Merging a smaller recentfile into the next larger one (spec 9) and the
+//! cascade's timing rule (spec 10). Pure: the caller reads, locks, writes.
+//!
+//! Fixed reference bugs (README.mirror):
+//! - 9.4: a delete that reaches Z removes the path's old `new` event from
+//!   Z even when nothing else changed (the reference left Z unchanged, so
+//!   the path came back once the delete aged out of the smaller files).
+//! - 9.2: keeping deletes in Z is the caller's `keep_deletes` flag
+//!   (`--keep-deletes`), not a meta key, which would break Perl readers.
+
+use crate::epoch::Epoch;
+use crate::interval::Interval;
+use crate::recentfile::{Event, EventKind, Merged, Recentfile};
+use std::collections::HashSet;
+
+/// Merge `small` (interval `small_iv`) into `big` (interval `big_iv`) at
+/// clock `now`. Returns true when something was done: then both files
+/// must be written (`big` changed, `small.meta.merged` updated).
+pub fn merge(
+    big: &mut Recentfile,
+    big_iv: &Interval,
+    small: &mut Recentfile,
+    small_iv: &Interval,
+    now: &Epoch,
+    keep_deletes: bool,
+) -> bool {
+    debug_assert!(big_iv.seconds() > small_iv.seconds());
+    let mut done = big.events.is_empty();
+    let newest = small.newest().or(big.newest()).map(|e| e.epoch.clone());
+    let mut bound: Option<Epoch> = None;
+    if let Some(e) = &newest {
+        let dm = |rf: &Recentfile| rf.meta.dirtymark.as_ref().map_or("0", |d| d.as_str()).to_string();
+        if dm(small) != dm(big) {
+            done = true;
+        } else if big.meta.merged != Merged::Absent {
+            let mut b = e.to_f64() - big_iv.seconds() as f64;
+            b = b.min(big.meta.merged.epoch().map_or(0.0, Epoch::to_f64));
+            let mut b = Epoch::from_clock(b.max(0.0));
+            if let Some(oldest) = small.oldest() {
+                if oldest.epoch < b {
+                    b = oldest.epoch.clone();
+                }
+            }
+            while big.events.last().is_some_and(|ev| ev.epoch < b) {
+                big.events.pop();
+                done = true;
+            }
+            bound = Some(b);
+        }
+    }
+    let is_z = big_iv.is_z();
+    let big_paths: Option<HashSet<&str>> =
+        (is_z && !keep_deletes).then(|| big.events.iter().map(|e| e.path.as_str()).collect());
+    let big_newest = big.newest().map(|e| e.epoch.clone());
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut incoming: Vec<Event> = Vec::new();
+    for ev in &small.events {
+        if bound.as_ref().is_some_and(|b| ev.epoch < *b) {
+            continue;
+        }
+        if !seen.insert(ev.path.clone()) {
+            continue;
+        }
+        if is_z && ev.kind == EventKind::Delete && !keep_deletes {
+            if big_paths.as_ref().is_some_and(|p| p.contains(ev.path.as_str())) {
+                done = true;
+            }
+            continue;
+        }
+        if big_newest.as_ref().is_none_or(|n| ev.epoch > *n) {
+            done = true;
+        }
+        incoming.push(ev.clone());
+    }
+    if !done {
+        return false;
+    }
+    let old = std::mem::take(&mut big.events);
+    let mut merged = Vec::with_capacity(old.len() + incoming.len());
+    let mut a = incoming.into_iter().peekable();
+    let mut b = old.into_iter().peekable();
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.epoch >= y.epoch => merged.push(a.next().expect("peeked")),
+            (Some(_), Some(_)) | (None, Some(_)) => {
+                let y = b.next().expect("peeked");
+                if seen.insert(y.path.clone()) {
+                    merged.push(y);
+                }
+            }
+            (Some(_), None) => merged.push(a.next().expect("peeked")),
+            (None, None) => break,
+        }
+    }
+    repair_equal_epochs(&mut merged);
+    big.events = merged;
+    // The target takes the source's dirtymark when it has none or another one.
+    if small.meta.dirtymark.is_some() && big.meta.dirtymark != small.meta.dirtymark {
+        big.meta.dirtymark = small.meta.dirtymark.clone();
+    }
+    small.meta.merged = Merged::Into {
+        epoch: big.newest().map(|e| e.epoch.clone()),
+        into_interval: Some(big_iv.spec().to_string()),
+        time: Some(now.as_str().to_string()),
+    };
+    true
+}
+
+/// Consecutive identical epochs (two inputs that shared an epoch) are
+/// bumped, oldest first, until unused (spec 7.4 "Merge").
+fn repair_equal_epochs(list: &mut [Event]) {
+    for i in (0..list.len().saturating_sub(1)).rev() {
+        if list[i].epoch == list[i + 1].epoch {
+            let mut bumped = list[i + 1].epoch.inc();
+            if i > 0 && bumped >= list[i - 1].epoch {
+                bumped = list[i + 1].epoch.inc_towards(&list[i - 1].epoch);
+            }
+            list[i].epoch = bumped;
+        }
+    }
+}
+
+/// Whether the cascade goes on from file `i` to file `i + 1` (spec 10):
+/// always from the principal, always with `force`, when the larger file
+/// does not exist, or when its age exceeds the interval one step below.
+pub fn merge_due(i: usize, intervals: &[Interval], force: bool, target_age_secs: Option<f64>) -> bool {
+    if i == 0 || force {
+        return true;
+    }
+    match target_age_secs {
+        None => true,
+        Some(age) => age > intervals[i - 1].seconds() as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(s: &str) -> Epoch {
+        Epoch::parse(s).unwrap()
+    }
+    fn ev(epoch: &str, path: &str, kind: EventKind) -> Event {
+        Event::new(e(epoch), path, kind)
+    }
+    fn iv(s: &str) -> Interval {
+        Interval::parse(s).unwrap()
+    }
+
+    #[test]
+    fn delete_only_change_reaches_z() {
+        let mut small = Recentfile::from_events(vec![
+            ev("1700000300.5", "gone", EventKind::Delete),
+            ev("1700000100.5", "keep", EventKind::New),
+        ]);
+        let mut z = Recentfile::from_events(vec![
+            ev("1700000100.5", "keep", EventKind::New),
+            ev("1700000050.5", "gone", EventKind::New),
+        ]);
+        assert!(merge(&mut z, &iv("Z"), &mut small, &iv("1Y"), &e("1700000400.5"), false));
+        let paths: Vec<&str> = z.events.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["keep"]);
+    }
+
+    #[test]
+    fn keep_deletes_keeps_them_in_z() {
+        let mut small = Recentfile::from_events(vec![ev("1700000300.5", "gone", EventKind::Delete)]);
+        let mut z = Recentfile::from_events(vec![ev("1700000050.5", "gone", EventKind::New)]);
+        assert!(merge(&mut z, &iv("Z"), &mut small, &iv("1Y"), &e("1700000400.5"), true));
+        assert_eq!(z.events, vec![ev("1700000300.5", "gone", EventKind::Delete)]);
+    }
+
+    #[test]
+    fn nothing_new_means_nothing_done() {
+        let mut small = Recentfile::from_events(vec![ev("1700000100.5", "a", EventKind::New)]);
+        let mut big = small.clone();
+        assert!(!merge(&mut big, &iv("6h"), &mut small, &iv("1h"), &e("1700000400.5"), false));
+    }
+
+    #[test]
+    fn timing_rule() {
+        let ivs: Vec<Interval> = ["1h", "6h", "1d", "Z"].iter().map(|s| iv(s)).collect();
+        assert!(merge_due(0, &ivs, false, Some(0.0)));
+        assert!(!merge_due(1, &ivs, false, Some(3600.0)));
+        assert!(merge_due(1, &ivs, false, Some(3600.5)));
+        assert!(merge_due(2, &ivs, false, None));
+        assert!(merge_due(2, &ivs, true, Some(0.0)));
+    }
+}

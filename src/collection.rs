@@ -1,0 +1,159 @@
+//! A collection on disk: the principal and the larger recentfiles named by
+//! its aggregator, found from the principal symlink or any file's name.
+//!
+//! Names are `<filenameroot>-<interval><suffix>` (spec 2), split with
+//! `^(.+)-([^-.]+)(\.[^.]+)$`. The principal symlink `<filenameroot>.recent`
+//! names the principal's bare file name; a target with `/` is refused.
+
+use crate::interval::{self, Interval};
+use crate::recentfile::{Format, ReadError, Recentfile};
+use crate::store;
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Where a collection lives and what it consists of.
+#[derive(Clone, Debug)]
+pub struct Collection {
+    pub root: PathBuf,
+    pub filenameroot: String,
+    pub format: Format,
+    /// The principal first, then the larger intervals, ascending.
+    pub intervals: Vec<Interval>,
+    /// `meta.aggregator` as the principal carries it (the principal's own first).
+    pub aggregator: Vec<String>,
+}
+
+/// Split `RECENT-1h.yaml` into (`RECENT`, `1h`, `.yaml`).
+pub fn split_name(name: &str) -> Option<(&str, &str, &str)> {
+    let dot = name.rfind('.')?;
+    let (stem, suffix) = name.split_at(dot);
+    if suffix.len() < 2 {
+        return None;
+    }
+    let dash = stem.rfind('-')?;
+    let (root, iv) = (&stem[..dash], &stem[dash + 1..]);
+    if root.is_empty() || iv.is_empty() || iv.contains('.') {
+        return None;
+    }
+    Some((root, iv, suffix))
+}
+
+impl Collection {
+    /// Open from a principal argument: `RECENT.recent`, a recentfile, or a directory holding `RECENT.recent`.
+    pub fn open(arg: &Path) -> Result<Collection> {
+        let mut path = arg.to_path_buf();
+        if path.is_dir() {
+            path = path.join("RECENT.recent");
+        }
+        let root = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("{}: not a recentfile name", arg.display()))?
+            .to_string();
+        let meta = fs::symlink_metadata(&path).with_context(|| format!("cannot open collection {}", path.display()))?;
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&path).with_context(|| format!("cannot read symlink {}", path.display()))?;
+            let target = target.to_str().with_context(|| format!("{}: target is not UTF-8", path.display()))?;
+            if target.contains('/') {
+                bail!("{}: symlink target {target:?} contains '/' (must be a bare file name)", path.display());
+            }
+            name = target.to_string();
+        } else if meta.len() < 256 && !name.ends_with(".yaml") && !name.ends_with(".json") {
+            // A checkout without symlinks stores the link as a file holding its target.
+            let text = fs::read_to_string(&path).unwrap_or_default();
+            let target = text.trim_end_matches('\n');
+            if !target.is_empty() && !target.contains('/') && split_name(target).is_some() {
+                name = target.to_string();
+            }
+        }
+        let (froot, iv, suffix) =
+            split_name(&name).with_context(|| format!("{name:?} is not a recentfile name like RECENT-1h.yaml"))?;
+        let format = Format::from_suffix(suffix)
+            .with_context(|| format!("{name}: unsupported serializer suffix {suffix:?} (rrr reads .yaml and .json)"))?;
+        let principal = Interval::parse(iv).map_err(anyhow::Error::msg).with_context(|| name.clone())?;
+        let rf = store::read_file(&root.join(&name))?
+            .with_context(|| format!("principal {} does not exist", root.join(&name).display()))?;
+        let aggregator = rf.meta.aggregator.clone();
+        let parsed: Vec<Interval> = aggregator
+            .iter()
+            .map(|s| Interval::parse(s))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("{}: meta.aggregator", root.join(&name).display()))?;
+        let intervals = interval::cascade(&principal, &parsed).map_err(anyhow::Error::msg)?;
+        Ok(Collection { root, filenameroot: froot.to_string(), format, intervals, aggregator })
+    }
+
+    /// A collection that may not exist yet (init).
+    pub fn new(root: PathBuf, filenameroot: String, format: Format, intervals: Vec<Interval>) -> Collection {
+        let aggregator = intervals.iter().map(|i| i.spec().to_string()).collect();
+        Collection { root, filenameroot, format, intervals, aggregator }
+    }
+
+    pub fn principal(&self) -> &Interval {
+        &self.intervals[0]
+    }
+
+    /// `RECENT-1h.yaml`
+    pub fn file_name(&self, iv: &Interval) -> String {
+        format!("{}-{}{}", self.filenameroot, iv.spec(), self.format.suffix())
+    }
+
+    pub fn path_of(&self, iv: &Interval) -> PathBuf {
+        self.root.join(self.file_name(iv))
+    }
+
+    /// `RECENT.recent`
+    pub fn link_name(&self) -> String {
+        format!("{}.recent", self.filenameroot)
+    }
+
+    /// Read one file of the collection (`None`: not written yet).
+    pub fn read(&self, iv: &Interval) -> Result<Option<Recentfile>, ReadError> {
+        store::read_file(&self.path_of(iv))
+    }
+
+    /// Whether a path (relative to the root) is one of this collection's own files.
+    pub fn is_own_file(&self, rel: &str) -> bool {
+        is_recentfile_name(rel, &self.filenameroot)
+    }
+}
+
+/// `RECENT.recent`, `RECENT-<ival><suffix>` and their `.lock`/`.new` companions, at the top level.
+pub fn is_recentfile_name(rel: &str, filenameroot: &str) -> bool {
+    let Some(rest) = rel.strip_prefix(filenameroot) else { return false };
+    if rest == ".recent" || rest.starts_with(".recent.") {
+        return true;
+    }
+    let Some(rest) = rest.strip_prefix('-') else { return false };
+    let base = rest.split('/').next().unwrap_or("");
+    let base = base.strip_suffix(".lock").unwrap_or(base);
+    let base = base.strip_suffix(".new").unwrap_or(base);
+    match base.find('.') {
+        Some(i) => Interval::parse(&base[..i]).is_ok() && !rest[..i].contains('/'),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(split_name("RECENT-1h.yaml"), Some(("RECENT", "1h", ".yaml")));
+        assert_eq!(split_name("MY-RECENT-Z.json"), Some(("MY-RECENT", "Z", ".json")));
+        assert_eq!(split_name("RECENT.recent"), None);
+        assert!(is_recentfile_name("RECENT-1h.yaml", "RECENT"));
+        assert!(is_recentfile_name("RECENT-Z.yaml.lock/process", "RECENT"));
+        assert!(is_recentfile_name("RECENT-6h.json.new", "RECENT"));
+        assert!(is_recentfile_name("RECENT.recent", "RECENT"));
+        assert!(!is_recentfile_name("RECENT-notes.txt", "RECENT"));
+        assert!(!is_recentfile_name("id/RECENT-1h.yaml", "RECENT"));
+    }
+}

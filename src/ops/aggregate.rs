@@ -1,0 +1,66 @@
+//! `rrr aggregate`: the cascade from the principal into the larger files
+//! (spec 10). Cheap when nothing is due: the cascade stops at the first
+//! file whose age does not call for a merge, which it learns from `stat`
+//! alone, so the big files are not read then.
+
+use crate::aggregate::{merge, merge_due};
+use crate::collection::Collection;
+use crate::origin::{self, Writer};
+use crate::update::batch_update;
+use anyhow::Result;
+use std::path::PathBuf;
+
+pub struct Options {
+    pub principal: PathBuf,
+    pub force: bool,
+    /// Keep delete events in Z (the reference's keep_delete_objects_forever).
+    pub keep_deletes: bool,
+}
+
+/// What one aggregate run did: the intervals written.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub written: Vec<String>,
+    pub merges: usize,
+}
+
+pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
+    let coll = Collection::open(&opts.principal)?;
+    aggregate(&coll, opts.force, opts.keep_deletes, w)
+}
+
+pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer) -> Result<Report> {
+    let mut report = Report::default();
+    let ivs = &coll.intervals;
+    let now = w.clock.now();
+    let mut small = origin::load(coll, &ivs[0], w)?;
+    if batch_update(&mut small.rf, ivs[0].seconds(), &[], &now).write {
+        small.save(coll, w)?;
+        report.written.push(ivs[0].spec().to_string());
+    }
+    for i in 0..ivs.len().saturating_sub(1) {
+        let target = coll.path_of(&ivs[i + 1]);
+        let age = std::fs::metadata(&target)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(|t| now.to_f64() - t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()));
+        if !merge_due(i, ivs, force, age) {
+            break;
+        }
+        let mut big = origin::load(coll, &ivs[i + 1], w)?;
+        if merge(&mut big.rf, &ivs[i + 1], &mut small.rf, &ivs[i], &now, keep_deletes) {
+            big.save(coll, w)?;
+            small.save(coll, w)?;
+            report.merges += 1;
+            for s in [ivs[i + 1].spec(), ivs[i].spec()] {
+                if !report.written.iter().any(|x| x == s) {
+                    report.written.push(s.to_string());
+                }
+            }
+        }
+        small = big;
+    }
+    drop(small);
+    origin::ensure_principal_link(coll)?;
+    Ok(report)
+}

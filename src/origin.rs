@@ -1,0 +1,113 @@
+//! The origin's writer: load a recentfile under its lock, change it with
+//! the pure core, write it back atomically with `minmax` and `Producers`
+//! maintained as the reference does (spec 8.5).
+
+use crate::clock::Clock;
+use crate::collection::Collection;
+use crate::interval::Interval;
+use crate::recentfile::{self, MinMax, Producer, Recentfile};
+use crate::store::{self, Lock};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// Who is writing, and when.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    pub clock: Clock,
+    /// `$0` under `Producers`.
+    pub program: String,
+    pub lock_timeout: Duration,
+}
+
+/// A recentfile read under its lock, ready to be changed and saved.
+#[derive(Debug)]
+pub struct Loaded {
+    pub iv: Interval,
+    pub path: PathBuf,
+    pub rf: Recentfile,
+    pub existed: bool,
+    /// minmax as the reference's reader leaves it: first/last epoch of the
+    /// list on disk and that file's mtime; the base of the next write.
+    on_disk: Option<MinMax>,
+    _lock: Lock,
+}
+
+/// Lock and read one file of the collection (a missing file loads empty,
+/// with meta cloned from the collection).
+pub fn load(coll: &Collection, iv: &Interval, w: &Writer) -> Result<Loaded> {
+    let path = coll.path_of(iv);
+    let lock = Lock::acquire(&path, w.lock_timeout)?;
+    let mtime = std::fs::metadata(&path)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_secs().to_string());
+    let (rf, existed) = match store::read_file(&path)? {
+        Some(rf) => (rf, true),
+        None => (blank(coll, iv), false),
+    };
+    let on_disk = if existed {
+        Some(MinMax { max: rf.newest().map(|e| e.epoch.clone()), min: rf.oldest().map(|e| e.epoch.clone()), mtime })
+    } else {
+        rf.meta.minmax.clone()
+    };
+    Ok(Loaded { iv: iv.clone(), path, rf, existed, on_disk, _lock: lock })
+}
+
+/// An empty file of the collection: the meta a sparse clone carries (spec 10).
+pub fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
+    let mut rf = Recentfile::default();
+    rf.meta.aggregator = coll.aggregator.clone();
+    rf.meta.filenameroot = Some(coll.filenameroot.clone());
+    rf.meta.interval = Some(iv.spec().to_string());
+    rf.meta.protocol = Some("1".into());
+    rf.meta.serializer_suffix = Some(coll.format.suffix().to_string());
+    rf
+}
+
+impl Loaded {
+    /// Write the file atomically (the lock is held). Fills in a missing
+    /// dirtymark with the clock and maintains minmax (max and min never
+    /// move down; mtime is the previous version's).
+    pub fn save(&mut self, coll: &Collection, w: &Writer) -> Result<()> {
+        let now = w.clock.now();
+        let rf = &mut self.rf;
+        if rf.meta.dirtymark.is_none() {
+            rf.meta.dirtymark = Some(now.clone());
+        }
+        let mut mm = self.on_disk.clone().unwrap_or_default();
+        if let Some(first) = rf.newest() {
+            if mm.max.as_ref().is_none_or(|m| *m < first.epoch) {
+                mm.max = Some(first.epoch.clone());
+            }
+        }
+        if let Some(last) = rf.oldest() {
+            if mm.min.as_ref().is_none_or(|m| *m < last.epoch) {
+                mm.min = Some(last.epoch.clone());
+            }
+        }
+        rf.meta.minmax = Some(mm);
+        let bytes = recentfile::serialize(rf, coll.format, &Producer { program: w.program.clone(), time: now });
+        store::write_atomic(&self.path, &bytes, w.clock.file_mtime())
+            .with_context(|| format!("cannot write recentfile {}", self.path.display()))?;
+        let mtime = std::fs::metadata(&self.path)
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_secs().to_string());
+        self.on_disk = Some(MinMax {
+            max: rf.newest().map(|e| e.epoch.clone()),
+            min: rf.oldest().map(|e| e.epoch.clone()),
+            mtime,
+        });
+        self.existed = true;
+        Ok(())
+    }
+}
+
+/// Make `RECENT.recent` point at the principal.
+pub fn ensure_principal_link(coll: &Collection) -> Result<()> {
+    store::ensure_symlink(&coll.root, &coll.link_name(), &coll.file_name(coll.principal()))
+        .with_context(|| format!("cannot update the principal symlink in {}", coll.root.display()))
+}

@@ -1,0 +1,186 @@
+//! Queries over a collection: news (the newest event of each path, newest
+//! first) and the overview table. Pure: files in, rows out.
+//!
+//! News reads the collection smallest file first. A path's newest event is
+//! in the smallest file that lists it (events enter at the principal and
+//! flow to larger files), so the first occurrence wins and later ones are
+//! dropped: rrr prints each path once, unlike the reference (spec 11.2).
+//! `after`/`before` compare epochs exactly and strictly (spec 11.1 fixed).
+
+use crate::epoch::Epoch;
+use crate::interval::Interval;
+use crate::recentfile::{Event, EventKind, Merged, Recentfile};
+use std::collections::HashSet;
+
+/// Filters of `rrr news`, applied to each path's newest event.
+#[derive(Clone, Debug, Default)]
+pub struct NewsFilter {
+    pub after: Option<Epoch>,
+    pub before: Option<Epoch>,
+    pub max: Option<usize>,
+    pub skip_deletes: bool,
+    pub contains_path: Option<String>,
+}
+
+impl NewsFilter {
+    pub fn accepts(&self, e: &Event) -> bool {
+        self.after.as_ref().is_none_or(|a| e.epoch > *a)
+            && self.before.as_ref().is_none_or(|b| e.epoch < *b)
+            && !(self.skip_deletes && e.kind == EventKind::Delete)
+            && self.contains_path.as_ref().is_none_or(|p| &e.path == p)
+    }
+}
+
+/// Accumulates files smallest first and answers news.
+#[derive(Default)]
+pub struct News<'a> {
+    seen: HashSet<&'a str>,
+    events: Vec<&'a Event>,
+}
+
+impl<'a> News<'a> {
+    pub fn new() -> Self {
+        News::default()
+    }
+
+    /// Add the next (larger) file. Returns true when, given `filter`, no
+    /// larger file can change the answer, so the caller may stop reading.
+    pub fn add(&mut self, file: &'a Recentfile, filter: &NewsFilter) -> bool {
+        let start = self.events.len();
+        for e in &file.events {
+            if self.seen.insert(e.path.as_str()) {
+                self.events.push(e);
+            }
+        }
+        // Each file's list is sorted; a stable sort merges the runs.
+        if start > 0 && self.events.len() > start {
+            self.events.sort_by(|a, b| b.epoch.cmp(&a.epoch));
+        }
+        let Some(oldest) = file.oldest() else { return false };
+        if let Some(p) = &filter.contains_path {
+            if self.seen.contains(p.as_str()) {
+                return true;
+            }
+        }
+        if filter.after.as_ref().is_some_and(|a| oldest.epoch <= *a) {
+            return true;
+        }
+        if let Some(max) = filter.max {
+            // Events at or above this file's oldest epoch are settled.
+            let settled =
+                self.events.iter().take_while(|e| e.epoch >= oldest.epoch).filter(|e| filter.accepts(e)).count();
+            if settled >= max {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The answer: each path once, newest first, filtered and capped.
+    pub fn finish(&self, filter: &NewsFilter) -> Vec<&'a Event> {
+        let it = self.events.iter().copied().filter(|e| filter.accepts(e));
+        match filter.max {
+            Some(n) => it.take(n).collect(),
+            None => it.collect(),
+        }
+    }
+}
+
+/// Newest event per path over whole files, newest first (no filter).
+pub fn newest_per_path<'a>(files: impl IntoIterator<Item = &'a Recentfile>) -> Vec<&'a Event> {
+    let mut news = News::new();
+    let all = NewsFilter::default();
+    for f in files {
+        news.add(f, &all);
+    }
+    news.finish(&all)
+}
+
+/// What overview needs of one file (it can be read without the events).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FileSummary {
+    pub interval: String,
+    #[serde(skip)]
+    pub seconds: u64,
+    pub count: usize,
+    pub max: Option<String>,
+    pub min: Option<String>,
+    pub dirtymark: Option<String>,
+    pub produced: Option<String>,
+    pub merged: Option<String>,
+    pub is_z: bool,
+}
+
+impl FileSummary {
+    pub fn of(iv: &Interval, rf: &Recentfile) -> FileSummary {
+        FileSummary {
+            interval: iv.spec().to_string(),
+            seconds: iv.seconds(),
+            count: rf.events.len(),
+            max: rf.newest().map(|e| e.epoch.as_str().to_string()),
+            min: rf.oldest().map(|e| e.epoch.as_str().to_string()),
+            dirtymark: rf.meta.dirtymark.as_ref().map(|d| d.as_str().to_string()),
+            produced: rf.meta.produced().map(str::to_string),
+            merged: match &rf.meta.merged {
+                Merged::Into { epoch: Some(e), .. } => Some(e.as_str().to_string()),
+                _ => None,
+            },
+            is_z: iv.is_z(),
+        }
+    }
+}
+
+fn f2(s: &str) -> String {
+    format!("{:.2}", s.parse::<f64>().unwrap_or(0.0))
+}
+
+/// The reference's overview table (spec 11.4), each interval once.
+pub fn overview_table(rows: &[FileSummary], verbose: bool) -> String {
+    let rows: Vec<&FileSummary> = rows.iter().filter(|r| r.count > 0).collect();
+    if rows.is_empty() {
+        return "\n\n".to_string();
+    }
+    let maxes: Vec<String> = rows.iter().map(|r| f2(r.max.as_deref().unwrap_or("0"))).collect();
+    let mins: Vec<String> = rows.iter().map(|r| f2(r.min.as_deref().unwrap_or("0"))).collect();
+    let mut cloud: Vec<&String> = maxes.iter().chain(mins.iter()).collect();
+    cloud.sort_by(|a, b| b.parse::<f64>().unwrap_or(0.0).total_cmp(&a.parse::<f64>().unwrap_or(0.0)));
+    cloud.dedup();
+    let rank = |s: &String| cloud.iter().position(|c| *c == s).unwrap_or(0);
+    let mut header = vec!["Ival", "Cnt"];
+    if verbose {
+        header.extend(["Dirtymark", "Produced", "Merged"]);
+    }
+    header.extend(["Max", "Min", "Span", "Util", "Cloud"]);
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for (i, r) in rows.iter().enumerate() {
+        let span = r.max.as_deref().unwrap_or("0").parse::<f64>().unwrap_or(0.0)
+            - r.min.as_deref().unwrap_or("0").parse::<f64>().unwrap_or(0.0);
+        let mut line = vec![r.interval.clone(), r.count.to_string()];
+        if verbose {
+            line.push(r.dirtymark.as_deref().map_or("-".to_string(), f2));
+            line.push(f2(r.produced.as_deref().unwrap_or("0")));
+            line.push(if r.is_z { "-".to_string() } else { f2(r.merged.as_deref().unwrap_or("0")) });
+        }
+        line.push(maxes[i].clone());
+        line.push(mins[i].clone());
+        line.push(format!("{span:.2}"));
+        line.push(if r.is_z || r.seconds == 0 {
+            "-".to_string()
+        } else {
+            format!("{:5.1}%", 100.0 * span / r.seconds as f64)
+        });
+        let mut c = vec![b' '; cloud.len()];
+        c[rank(&maxes[i])] = b'^';
+        c[rank(&mins[i])] = b'^';
+        line.push(String::from_utf8(c).expect("ascii"));
+        table.push(line);
+    }
+    let widths: Vec<usize> = (0..table[0].len()).map(|c| table.iter().map(|l| l[c].len()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for line in &table {
+        let cells: Vec<String> = line.iter().zip(&widths).map(|(v, w)| format!("{v:>w$}")).collect();
+        out.push_str(&cells.join(" "));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,149 @@
+//! JSON recentfiles (spec 6.2): one line, no trailing newline.
+//!
+//! The reference writes clock epochs as JSON numbers and mtime or bumped
+//! epochs as strings, in one file. rrr reads both and keeps a number's
+//! source text (serde_json's `arbitrary_precision`); it writes every epoch
+//! as a string (DECISIONS.md), which the Perl reader accepts.
+
+use super::read::{RawDoc, RawEvent, RawMeta, ReadError, Text, TextMap};
+use super::{Merged, Producer, Recentfile};
+use serde_json::{json, Map, Value};
+
+/// The JSON text of `rf`.
+pub fn emit(rf: &Recentfile, producer: &Producer) -> String {
+    let m = &rf.meta;
+    let mut meta = Map::new();
+    meta.insert(
+        "Producers".into(),
+        json!({"$0": producer.program, "rrr": env!("CARGO_PKG_VERSION"), "time": producer.time.as_str()}),
+    );
+    if !m.aggregator.is_empty() {
+        meta.insert("aggregator".into(), json!(m.aggregator));
+    }
+    let mut put = |k: &str, v: Option<&str>| {
+        if let Some(v) = v {
+            meta.insert(k.into(), Value::String(v.to_string()));
+        }
+    };
+    put("canonize", m.canonize.as_deref());
+    put("comment", m.comment.as_deref());
+    put("dirtymark", m.dirtymark.as_ref().map(|e| e.as_str()));
+    put("filenameroot", m.filenameroot.as_deref());
+    put("interval", m.interval.as_deref());
+    match &m.merged {
+        Merged::Absent => {}
+        Merged::Reset => {
+            meta.insert("merged".into(), json!({}));
+        }
+        Merged::Into { epoch, into_interval, time } => {
+            let mut mm = Map::new();
+            if let Some(e) = epoch {
+                mm.insert("epoch".into(), json!(e.as_str()));
+            }
+            if let Some(i) = into_interval {
+                mm.insert("into_interval".into(), json!(i));
+            }
+            if let Some(t) = time {
+                mm.insert("time".into(), json!(t));
+            }
+            meta.insert("merged".into(), Value::Object(mm));
+        }
+    }
+    if let Some(mm) = &m.minmax {
+        let mut o = Map::new();
+        o.insert("max".into(), mm.max.as_ref().map_or(Value::Null, |e| json!(e.as_str())));
+        o.insert("min".into(), mm.min.as_ref().map_or(Value::Null, |e| json!(e.as_str())));
+        if let Some(t) = &mm.mtime {
+            o.insert("mtime".into(), number_or_string(t));
+        }
+        meta.insert("minmax".into(), Value::Object(o));
+    }
+    if let Some(p) = &m.protocol {
+        meta.insert("protocol".into(), number_or_string(p));
+    }
+    if let Some(s) = &m.serializer_suffix {
+        meta.insert("serializer_suffix".into(), json!(s));
+    }
+    let recent: Vec<Value> =
+        rf.events.iter().map(|e| json!({"epoch": e.epoch.as_str(), "path": e.path, "type": e.kind.as_str()})).collect();
+    let doc = json!({"meta": Value::Object(meta), "recent": recent});
+    serde_json::to_string(&doc).expect("JSON of strings cannot fail")
+}
+
+/// Integers stay numbers (as the reference writes `protocol` and `mtime`).
+fn number_or_string(t: &str) -> Value {
+    if !t.is_empty() && t.len() < 19 && t.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(n) = t.parse::<u64>() {
+            return json!(n);
+        }
+    }
+    json!(t)
+}
+
+/// The exact text of a scalar value; `None` for null, arrays and objects.
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<Text> {
+    v.and_then(scalar_text).map(Text)
+}
+
+fn text_map(v: Option<&Value>) -> Option<TextMap> {
+    let Value::Object(o) = v? else { return None };
+    Some(TextMap(o.iter().map(|(k, v)| (k.clone(), scalar_text(v))).collect()))
+}
+
+/// Parse JSON text into raw fields.
+pub fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
+    let top: Value = serde_json::from_str(text_in).map_err(|e| ReadError {
+        file: None,
+        line: Some(e.line()),
+        message: format!("not valid JSON: {e}"),
+    })?;
+    let (meta, events) = match top {
+        Value::Object(mut o) => {
+            let events = match o.remove("recent") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a,
+                Some(_) => return Err(ReadError::general("`recent` is not a list".into())),
+            };
+            (Some(o.remove("meta").unwrap_or(Value::Null)), events)
+        }
+        Value::Array(a) => (None, a),
+        _ => return Err(ReadError::general("not a recentfile document: expected a mapping or a list".into())),
+    };
+    let meta = meta.map(|m| {
+        let g = |k: &str| m.get(k);
+        RawMeta {
+            producers: text_map(g("Producers")),
+            aggregator: g("aggregator")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(scalar_text).map(Text).collect()),
+            canonize: text(g("canonize")),
+            comment: text(g("comment")),
+            dirtymark: text(g("dirtymark")),
+            filenameroot: text(g("filenameroot")),
+            interval: text(g("interval")),
+            merged: text_map(g("merged")),
+            minmax: text_map(g("minmax")),
+            protocol: text(g("protocol")),
+            serializer_suffix: text(g("serializer_suffix")),
+        }
+    });
+    let events = events
+        .into_iter()
+        .map(|e| RawEvent {
+            line: None,
+            epoch: e.get("epoch").and_then(scalar_text),
+            path: e.get("path").and_then(scalar_text),
+            kind: e.get("type").and_then(scalar_text),
+        })
+        .collect();
+    Ok(RawDoc { meta, events })
+}

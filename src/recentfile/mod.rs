@@ -1,0 +1,269 @@
+//! The recentfile model: one index file of the collection (spec section 4).
+//!
+//! A recentfile is a mapping with `meta` and `recent`. `recent` lists events
+//! `{epoch, path, type}` newest first, in strictly decreasing, unique epochs.
+//! Every meta value is kept as the exact text that was read (epochs above all:
+//! see [`crate::epoch`]), so that re-writing a file the Perl tools wrote gives
+//! the same bytes except `Producers`.
+//!
+//! ```text
+//! ---
+//! meta:
+//!   aggregator: [1h, 6h, 1d, 1W, 1M, 1Q, 1Y, Z]   # block style when written
+//!   dirtymark: '1700000000.5'
+//!   filenameroot: RECENT
+//!   interval: 1h
+//!   merged: {epoch: '1700000400.5', into_interval: 6h, time: '1700000500.5'}
+//!   minmax: {max: '1700000400.5', min: '1699990300.0', mtime: '1700000400'}
+//!   protocol: 1
+//!   serializer_suffix: .yaml
+//! recent:
+//!   - epoch: '1700000400.5'
+//!     path: id/T/TI/TICK/Tick-2.tar.gz
+//!     type: new
+//! ```
+//!
+//! History: protocol 0 was a bare list of events (no meta); it is still read.
+//! Protocol 1 (this one) has been written since 2008.
+
+pub mod json;
+pub mod read;
+pub mod syck;
+pub mod yaml;
+
+use crate::epoch::Epoch;
+use std::fmt;
+
+pub use read::{parse_bytes, ReadError};
+
+/// `new` (created or changed) or `delete`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    New,
+    Delete,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::New => "new",
+            EventKind::Delete => "delete",
+        }
+    }
+    /// Exactly `new` or `delete` (the reference's unanchored match let `brandnew` through).
+    pub fn parse(s: &str) -> Option<EventKind> {
+        match s {
+            "new" => Some(EventKind::New),
+            "delete" => Some(EventKind::Delete),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One change event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub epoch: Epoch,
+    pub path: String,
+    pub kind: EventKind,
+}
+
+impl Event {
+    pub fn new(epoch: Epoch, path: impl Into<String>, kind: EventKind) -> Event {
+        Event { epoch, path: path.into(), kind }
+    }
+}
+
+/// `meta.merged`: absent (never merged, and always on Z), reset (`{}`), or
+/// the newest epoch of the target right after the last merge.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Merged {
+    #[default]
+    Absent,
+    Reset,
+    Into {
+        epoch: Option<Epoch>,
+        into_interval: Option<String>,
+        time: Option<String>,
+    },
+}
+
+impl Merged {
+    /// The only field the protocol uses.
+    pub fn epoch(&self) -> Option<&Epoch> {
+        match self {
+            Merged::Into { epoch, .. } => epoch.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// `meta.minmax`, maintained as the reference does (spec 8.5).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MinMax {
+    pub max: Option<Epoch>,
+    pub min: Option<Epoch>,
+    /// Integer seconds (as text) of the previous version's mtime.
+    pub mtime: Option<String>,
+}
+
+/// The `meta` mapping. Unknown lower-case keys are dropped on read (rrr
+/// never writes keys Perl readers do not know: they would make them die).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// Provenance as read, in file order; rebuilt on every write.
+    pub producers: Vec<(String, String)>,
+    /// Interval specs as written, the principal's own first.
+    pub aggregator: Vec<String>,
+    pub canonize: Option<String>,
+    pub comment: Option<String>,
+    pub dirtymark: Option<Epoch>,
+    pub filenameroot: Option<String>,
+    pub interval: Option<String>,
+    pub merged: Merged,
+    pub minmax: Option<MinMax>,
+    /// Protocol number as text (`1`); `None` for protocol 0 files.
+    pub protocol: Option<String>,
+    pub serializer_suffix: Option<String>,
+}
+
+impl Meta {
+    /// `Producers.time`, shown by overview as "Produced".
+    pub fn produced(&self) -> Option<&str> {
+        self.producers.iter().find(|(k, _)| k == "time").map(|(_, v)| v.as_str())
+    }
+}
+
+/// A diagnostic about one event that the reader skipped (unknown type).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub line: Option<usize>,
+    pub epoch: String,
+    pub path: String,
+    pub reason: String,
+}
+
+/// One recentfile: meta plus events, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recentfile {
+    pub meta: Meta,
+    pub events: Vec<Event>,
+    /// Events the reader skipped, with why (never fatal: spec 4.2).
+    pub skipped: Vec<Skipped>,
+}
+
+impl Recentfile {
+    /// A file with these events and empty meta (tests, merges).
+    pub fn from_events(events: Vec<Event>) -> Recentfile {
+        Recentfile { events, ..Recentfile::default() }
+    }
+
+    pub fn newest(&self) -> Option<&Event> {
+        self.events.first()
+    }
+    pub fn oldest(&self) -> Option<&Event> {
+        self.events.last()
+    }
+}
+
+/// Serializers rrr reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+impl Format {
+    pub fn from_suffix(suffix: &str) -> Option<Format> {
+        match suffix {
+            ".yaml" => Some(Format::Yaml),
+            ".json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Format::Yaml => ".yaml",
+            Format::Json => ".json",
+        }
+    }
+}
+
+/// What the writer puts under `Producers`.
+#[derive(Clone, Debug)]
+pub struct Producer {
+    /// `$0`: the program name as invoked.
+    pub program: String,
+    /// `time`: the clock reading at write time, as the reference writes it.
+    pub time: Epoch,
+}
+
+/// Serialize in the given format (YAML::Syck 1.34 bytes, or one-line JSON).
+pub fn serialize(rf: &Recentfile, format: Format, producer: &Producer) -> Vec<u8> {
+    match format {
+        Format::Yaml => yaml::emit(rf, producer).into_bytes(),
+        Format::Json => json::emit(rf, producer).into_bytes(),
+    }
+}
+
+/// Why a path may not be written into a recentfile or acted on by a mirror.
+/// Control characters, absolute paths, empty, `.` and `..` components.
+pub fn check_relative_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("empty path".into());
+    }
+    if let Some(c) = path.chars().find(|c| (*c as u32) < 0x20 || *c == '\x7f') {
+        return Err(format!("path contains control character {:?}", c));
+    }
+    if path.starts_with('/') {
+        return Err("absolute path".into());
+    }
+    if path.len() > 4096 {
+        return Err(format!("path is {} bytes long (limit 4096)", path.len()));
+    }
+    for comp in path.split('/') {
+        match comp {
+            "" => return Err("empty path component (`//` or trailing `/`)".into()),
+            "." | ".." => return Err(format!("`{comp}` path component")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A path made safe to print on one line: control characters escaped.
+pub fn escape_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if (c as u32) < 0x20 || c == '\x7f' {
+            out.push_str(&format!("\\x{:02X}", c as u32));
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_path_checks() {
+        for ok in ["a", "id/A/AB/x.tar.gz", ".hidden", "a..b", "...", "a b/c: d #e"] {
+            assert!(check_relative_path(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "/abs", "../x", "a/../b", "a/./b", "a//b", "a/", ".", "..", "a\nb", "a\0b", "a\x7fb"] {
+            assert!(check_relative_path(bad).is_err(), "{bad:?}");
+        }
+    }
+}

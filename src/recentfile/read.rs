@@ -1,0 +1,266 @@
+//! From bytes to a validated [`Recentfile`]: format dispatch, raw text
+//! fields, and the checks every recentfile from upstream must pass.
+//!
+//! Both serializers first produce a [`RawDoc`] of exact texts; the checks
+//! (decimal epochs, strictly decreasing unique list, known types, sane
+//! paths, size limits) live here once. Errors carry the line where the
+//! reader knows it; callers add the file name ([`ReadError::in_file`]).
+
+use super::{Event, EventKind, Format, Merged, Meta, MinMax, Recentfile, Skipped};
+use crate::epoch::Epoch;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Largest recentfile rrr will read (a 1M-event Z file is about 100 MB).
+pub const MAX_FILE_BYTES: u64 = 2 << 30;
+
+/// A recentfile that cannot be read, with where and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    pub file: Option<PathBuf>,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl ReadError {
+    pub fn at(line: usize, message: String) -> ReadError {
+        ReadError { file: None, line: Some(line), message }
+    }
+    pub fn general(message: String) -> ReadError {
+        ReadError { file: None, line: None, message }
+    }
+    pub fn in_file(mut self, file: &Path) -> ReadError {
+        self.file = Some(file.to_path_buf());
+        self
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("cannot read recentfile")?;
+        if let Some(file) = &self.file {
+            write!(f, " {}", file.display())?;
+        }
+        if let Some(line) = self.line {
+            write!(f, ": line {line}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// A scalar kept as its exact source text (numbers included).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Text(pub String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        d.deserialize_str(TextVisitor)
+    }
+}
+
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Text;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a scalar")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+        Ok(Text(v.to_string()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Text, E> {
+        Ok(Text(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
+        Ok(Text(v.to_string()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
+        Ok(Text(v.to_string()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Text, E> {
+        Ok(Text(v.to_string()))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
+        Ok(Text(v.to_string()))
+    }
+}
+
+/// A mapping of scalars (or nulls) in source order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextMap(pub Vec<(String, Option<String>)>);
+
+impl<'de> Deserialize<'de> for TextMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TextMap, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TextMap;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping of scalars")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TextMap, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = map.next_key::<Text>()? {
+                    let v: Option<Text> = map.next_value()?;
+                    out.push((k.0, v.map(|t| t.0)));
+                }
+                Ok(TextMap(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl TextMap {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.as_deref())
+    }
+}
+
+/// `meta` as read, every value its exact text.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawMeta {
+    #[serde(rename = "Producers")]
+    pub producers: Option<TextMap>,
+    pub aggregator: Option<Vec<Text>>,
+    pub canonize: Option<Text>,
+    pub comment: Option<Text>,
+    pub dirtymark: Option<Text>,
+    pub filenameroot: Option<Text>,
+    pub interval: Option<Text>,
+    pub merged: Option<TextMap>,
+    pub minmax: Option<TextMap>,
+    pub protocol: Option<Text>,
+    pub serializer_suffix: Option<Text>,
+}
+
+/// One event as read.
+#[derive(Debug, Clone, Default)]
+pub struct RawEvent {
+    pub line: Option<usize>,
+    pub epoch: Option<String>,
+    pub path: Option<String>,
+    pub kind: Option<String>,
+}
+
+/// A document before validation. `meta: None` is protocol 0 (a bare list).
+#[derive(Debug, Clone, Default)]
+pub struct RawDoc {
+    pub meta: Option<RawMeta>,
+    pub events: Vec<RawEvent>,
+}
+
+/// Parse and validate a recentfile's bytes.
+pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadError::general(format!("file is {} bytes (limit {MAX_FILE_BYTES})", bytes.len())));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+        ReadError::at(line, "not valid UTF-8 (paths must be UTF-8)".into())
+    })?;
+    let raw = match format {
+        Format::Yaml => super::yaml::parse(text)?,
+        Format::Json => super::json::parse(text)?,
+    };
+    validate(raw)
+}
+
+fn where_(ev: &RawEvent, index: usize) -> ReadError {
+    match ev.line {
+        Some(l) => ReadError::at(l, String::new()),
+        None => ReadError::general(format!("event #{}: ", index + 1)),
+    }
+}
+
+fn err_at(ev: &RawEvent, index: usize, msg: String) -> ReadError {
+    let mut e = where_(ev, index);
+    e.message.push_str(&msg);
+    e
+}
+
+fn epoch_field(value: Option<String>, what: &str) -> Result<Option<Epoch>, ReadError> {
+    value.map(|v| Epoch::parse(&v).map_err(|e| ReadError::general(format!("meta {what}: {e}")))).transpose()
+}
+
+/// Turn raw text into the model, refusing what must not be trusted.
+pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
+    let mut rf = Recentfile::default();
+    if let Some(m) = raw.meta {
+        rf.meta = meta_from_raw(m)?;
+    }
+    rf.events.reserve(raw.events.len());
+    for (i, ev) in raw.events.into_iter().enumerate() {
+        let (Some(epoch), Some(path), Some(kind)) = (ev.epoch.clone(), ev.path.clone(), ev.kind.clone()) else {
+            return Err(err_at(&ev, i, "event lacks one of epoch, path, type".into()));
+        };
+        let epoch = Epoch::parse(&epoch).map_err(|e| err_at(&ev, i, format!("{e}")))?;
+        if path.len() > 4096 {
+            return Err(err_at(&ev, i, format!("path is {} bytes long (limit 4096)", path.len())));
+        }
+        let Some(kind) = EventKind::parse(&kind) else {
+            rf.skipped.push(Skipped {
+                line: ev.line,
+                epoch: epoch.into_string(),
+                path,
+                reason: format!("unknown event type {kind:?}"),
+            });
+            continue;
+        };
+        if let Some(prev) = rf.events.last() {
+            if epoch >= prev.epoch {
+                let what = if epoch == prev.epoch { "duplicates" } else { "is newer than" };
+                return Err(err_at(
+                    &ev,
+                    i,
+                    format!(
+                        "epoch {} {what} the previous event's {} (the list must be strictly decreasing)",
+                        epoch, prev.epoch
+                    ),
+                ));
+            }
+        }
+        rf.events.push(Event { epoch, path, kind });
+    }
+    Ok(rf)
+}
+
+fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
+    let t = |x: Option<Text>| x.map(|t| t.0);
+    let merged = match m.merged {
+        None => Merged::Absent,
+        Some(map) if map.0.is_empty() => Merged::Reset,
+        Some(map) => Merged::Into {
+            epoch: epoch_field(map.get("epoch").map(str::to_string), "merged.epoch")?,
+            into_interval: map.get("into_interval").map(str::to_string),
+            time: map.get("time").map(str::to_string),
+        },
+    };
+    let minmax = match m.minmax {
+        None => None,
+        Some(map) => Some(MinMax {
+            max: epoch_field(map.get("max").map(str::to_string), "minmax.max")?,
+            min: epoch_field(map.get("min").map(str::to_string), "minmax.min")?,
+            mtime: map.get("mtime").map(str::to_string),
+        }),
+    };
+    Ok(Meta {
+        producers: m
+            .producers
+            .map(|p| p.0.into_iter().map(|(k, v)| (k, v.unwrap_or_default())).collect())
+            .unwrap_or_default(),
+        aggregator: m.aggregator.unwrap_or_default().into_iter().map(|t| t.0).collect(),
+        canonize: t(m.canonize),
+        comment: t(m.comment),
+        dirtymark: epoch_field(t(m.dirtymark), "dirtymark")?,
+        filenameroot: t(m.filenameroot),
+        interval: t(m.interval),
+        merged,
+        minmax,
+        protocol: t(m.protocol),
+        serializer_suffix: t(m.serializer_suffix),
+    })
+}

@@ -1,0 +1,181 @@
+//! The tree on disk: the one ignore set (DECISIONS.md) and the walk that
+//! `init`, `fsck` and `watch` share.
+//!
+//! Ignored: the collection's own files (recentfiles, `RECENT.recent`, their
+//! `.lock` directories and `.new` temp files), rrr's state directory
+//! `.rrr/`, rsync temp files (`.~tmp~/`, `.name.XXXXXX`), leftover
+//! `.FRMRecent-*` files of the Perl client, and the user's `--exclude`
+//! globs (matched against the relative path and against the file name).
+//! Symlinks are entries of their own and are never followed.
+
+use crate::collection::is_recentfile_name;
+use std::path::Path;
+use walkdir::WalkDir;
+
+/// What the tree walk and the watcher leave out.
+#[derive(Clone, Debug)]
+pub struct IgnoreSet {
+    pub filenameroot: String,
+    pub excludes: Vec<String>,
+}
+
+impl IgnoreSet {
+    pub fn new(filenameroot: &str, excludes: &[String]) -> IgnoreSet {
+        IgnoreSet { filenameroot: filenameroot.to_string(), excludes: excludes.to_vec() }
+    }
+
+    /// Whether `rel` (relative to the root, `/`-separated) is ignored.
+    pub fn is_ignored(&self, rel: &str) -> bool {
+        if is_recentfile_name(rel, &self.filenameroot) || rel == ".rrr" || rel.starts_with(".rrr/") {
+            return true;
+        }
+        for comp in rel.split('/') {
+            if comp == ".~tmp~" || comp.starts_with(".FRMRecent-") || is_rsync_temp(comp) {
+                return true;
+            }
+        }
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        self.excludes.iter().any(|g| glob_match(g, rel) || glob_match(g, name))
+    }
+}
+
+/// rsync's temp names: `.<name>.XXXXXX` (six characters after the last dot).
+fn is_rsync_temp(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else { return false };
+    match rest.rfind('.') {
+        Some(i) if i > 0 => rest.len() - i - 1 == 6 && rest[i + 1..].bytes().all(|b| b.is_ascii_alphanumeric()),
+        _ => false,
+    }
+}
+
+/// Shell-style glob: `*` (not across `/`), `**` (across), `?`, `[abc]`.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    fn rec(p: &[u8], t: &[u8]) -> bool {
+        match p.first() {
+            None => t.is_empty(),
+            Some(b'*') => {
+                let double = p.get(1) == Some(&b'*');
+                let rest = if double { &p[2..] } else { &p[1..] };
+                for i in 0..=t.len() {
+                    if rec(rest, &t[i..]) {
+                        return true;
+                    }
+                    if i < t.len() && t[i] == b'/' && !double {
+                        return false;
+                    }
+                }
+                false
+            }
+            Some(b'?') => !t.is_empty() && t[0] != b'/' && rec(&p[1..], &t[1..]),
+            Some(b'[') => {
+                let Some(end) = p.iter().position(|&c| c == b']') else {
+                    return !t.is_empty() && t[0] == b'[' && rec(&p[1..], &t[1..]);
+                };
+                let set = &p[1..end];
+                let (neg, set) = match set.first() {
+                    Some(b'!') | Some(b'^') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                !t.is_empty() && (set.contains(&t[0]) != neg) && rec(&p[end + 1..], &t[1..])
+            }
+            Some(&c) => !t.is_empty() && t[0] == c && rec(&p[1..], &t[1..]),
+        }
+    }
+    rec(pattern.as_bytes(), text.as_bytes())
+}
+
+/// One file (or symlink) of the tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub rel: String,
+    /// lstat mtime, whole seconds.
+    pub mtime: i64,
+    /// lstat ctime, whole seconds.
+    pub ctime: i64,
+}
+
+/// Walk `root` and call `each` for every file and symlink not ignored.
+/// Paths that are not UTF-8 or hold control characters cannot be
+/// recorded; they are reported through `skipped` and left out.
+pub fn walk(
+    root: &Path,
+    ignore: &IgnoreSet,
+    mut each: impl FnMut(Entry),
+    mut skipped: impl FnMut(&Path, String),
+) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut it = WalkDir::new(root).follow_links(false).min_depth(1).into_iter();
+    while let Some(next) = it.next() {
+        let de = match next {
+            Ok(de) => de,
+            Err(e) => {
+                let p = e.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
+                skipped(&p, e.to_string());
+                continue;
+            }
+        };
+        let rel_path = de.path().strip_prefix(root).unwrap_or(de.path());
+        let Some(rel) = rel_path.to_str() else {
+            skipped(de.path(), "path is not UTF-8".into());
+            if de.file_type().is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        };
+        if ignore.is_ignored(rel) {
+            if de.file_type().is_dir() {
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        if de.file_type().is_dir() {
+            continue;
+        }
+        if let Err(why) = crate::recentfile::check_relative_path(rel) {
+            skipped(de.path(), why);
+            continue;
+        }
+        match de.metadata() {
+            Ok(m) => each(Entry { rel: rel.to_string(), mtime: m.mtime(), ctime: m.ctime() }),
+            Err(e) => skipped(de.path(), e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignore_set() {
+        let ig = IgnoreSet::new("RECENT", &["*.tmp".to_string(), "private/**".to_string()]);
+        for yes in [
+            "RECENT-1h.yaml",
+            "RECENT.recent",
+            "RECENT-Z.yaml.lock/process",
+            "RECENT-6h.yaml.new",
+            ".rrr/state.json",
+            "a/.~tmp~/x",
+            "a/.Foo-1.tar.gz.AbC123",
+            ".FRMRecent-RECENT-1h.yaml-j5ue.yaml",
+            "x/y.tmp",
+            "private/a/b",
+        ] {
+            assert!(ig.is_ignored(yes), "{yes}");
+        }
+        for no in ["id/A/RECENT-1h.yaml.txt", "a/Foo-1.tar.gz", ".hidden", "a/.Foo.tar.gz", "RECENT-notes"] {
+            assert!(!ig.is_ignored(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*.gz", "a.gz"));
+        assert!(!glob_match("*.gz", "d/a.gz"));
+        assert!(glob_match("**.gz", "d/a.gz"));
+        assert!(glob_match("a?c", "abc"));
+        assert!(glob_match("[ab]x", "bx"));
+        assert!(!glob_match("[!ab]x", "bx"));
+    }
+}

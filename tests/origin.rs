@@ -174,3 +174,177 @@ fn replay_s5_json() {
     assert!(!text.ends_with('\n'));
     assert!(text.contains("\"epoch\":\"1700000160.5\""), "epochs are strings: {text}");
 }
+
+/// A small origin: `n` files, init + aggregate at T0.
+fn small_origin(n: usize) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("origin");
+    fs::create_dir(&root).unwrap();
+    for i in 0..n {
+        touch(&root, &format!("d/f{i}"), Some(1_699_990_000 + i as u64 * 10));
+    }
+    at("1700000000.5", &["init", root.to_str().unwrap()]);
+    at("1700000001.5", &["aggregate", "--force", &principal(&root)]);
+    (tmp, root)
+}
+
+fn z_paths(root: &Path) -> Vec<(String, String)> {
+    let z = rrr::store::read_file(&root.join("RECENT-Z.yaml")).unwrap().unwrap();
+    z.events.iter().map(|e| (e.path.clone(), e.kind.to_string())).collect()
+}
+
+/// Spec 9.4 fixed: a delete that is the only change reaching Z removes the
+/// path from Z, and the path does not come back after the delete ages out.
+#[test]
+fn delete_only_change_reaches_z() {
+    let (_tmp, root) = small_origin(3);
+    assert!(z_paths(&root).iter().any(|(p, _)| p == "d/f1"));
+    fs::remove_file(root.join("d/f1")).unwrap();
+    at("1700000100.5", &["update", "--delete", &principal(&root), "d/f1"]);
+    at("1700000101.5", &["aggregate", "--force", &principal(&root)]);
+    assert!(!z_paths(&root).iter().any(|(p, _)| p == "d/f1"), "{:?}", z_paths(&root));
+    // A year later, with the delete aged out of every smaller file, the path stays gone.
+    for t in ["1700100000.5", "1701000000.5", "1710000000.5", "1740000000.5"] {
+        at(t, &["aggregate", "--force", &principal(&root)]);
+    }
+    let news = ok(&["news", "--local", &principal(&root), "--skip-deletes"]);
+    assert!(!news.contains("d/f1"), "{news}");
+    let o = rrr(&["fsck", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // With --keep-deletes the delete itself stays in Z.
+    let (_tmp2, root2) = small_origin(2);
+    fs::remove_file(root2.join("d/f0")).unwrap();
+    at("1700000100.5", &["update", "--delete", &principal(&root2), "d/f0"]);
+    at("1700000101.5", &["aggregate", "--force", "--keep-deletes", &principal(&root2)]);
+    assert!(z_paths(&root2).contains(&("d/f0".to_string(), "delete".to_string())));
+}
+
+#[test]
+fn news_edges_are_exact_and_strict() {
+    let (_tmp, root) = small_origin(2);
+    for (t, p) in [("1700000100.5", "n/a"), ("1700000100.5", "n/b"), ("1700000100.5", "n/c")] {
+        touch(&root, p, None);
+        at(t, &["update", &principal(&root), p]);
+    }
+    // Same tick: bumped epochs that a float compare would call equal.
+    let all = ok(&["news", "--local", &principal(&root)]);
+    let first3: Vec<&str> = all.lines().take(3).map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(first3, ["1700000100.50000016", "1700000100.5000001", "1700000100.5"]);
+    let after = ok(&["news", "--local", &principal(&root), "--after", "1700000100.5"]);
+    assert_eq!(after.lines().count(), 2, "strictly after, exact: {after}");
+    let after_future = ok(&["news", "--local", &principal(&root), "--after", "1800000000"]);
+    assert_eq!(after_future, "", "a future --after gives nothing (the reference gave everything)");
+    let before = ok(&["news", "--local", &principal(&root), "--before", "1700000100.5000001"]);
+    assert!(before.lines().next().unwrap().starts_with("1700000100.5\t"), "{before}");
+    let max = ok(&["news", "--local", &principal(&root), "--max", "2"]);
+    assert_eq!(max.lines().count(), 2);
+    let one = ok(&["news", "--local", &principal(&root), "--contains-path", "d/f0"]);
+    assert_eq!(one.lines().count(), 1);
+    assert!(one.ends_with("\tnew\td/f0\n"));
+    let none = ok(&["news", "--local", &principal(&root), "--before", "0"]);
+    assert_eq!(none, "");
+}
+
+#[test]
+fn fsck_finds_each_kind_of_difference_and_repairs() {
+    let (_tmp, root) = small_origin(3);
+    assert_eq!(rrr(&["fsck", &principal(&root)]).status.code(), Some(0));
+    touch(&root, "extra/new-file", None);
+    fs::remove_file(root.join("d/f2")).unwrap();
+    let o = rrr(&["fsck", "--json", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let kinds: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(kinds.iter().any(|k| k["kind"] == "missing_in_index" && k["path"] == "extra/new-file"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k["kind"] == "missing_on_disk" && k["path"] == "d/f2"), "{kinds:?}");
+    assert_eq!(kinds.last().unwrap()["kind"], "summary");
+    // Repair records them at the current time without moving the dirtymark.
+    let before = rrr::store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap().meta.dirtymark;
+    let o = rrr(&["--now", "1700000200.5", "fsck", "--repair", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(1));
+    let after = rrr::store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
+    assert_eq!(after.meta.dirtymark, before);
+    assert!(after.events.iter().all(|e| e.epoch.as_str().starts_with("1700000200.5")));
+    assert_eq!(rrr(&["fsck", &principal(&root)]).status.code(), Some(0));
+    // A gap between adjacent files, and an unreadable one.
+    let six = root.join("RECENT-6h.yaml");
+    let text = fs::read_to_string(&six).unwrap();
+    let mut rf = rrr::store::read_file(&six).unwrap().unwrap();
+    rf.events.clear();
+    rf.events.push(rrr::recentfile::Event::new(
+        rrr::epoch::Epoch::parse("1600000000.0").unwrap(),
+        "old",
+        rrr::recentfile::EventKind::New,
+    ));
+    let prod = rrr::recentfile::Producer { program: "t".into(), time: rrr::epoch::Epoch::parse("1").unwrap() };
+    fs::write(&six, rrr::recentfile::serialize(&rf, rrr::recentfile::Format::Yaml, &prod)).unwrap();
+    let o = rrr(&["fsck", &principal(&root)]);
+    assert!(stdout(&o).contains("gap\tRECENT-6h.yaml") || stdout(&o).contains("gap\tRECENT-1h.yaml"), "{}", stdout(&o));
+    fs::write(&six, text.replace("type: new", "type: new\n    type: new")).unwrap();
+    let o = rrr(&["fsck", "--repair", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(2), "repair refused on an unreadable file");
+    assert!(stdout(&o).contains("unreadable\tRECENT-6h.yaml"), "{}", stdout(&o));
+}
+
+#[test]
+fn racing_updates_lose_nothing() {
+    let (_tmp, root) = small_origin(1);
+    let p = principal(&root);
+    let children: Vec<_> = (0..4)
+        .map(|w| {
+            let input: String = (0..50).map(|i| format!("new w{w}/f{i}\n")).collect();
+            let mut c = std::process::Command::new(rrr_bin())
+                .args(["update", "--stdin", &p])
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+            (w, c)
+        })
+        .collect();
+    let more: Vec<_> = (0..20)
+        .map(|i| std::process::Command::new(rrr_bin()).args(["update", &p, &format!("single/s{i}")]).spawn().unwrap())
+        .collect();
+    for (_, mut c) in children {
+        assert!(c.wait().unwrap().success());
+    }
+    for mut c in more {
+        assert!(c.wait().unwrap().success());
+    }
+    let news = ok(&["news", "--local", &p]);
+    assert_eq!(news.lines().count(), 1 + 4 * 50 + 20, "{news}");
+    let rf = rrr::store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
+    assert!(rf.events.windows(2).all(|w| w[0].epoch > w[1].epoch));
+    assert!(!root.join("RECENT-1h.yaml.lock").exists());
+    assert!(!root.join("RECENT-1h.yaml.new").exists());
+}
+
+#[test]
+fn update_refuses_paths_outside_the_root() {
+    let (tmp, root) = small_origin(1);
+    let sibling = tmp.path().join("origin2/file");
+    for bad in [sibling.to_str().unwrap(), "/etc/passwd", "../x", "a\nb"] {
+        let o = rrr(&["update", &principal(&root), bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&o).contains("outside") || stderr(&o).contains("control"), "{bad:?}: {}", stderr(&o));
+    }
+    let inside = root.join("d/../d/f0");
+    ok(&["update", &principal(&root), inside.to_str().unwrap()]);
+    assert!(ok(&["news", "--local", &principal(&root), "--max", "1"]).ends_with("\td/f0\n"));
+}
+
+#[test]
+fn init_refuses_existing_collection_and_ignores_own_files() {
+    let (_tmp, root) = small_origin(2);
+    fs::create_dir_all(root.join(".rrr")).unwrap();
+    fs::write(root.join(".rrr/state.json"), "{}").unwrap();
+    fs::write(root.join("d/.f0.AbC123"), "rsync temp").unwrap();
+    let o = rrr(&["init", root.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    ok(&["--now", "1700000500.5", "init", "--force", root.to_str().unwrap()]);
+    let news = ok(&["news", "--local", &principal(&root)]);
+    let paths: Vec<&str> = news.lines().map(|l| l.split('\t').nth(2).unwrap()).collect();
+    assert_eq!(paths.len(), 2, "only the two tree files: {paths:?}");
+    assert!(!root.join("RECENT-Z.yaml").exists(), "--force replaced the whole collection");
+}

@@ -36,7 +36,8 @@ pub enum Finding {
     Unreadable { file: String, error: String },
     /// A recentfile named by the aggregator that does not exist.
     MissingRecentfile { file: String },
-    /// Adjacent files that neither overlap nor touch.
+    /// Adjacent files that neither overlap nor touch, where the smaller
+    /// one has not merged up to the larger one's newest event.
     Gap { file: String, oldest: String, next_file: String, next_newest: String },
     /// meta.interval differs from the file name's interval (a warning).
     IntervalMismatch { file: String, meta_interval: String },
@@ -127,7 +128,11 @@ pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>) -> Vec<Recent
     for pair in files.windows(2) {
         let ((a_name, a), (b_name, b)) = (&pair[0], &pair[1]);
         if let (Some(oldest), Some(next_newest)) = (a.oldest(), b.newest()) {
-            if oldest.epoch > next_newest.epoch {
+            // A keeps every event newer than what it last merged into B
+            // (merged.epoch), so only events between B's newest and A's
+            // oldest that A never merged can be missing.
+            let merged_upto = a.meta.merged.epoch();
+            if oldest.epoch > next_newest.epoch && merged_upto.is_none_or(|m| *m > next_newest.epoch) {
                 findings.push(Finding::Gap {
                     file: a_name.clone(),
                     oldest: oldest.epoch.to_string(),

@@ -1,0 +1,82 @@
+//! Property tests of the format and the collection invariants.
+
+use proptest::prelude::*;
+use rrr::epoch::Epoch;
+use rrr::recentfile::{self, check_relative_path, Event, EventKind, Format, Producer, Recentfile};
+use rrr::update::{batch_update, Change};
+
+fn producer() -> Producer {
+    Producer { program: "rrr-test".into(), time: Epoch::parse("1700000000.5").unwrap() }
+}
+
+/// Printable path segments: any UTF-8 but control characters, and never `.`/`..`/empty.
+fn segment() -> impl Strategy<Value = String> {
+    "[^\\x00-\\x1f\\x7f/]{1,12}".prop_filter("not . or ..", |s| s != "." && s != "..")
+}
+
+fn path() -> impl Strategy<Value = String> {
+    prop::collection::vec(segment(), 1..4).prop_map(|v| v.join("/"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Any printable path survives a YAML and a JSON round trip exactly.
+    #[test]
+    fn printable_paths_roundtrip(paths in prop::collection::vec(path(), 1..6),
+                                 tricky in prop::sample::select(vec!["a: b", "x #y", "- a", "? q", "'q'", "\"d\"", "[x]", "{y}", "&a", "*b", "!c", "|d", ">e", "%f", "@g", "`h", "#i", ":j", " lead", "trail ", "yes", "~", "null", "1e5", "007", "1700000000.5", "café/ü", "a\\b", "tab\there", "cr\rhere"])) {
+        let mut all = paths.clone();
+        all.push(tricky.to_string());
+        all.sort();
+        all.dedup();
+        let events: Vec<Event> = all
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Event::new(Epoch::from_whole_seconds(1_700_000_000 - i as i64), p.clone(), EventKind::New))
+            .collect();
+        let rf = Recentfile::from_events(events);
+        for format in [Format::Yaml, Format::Json] {
+            let bytes = recentfile::serialize(&rf, format, &producer());
+            let back = recentfile::parse_bytes(&bytes, format).unwrap();
+            prop_assert_eq!(&back.events, &rf.events);
+        }
+    }
+
+    /// Paths with control characters are refused by the writer's check.
+    #[test]
+    fn control_characters_refused(prefix in "[a-z]{0,5}", c in 0u8..0x20, suffix in "[a-z]{0,5}") {
+        let p = format!("{prefix}{}{suffix}", c as char);
+        prop_assert!(check_relative_path(&p).is_err());
+        let del = format!("{prefix}\x7f{suffix}");
+        prop_assert!(check_relative_path(&del).is_err());
+    }
+
+    /// Any sequence of updates (clock ones, same-tick ones, dirty ones)
+    /// keeps the list strictly decreasing, unique, one event per path,
+    /// and every path's newest kind is the last one recorded for it.
+    #[test]
+    fn updates_keep_invariants(ops in prop::collection::vec((0usize..8, any::<bool>(), prop::option::of(0u32..5000), 0u32..3), 1..60)) {
+        let mut rf = Recentfile::default();
+        let mut clock = 1_700_000_000.5f64;
+        let mut last_kind = std::collections::HashMap::new();
+        for (p, del, dirty, tick) in ops {
+            clock += tick as f64; // 0: same tick
+            let path = format!("d/p{p}");
+            let kind = if del { EventKind::Delete } else { EventKind::New };
+            let epoch = dirty.map(|d| Epoch::from_whole_seconds(1_699_990_000 + d as i64));
+            batch_update(&mut rf, 3600, &[Change { path: path.clone(), kind, epoch }], &Epoch::from_clock(clock));
+            last_kind.insert(path, kind);
+        }
+        for w in rf.events.windows(2) {
+            prop_assert!(w[0].epoch > w[1].epoch, "{} !> {}", w[0].epoch, w[1].epoch);
+            prop_assert!(w[0].epoch.as_str() != w[1].epoch.as_str());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for e in &rf.events {
+            prop_assert!(seen.insert(e.path.clone()), "duplicate path {}", e.path);
+            prop_assert_eq!(Some(&e.kind), last_kind.get(&e.path));
+        }
+        let bytes = recentfile::serialize(&rf, Format::Yaml, &producer());
+        prop_assert_eq!(recentfile::parse_bytes(&bytes, Format::Yaml).unwrap().events, rf.events);
+    }
+}

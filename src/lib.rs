@@ -17,6 +17,7 @@ pub mod epoch;
 pub mod interval;
 pub mod ops;
 pub mod origin;
+pub mod perl_compat;
 pub mod progress;
 pub mod query;
 pub mod recentfile;

@@ -20,6 +20,10 @@ pub struct NewsFilter {
     pub max: Option<usize>,
     pub skip_deletes: bool,
     pub contains_path: Option<String>,
+    /// Only the event with exactly this epoch string (`rrr-news --contains_epoch`).
+    pub contains_epoch: Option<String>,
+    /// Only events of this type (`rrr-news --contains_type`).
+    pub contains_type: Option<EventKind>,
 }
 
 impl NewsFilter {
@@ -28,6 +32,8 @@ impl NewsFilter {
             && self.before.as_ref().is_none_or(|b| e.epoch < *b)
             && !(self.skip_deletes && e.kind == EventKind::Delete)
             && self.contains_path.as_ref().is_none_or(|p| &e.path == p)
+            && self.contains_epoch.as_ref().is_none_or(|x| e.epoch.as_str() == x)
+            && self.contains_type.is_none_or(|k| e.kind == k)
     }
 }
 

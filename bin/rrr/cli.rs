@@ -87,6 +87,9 @@ pub struct UpdateArgs {
     /// Read `[EPOCH] new|delete PATH` lines from stdin (one batch, one lock).
     #[arg(long)]
     pub stdin: bool,
+    /// A path outside the root is a warning, not an error (the Perl rrr-update's behaviour).
+    #[arg(long, hide = true)]
+    pub outside_is_warning: bool,
 }
 
 #[derive(Args, Debug)]
@@ -122,9 +125,18 @@ pub struct NewsArgs {
     /// Only this path.
     #[arg(long, alias = "contains_path", value_name = "PATH")]
     pub contains_path: Option<String>,
+    /// Only the event with exactly this epoch.
+    #[arg(long, value_name = "EPOCH")]
+    pub contains_epoch: Option<String>,
+    /// Only events of this type (new or delete).
+    #[arg(long, value_name = "TYPE", value_parser = ["new", "delete"])]
+    pub contains_type: Option<String>,
     /// JSON Lines: {"epoch","type","path"}.
     #[arg(long)]
     pub json: bool,
+    /// The Perl rrr-news output (localtime and path).
+    #[arg(long, hide = true)]
+    pub perl_format: bool,
 }
 
 #[derive(Args, Debug)]

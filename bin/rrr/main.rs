@@ -67,7 +67,7 @@ fn run(cli: Cli) -> Result<Exit> {
                 delete: a.delete,
                 epoch: epoch_arg(&a.epoch, "--epoch")?,
                 stdin: a.stdin,
-                outside_is_warning: false,
+                outside_is_warning: a.outside_is_warning,
             };
             if opts.paths.is_empty() && !opts.stdin {
                 anyhow::bail!("nothing to record: give PATH arguments or --stdin");
@@ -90,8 +90,13 @@ fn run(cli: Cli) -> Result<Exit> {
                 max: a.max,
                 skip_deletes: a.skip_deletes,
                 contains_path: a.contains_path,
+                contains_epoch: a.contains_epoch,
+                contains_type: a.contains_type.as_deref().and_then(rrr::recentfile::EventKind::parse),
             };
-            ops::news::run(&ops::news::Options { principal: a.local, filter, json: a.json }, &mut out)?;
+            ops::news::run(
+                &ops::news::Options { principal: a.local, filter, json: a.json, perl_format: a.perl_format },
+                &mut out,
+            )?;
             Exit::Ok
         }
         Command::Overview(a) => {
@@ -141,9 +146,9 @@ fn run(cli: Cli) -> Result<Exit> {
     Ok(exit)
 }
 
-fn main() {
-    let cli = Cli::parse();
-    let code = match run(cli) {
+/// Run one parsed command line and turn its result into an exit status.
+fn run_to_exit(cli: Cli) -> Exit {
+    match run(cli) {
         Ok(exit) => exit,
         Err(err) => {
             if err.chain().any(|e| e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
@@ -154,6 +159,43 @@ fn main() {
                 ops::exit_for_error(&err)
             }
         }
+    }
+}
+
+/// Invoked as `rrr-news`, `rrr-client`, …: take the Perl tool's options and
+/// run the equivalent rrr commands in order, stopping at the first failure.
+fn run_perl_entry_point(tool: &str, args: Vec<String>) -> Exit {
+    let t = match rrr::perl_compat::translate(tool, &args) {
+        Ok(t) => t,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return Exit::Error;
+        }
+    };
+    for w in &t.warnings {
+        eprintln!("{w}");
+    }
+    for (k, v) in &t.env {
+        std::env::set_var(k, v);
+    }
+    for step in t.steps {
+        let cli = Cli::parse_from(std::iter::once(tool.to_string()).chain(step));
+        let exit = run_to_exit(cli);
+        if exit != Exit::Ok {
+            return exit;
+        }
+    }
+    Exit::Ok
+}
+
+fn main() {
+    let mut argv = std::env::args();
+    let arg0 = argv.next().unwrap_or_default();
+    let name = std::path::Path::new(&arg0).file_name().and_then(|n| n.to_str()).unwrap_or("rrr").to_string();
+    let code = if rrr::perl_compat::TOOLS.contains(&name.as_str()) {
+        run_perl_entry_point(&name, argv.collect())
+    } else {
+        run_to_exit(Cli::parse())
     };
     std::process::exit(code as i32);
 }

@@ -13,6 +13,8 @@ pub struct Options {
     pub principal: PathBuf,
     pub filter: NewsFilter,
     pub json: bool,
+    /// The Perl rrr-news line: `localtime(epoch)` padded to 20, a space, the path.
+    pub perl_format: bool,
 }
 
 /// Read the files of `coll` smallest first until the filter is settled.
@@ -51,7 +53,9 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
         news.add(f, &opts.filter);
     }
     for e in news.finish(&opts.filter) {
-        if opts.json {
+        if opts.perl_format {
+            writeln!(out, "{}", crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), &e.path))?;
+        } else if opts.json {
             let line = serde_json::json!({"epoch": e.epoch.as_str(), "type": e.kind.as_str(), "path": e.path});
             writeln!(out, "{line}")?;
         } else {

@@ -1,0 +1,512 @@
+//! The Perl tools' command lines (`rrr-news -after E -max N -local FILE`,
+//! `rrr-client --source … --target …`) translated into `rrr` invocations,
+//! so an existing crontab keeps working (spec 13, DECISIONS.md).
+//!
+//! Options are parsed as Getopt::Long does by default: `-x` and `--x`,
+//! `--x=v` and `--x v`, unique abbreviations, case-insensitive names
+//! (`_` and `-` are interchangeable here). An option rrr has no use for is
+//! accepted with a one-line warning; an unknown one is a usage error, as
+//! in Perl. Where the Perl tool behaves differently from `rrr`, the Perl
+//! behaviour is kept: `rrr-update` aggregates afterwards and only warns
+//! about a path outside the root; `rrr-fsck` repairs unless `--dry-run`.
+
+/// What a Perl entry point asks for: `rrr` argument lists to run in
+/// order, environment to set, warnings to print first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Translation {
+    pub steps: Vec<Vec<String>>,
+    pub env: Vec<(String, String)>,
+    pub warnings: Vec<String>,
+}
+
+/// The Perl entry points rrr answers to.
+pub const TOOLS: &[&str] =
+    &["rrr-init", "rrr-update", "rrr-aggregate", "rrr-news", "rrr-overview", "rrr-fsck", "rrr-server", "rrr-client"];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Flag,
+    Value,
+}
+
+struct Spec {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    kind: Kind,
+}
+
+const fn flag(name: &'static str, aliases: &'static [&'static str]) -> Spec {
+    Spec { name, aliases, kind: Kind::Flag }
+}
+const fn value(name: &'static str) -> Spec {
+    Spec { name, aliases: &[], kind: Kind::Value }
+}
+
+const RRR_INIT: &[Spec] = &[
+    value("aggregator"),
+    flag("force", &["f"]),
+    value("serializer_suffix"),
+    flag("verbose", &["v"]),
+    flag("help", &["h"]),
+];
+const RRR_UPDATE: &[Spec] = &[
+    flag("add", &[]),
+    flag("delete", &[]),
+    value("epoch"),
+    flag("dry-run", &["n"]),
+    flag("verbose", &["v"]),
+    flag("help", &["h"]),
+];
+const RRR_AGGREGATE: &[Spec] =
+    &[value("locktimeout"), flag("dry-run", &["n"]), flag("verbose", &["v"]), flag("help", &["h"])];
+const RRR_NEWS: &[Spec] = &[
+    value("after"),
+    value("before"),
+    value("contains_epoch"),
+    value("contains_path"),
+    value("contains_type"),
+    flag("dry-run", &["n"]),
+    value("local"),
+    value("localroot"),
+    value("max"),
+    value("remote"),
+    value("rsync"),
+    flag("skip-deletes", &[]),
+    flag("verbose", &["v"]),
+    flag("help", &["h"]),
+];
+const RRR_OVERVIEW: &[Spec] = &[flag("verbose", &["v"]), flag("help", &["h"])];
+const RRR_FSCK: &[Spec] =
+    &[flag("dry-run", &["n"]), value("remoteroot"), flag("yes", &["y"]), flag("verbose", &["v"]), flag("help", &["h"])];
+const RRR_SERVER: &[Spec] = &[flag("verbose", &["v"]), flag("help", &["h"])];
+const RRR_CLIENT: &[Spec] = &[
+    value("source"),
+    value("target"),
+    value("user"),
+    value("password"),
+    value("tmpdir"),
+    value("runstatusfile"),
+    flag("skip-deletes", &[]),
+    flag("verbose", &["v"]),
+    value("verboselog"),
+    flag("help", &["h"]),
+];
+
+fn specs(tool: &str) -> &'static [Spec] {
+    match tool {
+        "rrr-init" => RRR_INIT,
+        "rrr-update" => RRR_UPDATE,
+        "rrr-aggregate" => RRR_AGGREGATE,
+        "rrr-news" => RRR_NEWS,
+        "rrr-overview" => RRR_OVERVIEW,
+        "rrr-fsck" => RRR_FSCK,
+        "rrr-server" => RRR_SERVER,
+        "rrr-client" => RRR_CLIENT,
+        _ => &[],
+    }
+}
+
+fn norm(s: &str) -> String {
+    s.to_ascii_lowercase().replace('_', "-")
+}
+
+/// Parsed Getopt::Long-style options: (name, value) in order, and the rest.
+/// Options in order as (name, value), and the remaining arguments.
+type Parsed = (Vec<(&'static str, Option<String>)>, Vec<String>);
+
+fn getopt(tool: &str, args: &[String]) -> Result<Parsed, String> {
+    let specs: &'static [Spec] = specs(tool);
+    let mut opts = Vec::new();
+    let mut rest = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if a == "--" {
+            rest.extend(args[i..].iter().cloned());
+            break;
+        }
+        let Some(body) = a.strip_prefix("--").or_else(|| a.strip_prefix('-')).filter(|b| !b.is_empty()) else {
+            rest.push(a.clone());
+            continue;
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (body, None),
+        };
+        let n = norm(name);
+        let exact = specs.iter().find(|s| norm(s.name) == n || s.aliases.iter().any(|al| norm(al) == n));
+        let spec = match exact {
+            Some(s) => s,
+            None => {
+                let cands: Vec<&'static Spec> = specs.iter().filter(|s| norm(s.name).starts_with(&n)).collect();
+                match cands.as_slice() {
+                    [one] => *one,
+                    [] => return Err(format!("{tool}: unknown option: {name}")),
+                    many => {
+                        return Err(format!(
+                            "{tool}: option {name} is ambiguous ({})",
+                            many.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                        ))
+                    }
+                }
+            }
+        };
+        match spec.kind {
+            Kind::Flag => opts.push((spec.name, None)),
+            Kind::Value => {
+                let v = match inline {
+                    Some(v) => v,
+                    None if i < args.len() => {
+                        i += 1;
+                        args[i - 1].clone()
+                    }
+                    None => return Err(format!("{tool}: option {} requires an argument", spec.name)),
+                };
+                opts.push((spec.name, Some(v)));
+            }
+        }
+    }
+    Ok((opts, rest))
+}
+
+fn s(v: &str) -> String {
+    v.to_string()
+}
+
+/// Translate `tool args…` (tool = the program's file name, e.g. `rrr-news`).
+pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
+    if !TOOLS.contains(&tool) {
+        return Err(format!("{tool}: not a Perl entry point rrr knows ({})", TOOLS.join(", ")));
+    }
+    let (opts, rest) = getopt(tool, args)?;
+    let mut t = Translation::default();
+    let get = |n: &str| opts.iter().rev().find(|(k, _)| *k == n).and_then(|(_, v)| v.clone());
+    let has = |n: &str| opts.iter().any(|(k, _)| *k == n);
+    if has("help") {
+        t.steps.push(vec![
+            s(match tool {
+                "rrr-server" => "watch",
+                "rrr-client" => "rmirror",
+                other => other.trim_start_matches("rrr-"),
+            }),
+            s("--help"),
+        ]);
+        return Ok(t);
+    }
+    let ignored = |t: &mut Translation, n: &str, why: &str| {
+        if has(n) {
+            t.warnings.push(format!("{tool}: option --{n} is ignored ({why})"));
+        }
+    };
+    let one_positional = |what: &str| -> Result<String, String> {
+        match rest.as_slice() {
+            [p] => Ok(p.clone()),
+            [] => Err(format!("{tool}: missing {what}")),
+            _ => Err(format!("{tool}: expected one {what}, got {}", rest.len())),
+        }
+    };
+    match tool {
+        "rrr-init" => {
+            ignored(&mut t, "verbose", "rrr shows a progress bar on a terminal");
+            let dir = one_positional("DIR")?;
+            let list = get("aggregator").unwrap_or_else(|| s("1h,1d,1M,1Y,Z"));
+            let ivs: Vec<&str> = list.split(',').map(str::trim).filter(|x| !x.is_empty()).collect();
+            let (first, others) = ivs.split_first().ok_or_else(|| format!("{tool}: empty --aggregator"))?;
+            let mut step = vec![s("init"), s("--interval"), s(first), s("--aggregator"), others.join(",")];
+            if let Some(suffix) = get("serializer_suffix") {
+                let fmt = suffix.trim_start_matches('.');
+                if fmt != "yaml" && fmt != "json" {
+                    return Err(format!("{tool}: serializer suffix {suffix:?} is not supported (.yaml or .json)"));
+                }
+                step.extend([s("--format"), s(fmt)]);
+            }
+            if has("force") {
+                step.push(s("--force"));
+            }
+            step.push(dir);
+            t.steps.push(step);
+        }
+        "rrr-update" => {
+            ignored(&mut t, "verbose", "no verbose mode");
+            let [principal, file] = rest.as_slice() else {
+                return Err(format!("{tool}: expected PRINCIPAL FILE"));
+            };
+            let mut step = vec![s("update"), s("--outside-is-warning")];
+            if has("delete") {
+                step.push(s("--delete"));
+            }
+            if let Some(e) = get("epoch") {
+                step.extend([s("--epoch"), e]);
+            }
+            step.extend([principal.clone(), file.clone()]);
+            if has("dry-run") {
+                t.warnings.push(format!("{tool}: dry run: would run rrr {}", step.join(" ")));
+                return Ok(t);
+            }
+            t.steps.push(step);
+            // The Perl script aggregates afterwards: forced, twice, after a dirty update.
+            if has("epoch") {
+                t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
+                t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
+            } else {
+                t.steps.push(vec![s("aggregate"), principal.clone()]);
+            }
+        }
+        "rrr-aggregate" => {
+            ignored(&mut t, "verbose", "no verbose mode");
+            let p = one_positional("PRINCIPAL")?;
+            if has("dry-run") {
+                t.warnings.push(format!("{tool}: dry run: not aggregating {p}"));
+                return Ok(t);
+            }
+            let mut step = Vec::new();
+            if let Some(l) = get("locktimeout") {
+                step.extend([s("--locktimeout"), l]);
+            }
+            step.extend([s("aggregate"), p]);
+            t.steps.push(step);
+        }
+        "rrr-news" => {
+            ignored(&mut t, "verbose", "no verbose mode");
+            ignored(&mut t, "rsync", "rrr uses its own safe rsync options");
+            if has("dry-run") {
+                return Err(format!("{tool}: --dry-run is not supported (the Perl tool dies on it too)"));
+            }
+            let mut step = vec![s("news"), s("--perl-format")];
+            match (get("local"), get("remote")) {
+                (Some(l), None) => step.extend([s("--local"), l]),
+                (None, Some(r)) => {
+                    step.extend([s("--remote"), r]);
+                    if let Some(lr) = get("localroot") {
+                        step.extend([s("--localroot"), lr]);
+                    }
+                }
+                (None, None) => match rest.as_slice() {
+                    [p] => step.extend([s("--local"), p.clone()]),
+                    _ => return Err(format!("{tool}: give --local PRINCIPAL or --remote SRC")),
+                },
+                (Some(_), Some(_)) => return Err(format!("{tool}: --local and --remote exclude each other")),
+            }
+            for (perl, ours) in [("after", "--after"), ("before", "--before"), ("max", "--max")] {
+                if let Some(v) = get(perl) {
+                    step.extend([s(ours), v]);
+                }
+            }
+            if has("skip-deletes") {
+                step.push(s("--skip-deletes"));
+            }
+            let mut contains = false;
+            for (perl, ours) in [
+                ("contains_path", "--contains-path"),
+                ("contains_epoch", "--contains-epoch"),
+                ("contains_type", "--contains-type"),
+            ] {
+                if let Some(v) = get(perl) {
+                    step.extend([s(ours), v]);
+                    contains = true;
+                }
+            }
+            if contains && !has("max") {
+                step.extend([s("--max"), s("1")]);
+            }
+            t.steps.push(step);
+        }
+        "rrr-overview" => {
+            let mut step = vec![s("overview")];
+            if has("verbose") {
+                step.push(s("--verbose"));
+            }
+            match rest.as_slice() {
+                [] => step.push(s("./RECENT.recent")),
+                [p] => step.push(p.clone()),
+                _ => return Err(format!("{tool}: expected at most one PRINCIPAL")),
+            }
+            t.steps.push(step);
+        }
+        "rrr-fsck" => {
+            ignored(&mut t, "verbose", "fsck lists every finding");
+            ignored(&mut t, "remoteroot", "fetching missing files from a remote is rmirror's job");
+            ignored(&mut t, "yes", "rrr never unlinks tree files in fsck");
+            let p = one_positional("PRINCIPAL")?;
+            let mut step = vec![s("fsck")];
+            if !has("dry-run") {
+                step.push(s("--repair"));
+            }
+            step.push(p);
+            t.steps.push(step);
+        }
+        "rrr-server" => {
+            ignored(&mut t, "verbose", "rrr watch logs one line per batch");
+            let p = one_positional("PRINCIPAL")?;
+            t.steps.push(vec![s("watch"), p]);
+        }
+        "rrr-client" => {
+            ignored(&mut t, "verbose", "rrr rmirror logs one line per pass");
+            ignored(&mut t, "verboselog", "logs go to stderr");
+            ignored(&mut t, "tmpdir", "rrr keeps its temp files hidden in the target");
+            ignored(&mut t, "runstatusfile", "rrr keeps its state in <target>/.rrr/state.json");
+            if !rest.is_empty() {
+                return Err(format!("{tool}: unexpected arguments: {}", rest.join(" ")));
+            }
+            let source = get("source").ok_or_else(|| format!("{tool}: --source is required"))?;
+            let target = get("target").ok_or_else(|| format!("{tool}: --target is required"))?;
+            let source = match get("user") {
+                Some(u) => with_user(&source, &u),
+                None => source,
+            };
+            if let Some(p) = get("password") {
+                t.env.push((s("RSYNC_PASSWORD"), p));
+            }
+            let mut step = vec![s("rmirror"), s("--loop"), s("--remote"), source, s("--localroot"), target];
+            if has("skip-deletes") {
+                step.push(s("--skip-deletes"));
+            }
+            t.steps.push(step);
+        }
+        _ => unreachable!("checked against TOOLS"),
+    }
+    Ok(t)
+}
+
+/// `HOST::MOD/x` + user → `user@HOST::MOD/x`; `rsync://HOST/…` → `rsync://user@HOST/…`.
+fn with_user(source: &str, user: &str) -> String {
+    if let Some(rest) = source.strip_prefix("rsync://") {
+        if rest.contains('@') {
+            return source.to_string();
+        }
+        return format!("rsync://{user}@{rest}");
+    }
+    if source.contains('@') || source.starts_with('/') {
+        return source.to_string();
+    }
+    format!("{user}@{source}")
+}
+
+extern "C" {
+    fn tzset();
+}
+
+/// Perl's `scalar localtime(epoch)` in the process's time zone, as
+/// `rrr-news` prints it: `Tue Nov 14 22:20:00 2023`.
+pub fn perl_localtime(secs: i64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: localtime_r writes into the zeroed struct we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe {
+        tzset();
+        libc::localtime_r(&t, &mut tm);
+    }
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.rem_euclid(7) as usize],
+        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year as i64 + 1900
+    )
+}
+
+/// One line of `rrr-news`: `sprintf("%-20s %s\n", localtime(epoch), path)`.
+pub fn perl_news_line(epoch_secs: i64, path: &str) -> String {
+    format!("{:<20} {}", perl_localtime(epoch_secs), path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tr(tool: &str, args: &[&str]) -> Translation {
+        translate(tool, &args.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn getopt_spellings() {
+        let a = tr("rrr-news", &["-after", "1700000000.5", "-max", "3", "-local", "R/RECENT.recent"]);
+        let b = tr("rrr-news", &["--after=1700000000.5", "--max=3", "--local", "R/RECENT.recent"]);
+        let c = tr("rrr-news", &["--aft", "1700000000.5", "--MAX", "3", "--LOCAL=R/RECENT.recent"]);
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(
+            a.steps,
+            [["news", "--perl-format", "--local", "R/RECENT.recent", "--after", "1700000000.5", "--max", "3"]]
+        );
+        assert!(translate("rrr-news", &["--bogus".into()]).unwrap_err().contains("unknown option"));
+        assert!(translate("rrr-news", &["--contains".into(), "x".into()]).unwrap_err().contains("ambiguous"));
+    }
+
+    #[test]
+    fn contains_implies_max_one() {
+        let t = tr("rrr-news", &["--local", "P", "--contains_path", "a/b"]);
+        assert_eq!(t.steps[0][4..], ["--contains-path", "a/b", "--max", "1"]);
+    }
+
+    #[test]
+    fn init_update_fsck_keep_perl_behaviour() {
+        let t = tr("rrr-init", &["--aggregator=1h,6h,Z", "--serializer_suffix=.json", "-f", "/srv/t"]);
+        assert_eq!(
+            t.steps,
+            [["init", "--interval", "1h", "--aggregator", "6h,Z", "--format", "json", "--force", "/srv/t"]]
+        );
+        let t = tr("rrr-init", &["/srv/t"]);
+        assert_eq!(t.steps[0][1..5], ["--interval", "1h", "--aggregator", "1d,1M,1Y,Z"]);
+        let t = tr("rrr-update", &["--epoch=1700000000", "P", "f"]);
+        assert_eq!(t.steps.len(), 3);
+        assert_eq!(t.steps[1], ["aggregate", "--force", "P"]);
+        let t = tr("rrr-update", &["P", "f"]);
+        assert_eq!(t.steps, [vec!["update", "--outside-is-warning", "P", "f"], vec!["aggregate", "P"]]);
+        assert!(tr("rrr-update", &["-n", "P", "f"]).steps.is_empty());
+        assert_eq!(tr("rrr-fsck", &["P"]).steps, [["fsck", "--repair", "P"]]);
+        assert_eq!(tr("rrr-fsck", &["-n", "P"]).steps, [["fsck", "P"]]);
+        assert_eq!(tr("rrr-aggregate", &["--locktimeout=5", "P"]).steps, [["--locktimeout", "5", "aggregate", "P"]]);
+        assert_eq!(tr("rrr-overview", &[]).steps, [["overview", "./RECENT.recent"]]);
+        assert_eq!(tr("rrr-server", &["--verbose", "P"]).steps, [["watch", "P"]]);
+    }
+
+    #[test]
+    fn client_maps_to_rmirror_loop() {
+        let t = tr(
+            "rrr-client",
+            &[
+                "--source",
+                "cpan.example::CPAN/RECENT.recent",
+                "--target",
+                "/m",
+                "--user",
+                "u",
+                "--password",
+                "pw",
+                "--tmpdir",
+                "/tmp",
+                "--skip-deletes",
+            ],
+        );
+        assert_eq!(
+            t.steps,
+            [[
+                "rmirror",
+                "--loop",
+                "--remote",
+                "u@cpan.example::CPAN/RECENT.recent",
+                "--localroot",
+                "/m",
+                "--skip-deletes"
+            ]]
+        );
+        assert_eq!(t.env, [("RSYNC_PASSWORD".to_string(), "pw".to_string())]);
+        assert_eq!(t.warnings.len(), 1);
+        assert_eq!(with_user("rsync://h:873/m/RECENT.recent", "u"), "rsync://u@h:873/m/RECENT.recent");
+    }
+
+    #[test]
+    fn localtime_format() {
+        std::env::set_var("TZ", "UTC");
+        assert_eq!(perl_localtime(1_700_000_000), "Tue Nov 14 22:13:20 2023");
+        assert_eq!(perl_news_line(1_696_000_000, "x"), "Fri Sep 29 15:06:40 2023 x");
+        assert_eq!(perl_localtime(1_699_000_000)[..10], *"Fri Nov  3");
+    }
+}

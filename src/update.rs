@@ -48,6 +48,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     });
     let mut present: HashSet<String> = rf.events.iter().map(|e| e.path.clone()).collect();
     let mut bound: Option<f64> = None;
+    let mut cluster: Cluster = None;
     let steps: Vec<Option<&Change>> = if order.is_empty() { vec![None] } else { order.into_iter().map(Some).collect() };
     for change in steps {
         let caller = change.and_then(|c| c.epoch.as_ref());
@@ -70,7 +71,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
         if caller.is_none() {
             rf.events.insert(0, Event::new(epoch, change.path.clone(), change.kind));
         } else {
-            let epoch = dirty_insert(rf, epoch, &change.path, change.kind);
+            let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut cluster);
             let mark = if epoch > *now { epoch.clone() } else { now.clone() };
             rf.meta.dirtymark = Some(mark);
             if rf.meta.merged.epoch().is_none_or(|m| epoch < *m) {
@@ -102,18 +103,61 @@ fn monotonic(rf: &Recentfile, now: &Epoch) -> Epoch {
     }
 }
 
-/// Insert at the epoch's place, bumping towards the newer neighbour on a
-/// collision (spec 7.4). Returns the epoch used.
-fn dirty_insert(rf: &mut Recentfile, mut epoch: Epoch, path: &str, kind: EventKind) -> Epoch {
+/// Where the last collision of a batch put its event: a following item
+/// with the same caller epoch continues from there (O(1) per file for a run
+/// of equal mtimes).
+type Cluster = Option<(String, usize)>;
+
+/// Insert at the epoch's place, bumping on a collision (spec 7.4).
+/// Returns the epoch used.
+fn dirty_insert(rf: &mut Recentfile, epoch: Epoch, path: &str, kind: EventKind, cluster: &mut Cluster) -> Epoch {
     let events = &mut rf.events;
     // First index whose epoch is <= ours (the list is strictly decreasing).
-    let mut i = events.partition_point(|e| e.epoch > epoch);
-    while i < events.len() && events[i].epoch == epoch {
-        epoch = if i == 0 { epoch.inc() } else { epoch.inc_towards(&events[i - 1].epoch) };
-        i = events.partition_point(|e| e.epoch > epoch);
+    let i = events.partition_point(|e| e.epoch > epoch);
+    let (used, at) = if i < events.len() && events[i].epoch == epoch {
+        let start = match cluster {
+            Some((e, top)) if e == epoch.as_str() && *top <= i => Some(*top),
+            _ => None,
+        };
+        resolve_collision(events, i, start)
+    } else {
+        (epoch.clone(), i)
+    };
+    *cluster = (at != i || used != epoch).then(|| (epoch.as_str().to_string(), at));
+    events.insert(at, Event::new(used.clone(), path, kind));
+    used
+}
+
+/// Longest bump by bisection rrr accepts before climbing instead.
+const MAX_BISECTED_LEN: usize = 24;
+
+/// A unique epoch above `events[i]` (which equals the one inserted), and
+/// where it goes. The reference bisects towards the newer neighbour
+/// (`inc(epoch, neighbour)`); rrr keeps that while the result stays short,
+/// so Perl-written collections get the same bytes. Bisection halves the gap
+/// each time, so a run of files sharing one mtime (an untarred tree) would
+/// grow the strings by a digit per file: past [`MAX_BISECTED_LEN`] rrr
+/// climbs the run instead and takes the one-argument bump (the next double
+/// up) of the first element with room above it. That keeps epochs short and
+/// leaves about four million slots per second.
+fn resolve_collision(events: &[Event], i: usize, climb_from: Option<usize>) -> (Epoch, usize) {
+    if i == 0 {
+        return (events[0].epoch.inc(), 0);
     }
-    events.insert(i, Event::new(epoch.clone(), path, kind));
-    epoch
+    if climb_from.is_none() {
+        let bisected = events[i].epoch.inc_towards(&events[i - 1].epoch);
+        if bisected.as_str().len() <= MAX_BISECTED_LEN {
+            return (bisected, i);
+        }
+    }
+    let mut j = climb_from.unwrap_or(i);
+    loop {
+        let next = events[j].epoch.inc();
+        if j == 0 || next < events[j - 1].epoch {
+            return (next, j);
+        }
+        j -= 1;
+    }
 }
 
 /// Why a path given to `update` cannot be recorded.
@@ -212,6 +256,23 @@ mod tests {
         assert_eq!(epochs(&rf), ["1700000100.5000001", "1700000100.50000005", "1700000100.5"]);
         assert_eq!(rf.meta.dirtymark.as_ref().unwrap().as_str(), "1700000200.5");
         assert_eq!(rf.meta.merged, Merged::Reset);
+    }
+
+    #[test]
+    fn many_equal_mtimes_stay_short_and_fast() {
+        let mut rf = Recentfile::default();
+        let changes: Vec<Change> = (0..3000).map(|i| change(&format!("f{i}"), Some("1700000000"))).collect();
+        let mut more = changes.clone();
+        more.push(change("newer", Some("1700000001")));
+        batch_update(&mut rf, 3600, &more, &e("1700000100.5"));
+        assert_eq!(rf.events.len(), 3001);
+        assert!(rf.events.windows(2).all(|w| w[0].epoch > w[1].epoch));
+        assert!(
+            rf.events.iter().all(|ev| ev.epoch.as_str().len() <= 32),
+            "{:?}",
+            rf.events.iter().map(|e| e.epoch.as_str().len()).max()
+        );
+        assert_eq!(rf.events.last().unwrap().epoch.as_str(), "1700000000.0");
     }
 
     #[test]

@@ -41,6 +41,13 @@ pub enum Command {
     Overview(OverviewArgs),
     /// Compare the index with the tree; --repair records the differences.
     Fsck(FsckArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (rrr.1, rrr-<command>.1) into DIR.
+    Manpages { dir: std::path::PathBuf },
 }
 
 #[derive(Args, Debug)]

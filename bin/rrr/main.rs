@@ -33,6 +33,15 @@ fn run(cli: Cli) -> Result<Exit> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let exit = match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "rrr", &mut out);
+            Exit::Ok
+        }
+        Command::Manpages { dir } => {
+            write_manpages(&dir)?;
+            Exit::Ok
+        }
         Command::Init(a) => {
             let iv = Interval::parse(&a.interval).map_err(anyhow::Error::msg).context("--interval")?;
             let agg = interval::parse_list(&a.aggregator).map_err(anyhow::Error::msg).context("--aggregator")?;
@@ -144,6 +153,23 @@ fn run(cli: Cli) -> Result<Exit> {
     };
     out.flush()?;
     Ok(exit)
+}
+
+/// rrr.1 and one page per subcommand, from the clap definitions.
+fn write_manpages(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let write = |name: &str, c: clap::Command| -> Result<()> {
+        let path = dir.join(format!("{name}.1"));
+        let mut buf = Vec::new();
+        clap_mangen::Man::new(c).render(&mut buf)?;
+        std::fs::write(&path, buf).with_context(|| format!("cannot write {}", path.display()))
+    };
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("rrr-{}", sub.get_name());
+        write(&name, sub.clone().name(name.clone()))?;
+    }
+    write("rrr", cmd)
 }
 
 /// Run one parsed command line and turn its result into an exit status.

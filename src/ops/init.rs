@@ -77,7 +77,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
             eprintln!("rrr: warning: not indexed: {}: {why}", crate::recentfile::escape_path(&p.to_string_lossy()));
         },
     )?;
-    pb.finish_and_clear();
+    pb.finish();
     let principal = coll.principal().clone();
     let mut loaded = origin::load(&coll, &principal, w)?;
     batch_update(&mut loaded.rf, principal.seconds(), &changes, &w.clock.now());

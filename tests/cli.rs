@@ -1,0 +1,76 @@
+//! The command line as an operator meets it: progress bars only on a
+//! terminal, completions and man pages from the clap definitions.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::process::Command;
+
+fn tree(n: usize) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        let d = tmp.path().join(format!("t/d{}", i % 10));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join(format!("f{i}")), "x").unwrap();
+    }
+    tmp
+}
+
+/// Under a pseudo-terminal (`script`), `rrr init` draws its progress bar on
+/// stderr; through a pipe it prints none.
+#[test]
+fn progress_bar_only_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        panic!("`script` (util-linux) is needed for the pty test");
+    }
+    let tmp = tree(200);
+    let root = tmp.path().join("t");
+    let cmd = format!("{} init {}", rrr_bin(), root.display());
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("CI")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let on_tty = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{on_tty}");
+    assert!(on_tty.contains("indexing"), "bar expected on a terminal: {on_tty:?}");
+    let piped = rrr(&["init", "--force", root.to_str().unwrap()]);
+    assert!(piped.status.success());
+    assert!(!stderr(&piped).contains("indexing"), "no bar through a pipe: {}", stderr(&piped));
+    assert!(!stderr(&piped).contains('\u{1b}'), "no escape codes through a pipe");
+    // --quiet silences it on a terminal too.
+    let cmd = format!("{} init --quiet --force {}", rrr_bin(), root.display());
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("CI")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("indexing"));
+}
+
+#[test]
+fn completions_and_man_pages() {
+    let bash = ok(&["completions", "bash"]);
+    assert!(bash.contains("_rrr()") && bash.contains("aggregate"), "{}", &bash[..200.min(bash.len())]);
+    assert!(ok(&["completions", "zsh"]).contains("#compdef rrr"));
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["manpages", dir.path().to_str().unwrap()]);
+    for page in ["rrr.1", "rrr-news.1", "rrr-init.1", "rrr-fsck.1"] {
+        let text = fs::read_to_string(dir.path().join(page)).unwrap();
+        assert!(text.contains(".TH"), "{page}");
+    }
+    assert!(fs::read_to_string(dir.path().join("rrr-news.1")).unwrap().contains("skip\\-deletes"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(rrr(&["news"]).status.code(), Some(2));
+    assert_eq!(rrr(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(rrr(&["--now", "abc", "overview", "x"]).status.code(), Some(2));
+    let o = rrr(&["init", "--interval", "5Z", "/tmp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("takes no count"), "{}", stderr(&o));
+}

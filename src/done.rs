@@ -175,7 +175,8 @@ mod tests {
     #[test]
     fn table() {
         // (inserts, probe, covered)
-        let cases: &[(&[(&str, &str)], &str, bool)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, bool);
+        let cases: &[Case] = &[
             (&[], "5", false),
             (&[("5", "5")], "5", true),
             (&[("5", "5")], "5.0", true),

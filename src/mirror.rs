@@ -413,7 +413,7 @@ impl<'a> Mirror<'a> {
             Ok(_) => bail!("remote {name} is not a regular file"),
             Err(_) => return Ok(None),
         }
-        Ok(store::read_file(&p).with_context(|| format!("remote {name}"))?)
+        store::read_file(&p).with_context(|| format!("remote {name}"))
     }
 
     /// Fetch and validate the principal. Returns its name, content and layout.
@@ -695,7 +695,8 @@ impl<'a> Mirror<'a> {
             }
             // Does this file reach what is done already?
             let union = self.state.done_union();
-            let probe = current.rf.oldest().map(|e| e.epoch.clone()).or_else(|| current.rf.meta.merged.epoch().cloned());
+            let probe =
+                current.rf.oldest().map(|e| e.epoch.clone()).or_else(|| current.rf.meta.merged.epoch().cloned());
             let reaches = probe.as_ref().is_some_and(|p| union.complete_through(p));
             let next_name = layout.name_of(&layout.intervals[i + 1]);
             // Would a downstream mirror reading our copies find a gap
@@ -765,12 +766,7 @@ impl<'a> Mirror<'a> {
                 continue;
             }
             if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                eprintln!(
-                    "rrr: rmirror: refused {} event {} {}: {reason}",
-                    e.kind,
-                    e.epoch,
-                    escape_path(&e.path)
-                );
+                eprintln!("rrr: rmirror: refused {} event {} {}: {reason}", e.kind, e.epoch, escape_path(&e.path));
                 rep.refused.push(Refusal {
                     file: f.name.clone(),
                     epoch: e.epoch.clone(),
@@ -801,8 +797,7 @@ impl<'a> Mirror<'a> {
             .map(|&ix| PendingDelete { epoch: f.rf.events[ix].epoch.clone(), path: f.rf.events[ix].path.clone() })
             .collect();
         if !carried.is_empty() {
-            let here: HashMap<&str, &Epoch> =
-                f.rf.events.iter().map(|e| (e.path.as_str(), &e.epoch)).rev().collect();
+            let here: HashMap<&str, &Epoch> = f.rf.events.iter().map(|e| (e.path.as_str(), &e.epoch)).rev().collect();
             carried.retain(|p| {
                 let newer = here.get(p.path.as_str()).is_some_and(|e| **e > p.epoch);
                 let same = pending.iter().any(|q| q.path == p.path);
@@ -891,8 +886,9 @@ impl<'a> Mirror<'a> {
             paths.sort_unstable();
             paths.dedup();
             if !paths.is_empty() {
-                let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &paths)
-                    .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
+                let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &paths).with_context(|| {
+                    format!("cannot write a --files-from list in {}", self.cfg.state_dir().display())
+                })?;
                 let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
                 r.args(["-rlt", "--safe-links", "--from0", "--stats"]);
                 r.arg(format!("--files-from={}", list.path().display()));
@@ -1010,7 +1006,7 @@ impl<'a> Mirror<'a> {
             }
         }
         // Directories last, deepest first (the reference's rmdir order).
-        dirs.sort_by(|a, b| b.1.as_os_str().len().cmp(&a.1.as_os_str().len()));
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.1.as_os_str().len()));
         for (p, target) in dirs {
             match fs::remove_dir(&target) {
                 Ok(()) => {
@@ -1099,7 +1095,9 @@ mod tests {
         assert_eq!(check("a/b/c"), None);
         assert_eq!(check("new/dir/x"), None);
         assert_eq!(check("link"), None, "a symlink itself may be replaced or deleted");
-        for bad in ["../x", "/abs", "a/../b", "a\nb", "a\0b", "link/x", "f/x", "RECENT-1h.yaml", ".rrr/state.json", "a//b"] {
+        for bad in
+            ["../x", "/abs", "a/../b", "a\nb", "a\0b", "link/x", "f/x", "RECENT-1h.yaml", ".rrr/state.json", "a//b"]
+        {
             assert!(check(bad).is_some(), "{bad:?}");
         }
     }

@@ -116,7 +116,8 @@ pub fn check_name(name: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let (_, iv, suffix) = split_name(name).with_context(|| format!("{name:?} is not a recentfile name like RECENT-1h.yaml"))?;
+    let (_, iv, suffix) =
+        split_name(name).with_context(|| format!("{name:?} is not a recentfile name like RECENT-1h.yaml"))?;
     Interval::parse(iv).map_err(anyhow::Error::msg).with_context(|| format!("{name:?}"))?;
     if suffix != ".yaml" && suffix != ".json" {
         bail!("{name:?}: unsupported serializer suffix {suffix:?}");
@@ -276,7 +277,10 @@ mod tests {
     #[test]
     fn src_forms() {
         let r = Remote::parse("rsync://h:8873/CPAN/sub/RECENT.recent").unwrap();
-        assert_eq!((r.root.as_str(), r.name.as_str(), r.transport), ("rsync://h:8873/CPAN/sub", "RECENT.recent", Transport::Daemon));
+        assert_eq!(
+            (r.root.as_str(), r.name.as_str(), r.transport),
+            ("rsync://h:8873/CPAN/sub", "RECENT.recent", Transport::Daemon)
+        );
         assert_eq!(r.source("RECENT-1h.yaml"), "rsync://h:8873/CPAN/sub/RECENT-1h.yaml");
         assert_eq!(r.tree_source(), "rsync://h:8873/CPAN/sub/");
         let r = Remote::parse("h::CPAN/RECENT-1h.yaml").unwrap();
@@ -287,7 +291,9 @@ mod tests {
         assert_eq!((r.root.as_str(), r.transport), ("/srv/cpan", Transport::Local));
         let r = Remote::parse("RECENT.recent").unwrap();
         assert_eq!(r.root, ".");
-        for bad in ["", "rsync://h/RECENT.recent", "h::m/../RECENT", "/srv/x/notes.txt", "/srv/.recent", "/x/RECENT-1h.txt"] {
+        for bad in
+            ["", "rsync://h/RECENT.recent", "h::m/../RECENT", "/srv/x/notes.txt", "/srv/.recent", "/x/RECENT-1h.txt"]
+        {
             assert!(Remote::parse(bad).is_err(), "{bad}");
         }
     }

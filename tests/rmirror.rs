@@ -124,7 +124,10 @@ fn assert_no_temp_left(target: &Path) {
     let mut names: Vec<String> =
         fs::read_dir(target).unwrap().flatten().map(|e| e.file_name().to_str().unwrap().to_string()).collect();
     names.extend(
-        fs::read_dir(target.join(".rrr")).unwrap().flatten().map(|e| format!(".rrr/{}", e.file_name().to_str().unwrap())),
+        fs::read_dir(target.join(".rrr"))
+            .unwrap()
+            .flatten()
+            .map(|e| format!(".rrr/{}", e.file_name().to_str().unwrap())),
     );
     for n in names {
         assert!(!n.contains("FRMRecent") && !n.contains("fetch-") && !n.contains("files-from"), "left over: {n}");
@@ -169,7 +172,11 @@ fn full_mirror_then_incremental_news_and_deletes() {
     assert_eq!(st["remote"], t.src());
     assert!(st["last_complete"].is_string(), "{st}");
 
-    change(&t.origin, &["id/N/new1.txt", "id/N/new2.txt", "id/A/f000.txt", "top.txt"], &["id/B/f001.txt", "id/C/f002.txt"]);
+    change(
+        &t.origin,
+        &["id/N/new1.txt", "id/N/new2.txt", "id/A/f000.txt", "top.txt"],
+        &["id/B/f001.txt", "id/C/f002.txt"],
+    );
     let v = pass(&t.src(), &t.target, &[], 0);
     assert_eq!(v["bootstrap"], false, "{v}");
     assert_eq!(v["transferred"], 4, "{v}");
@@ -238,7 +245,8 @@ fn killed_between_transfers_and_deletes_loses_no_delete() {
     let t = Setup::new(10);
     pass(&t.src(), &t.target, &[], 0);
     change(&t.origin, &["id/new.txt"], &["id/A/f000.txt", "id/B/f001.txt"]);
-    let o = rmirror_env(&["--remote", &t.src(), "--localroot", s(&t.target)], &[("RRR_TEST_ABORT_AT", "before-deletes")]);
+    let o =
+        rmirror_env(&["--remote", &t.src(), "--localroot", s(&t.target)], &[("RRR_TEST_ABORT_AT", "before-deletes")]);
     assert_eq!(o.status.code(), None, "expected death by signal: {}", stderr(&o));
     assert!(t.target.join("id/new.txt").exists());
     assert!(t.target.join("id/A/f000.txt").exists());
@@ -264,7 +272,8 @@ fn max_delete_stops_with_a_message_and_keeps_the_rest_pending() {
     let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target), "--max-delete", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("--max-delete reached"), "{}", stderr(&o));
-    let gone = ["id/A/f000.txt", "id/B/f001.txt", "id/C/f002.txt"].iter().filter(|p| !t.target.join(p).exists()).count();
+    let gone =
+        ["id/A/f000.txt", "id/B/f001.txt", "id/C/f002.txt"].iter().filter(|p| !t.target.join(p).exists()).count();
     assert_eq!(gone, 1);
     assert_eq!(state(&t.target)["pending_deletes"].as_array().unwrap().len(), 2);
     pass(&t.src(), &t.target, &[], 0);

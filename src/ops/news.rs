@@ -77,7 +77,8 @@ pub fn run_remote(
     } else {
         remote.name.clone()
     };
-    let principal = store::read_file(&dir.file(&name))?.with_context(|| format!("{} does not exist", remote.source(&name)))?;
+    let principal =
+        store::read_file(&dir.file(&name))?.with_context(|| format!("{} does not exist", remote.source(&name)))?;
     let layout = remote::check_meta(&name, &principal)?;
     let mut files = vec![principal];
     for iv in layout.intervals.iter().skip(1) {

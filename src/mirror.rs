@@ -390,6 +390,15 @@ impl<'a> Mirror<'a> {
         }
     }
 
+    /// rsync's `--temp-dir`: `<localroot>/.rrr/tmp` (same filesystem, so
+    /// files are still renamed into place), so that the temp files of a
+    /// killed rsync are not left all over the tree; emptied at start.
+    fn rsync_temp_dir(&self) -> Result<PathBuf> {
+        let d = self.cfg.state_dir().join("tmp");
+        fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        Ok(d)
+    }
+
     fn fetch_dir(&self) -> Result<FetchDir> {
         if self.cfg.dry_run {
             // Change nothing in the target: fetch into the system temp dir.
@@ -566,6 +575,9 @@ impl<'a> Mirror<'a> {
 
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links", "--stats"]);
+        if !self.cfg.dry_run {
+            r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
+        }
         if self.cfg.dry_run {
             r.args(["--dry-run", "--out-format=%o %n"]);
         }
@@ -891,6 +903,7 @@ impl<'a> Mirror<'a> {
                 })?;
                 let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
                 r.args(["-rlt", "--safe-links", "--from0", "--stats"]);
+                r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
                 r.arg(format!("--files-from={}", list.path().display()));
                 r.arg(self.cfg.remote.tree_source());
                 r.arg(format!("{}/", self.cfg.localroot.display()));

@@ -262,7 +262,14 @@ pub fn clean_stale(state_dir: &Path) {
     for de in rd.flatten() {
         let name = de.file_name();
         let name = name.to_str().unwrap_or("");
-        if name.starts_with(FETCH_PREFIX) {
+        if name == "tmp" {
+            // rsync's --temp-dir: leftovers of a killed transfer.
+            if let Ok(rd) = fs::read_dir(de.path()) {
+                for f in rd.flatten() {
+                    let _ = fs::remove_file(f.path());
+                }
+            }
+        } else if name.starts_with(FETCH_PREFIX) {
             let _ = fs::remove_dir_all(de.path());
         } else if name.starts_with(".rrr-files-from-") || name.ends_with(".new") {
             let _ = fs::remove_file(de.path());

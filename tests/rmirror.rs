@@ -111,7 +111,15 @@ fn tree(root: &Path) -> BTreeMap<String, String> {
 fn assert_same_tree(a: &Path, b: &Path) {
     let (ta, tb) = (tree(a), tree(b));
     assert!(!ta.is_empty());
-    assert_eq!(ta, tb, "trees differ: {} vs {}", a.display(), b.display());
+    let only_a: Vec<&String> = ta.keys().filter(|k| !tb.contains_key(*k)).collect();
+    let only_b: Vec<&String> = tb.keys().filter(|k| !ta.contains_key(*k)).collect();
+    let differ: Vec<&String> = ta.keys().filter(|k| tb.get(*k).is_some_and(|v| v != &ta[*k])).collect();
+    assert!(
+        only_a.is_empty() && only_b.is_empty() && differ.is_empty(),
+        "trees differ: only in {}: {only_a:?}; only in {}: {only_b:?}; content differs: {differ:?}",
+        a.display(),
+        b.display()
+    );
 }
 
 fn state(target: &Path) -> Value {
@@ -129,7 +137,11 @@ fn assert_no_temp_left(target: &Path) {
             .flatten()
             .map(|e| format!(".rrr/{}", e.file_name().to_str().unwrap())),
     );
+    if let Ok(rd) = fs::read_dir(target.join(".rrr/tmp")) {
+        names.extend(rd.flatten().map(|e| format!(".rrr/tmp/{}", e.file_name().to_str().unwrap())));
+    }
     for n in names {
+        assert!(!n.starts_with(".rrr/tmp/"), "rsync temp file left over: {n}");
         assert!(!n.contains("FRMRecent") && !n.contains("fetch-") && !n.contains("files-from"), "left over: {n}");
     }
 }
@@ -465,4 +477,75 @@ fn state_passes(target: &Path) -> u64 {
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .and_then(|v| v["counters"]["passes"].as_u64())
         .unwrap_or(0)
+}
+
+/// Whether `epoch` lies in one of the state's done spans (exact epoch order).
+fn covered(st: &Value, epoch: &str) -> bool {
+    let sets: BTreeMap<String, rrr::done::DoneSet> = serde_json::from_value(st["done"].clone()).unwrap();
+    rrr::done::DoneSet::union(sets.values()).covered(&rrr::epoch::Epoch::parse(epoch).unwrap())
+}
+
+#[test]
+fn real_kill_9_mid_transfer_resumes_without_recopying() {
+    use std::os::unix::process::CommandExt;
+    let t = Setup::new(3);
+    pass(&t.src(), &t.target, &[], 0);
+    let news: Vec<String> = (0..30).map(|i| format!("slow/s{i:02}.bin")).collect();
+    for p in &news {
+        write(&t.origin, p, &"x".repeat(20_000));
+    }
+    let refs: Vec<&str> = news.iter().map(String::as_str).collect();
+    {
+        let mut stdin = String::new();
+        for p in &refs {
+            stdin.push_str(&format!("new {p}\n"));
+        }
+        let mut c = Command::new(rrr_bin())
+            .args(["update", "--stdin", &principal(&t.origin)])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        assert!(c.wait().unwrap().success());
+    }
+    // 5 files of 20 kB per chunk at 250 kB/s: about 0.4 s per chunk.
+    let mut child = Command::new(rrr_bin())
+        .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--max-files-per-connection", "5"])
+        .arg("--rsync-option=--bwlimit=250")
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let done_before_kill = loop {
+        assert!(std::time::Instant::now() < deadline, "no chunk finished");
+        let n = fs::read(t.target.join(".rrr/state.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|st| news.iter().filter(|p| st_covers_path(&st, &t.origin, p)).count())
+            .unwrap_or(0);
+        if n >= 5 {
+            break n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // kill -9 the whole process group (rrr and its rsync), mid-transfer.
+    // SAFETY: signalling our own child's process group.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(done_before_kill < 30, "finished before the kill");
+    let st = state(&t.target);
+    let done: usize = news.iter().filter(|p| st_covers_path(&st, &t.origin, p)).count();
+    let v = pass(&t.src(), &t.target, &["--max-files-per-connection", "5"], 0);
+    assert_eq!(v["transferred"].as_u64(), Some((30 - done) as u64), "done before the kill: {done}; {v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
+/// Whether the state covers the epoch of `path`'s event in the origin's principal.
+fn st_covers_path(st: &Value, origin: &Path, path: &str) -> bool {
+    let out = ok(&["news", "--local", &principal(origin), "--contains-path", path, "--json"]);
+    let ev: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    covered(st, ev["epoch"].as_str().unwrap())
 }

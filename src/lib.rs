@@ -9,18 +9,26 @@
 //!
 //! Side effects live at the edge, each in one place:
 //! - [`store`]: the lock directory protocol, atomic writes, the principal symlink.
+//!
+//! The mirror: [`done`] (pure: which epoch intervals a mirror has),
+//! [`remote`] (SRC forms, fetching recentfiles into a hidden temp dir),
+//! [`mirror`] (one pass: transfers, deletes, state), `ops::rmirror` (the loop,
+//! lock and signals).
 
 pub mod aggregate;
 pub mod clock;
 pub mod collection;
+pub mod done;
 pub mod epoch;
 pub mod interval;
+pub mod mirror;
 pub mod ops;
 pub mod origin;
 pub mod perl_compat;
 pub mod progress;
 pub mod query;
 pub mod recentfile;
+pub mod remote;
 pub mod rsync;
 pub mod store;
 pub mod tree;

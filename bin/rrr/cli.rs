@@ -48,6 +48,8 @@ pub enum Command {
     },
     /// Write man pages (rrr.1, rrr-<command>.1) into DIR.
     Manpages { dir: std::path::PathBuf },
+    /// Mirror a remote collection into a local tree (one pass, or --loop).
+    Rmirror(RmirrorArgs),
 }
 
 #[derive(Args, Debug)]
@@ -115,8 +117,14 @@ pub struct AggregateArgs {
 #[derive(Args, Debug)]
 pub struct NewsArgs {
     /// The principal (RECENT.recent, a recentfile, or the tree's root).
-    #[arg(long, value_name = "PRINCIPAL")]
-    pub local: PathBuf,
+    #[arg(long, value_name = "PRINCIPAL", required_unless_present = "remote", conflicts_with = "remote")]
+    pub local: Option<PathBuf>,
+    /// A remote principal (rmirror's SRC forms): fetch its recentfiles, then list.
+    #[arg(long, value_name = "SRC")]
+    pub remote: Option<String>,
+    /// With --remote: fetch into a hidden temp dir under DIR/.rrr instead of the system temp dir.
+    #[arg(long, value_name = "DIR", requires = "remote")]
+    pub localroot: Option<PathBuf>,
     /// Only events strictly newer than EPOCH.
     #[arg(long, value_name = "EPOCH")]
     pub after: Option<String>,
@@ -169,6 +177,50 @@ pub struct FsckArgs {
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
     /// JSON Lines, one finding per line, then a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RmirrorArgs {
+    /// The remote principal: rsync://HOST[:PORT]/MODULE/PATH/RECENT.recent,
+    /// HOST::MODULE/PATH/RECENT.recent, HOST:PATH/RECENT.recent or a local path.
+    #[arg(long, value_name = "SRC")]
+    pub remote: String,
+    /// The local tree.
+    #[arg(long, value_name = "DIR")]
+    pub localroot: PathBuf,
+    /// Run passes forever.
+    #[arg(long = "loop")]
+    pub looping: bool,
+    /// Seconds between pass starts with --loop.
+    #[arg(long, value_name = "SECONDS", default_value_t = 20.0)]
+    pub interval: f64,
+    /// Do not apply delete events.
+    #[arg(long)]
+    pub skip_deletes: bool,
+    /// Apply at most N deletes in this run; the rest stays pending.
+    #[arg(long, value_name = "N")]
+    pub max_delete: Option<u64>,
+    /// Paths per rsync call.
+    #[arg(long, value_name = "N", default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_files_per_connection: u64,
+    /// The state file (default <localroot>/.rrr/state.json).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Pass OPT to every rsync call (repeatable), e.g. --rsync-option=--bwlimit=1000.
+    #[arg(long, value_name = "OPT", allow_hyphen_values = true)]
+    pub rsync_option: Vec<String>,
+    /// rsync --password-file (daemon sources).
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// List what would be transferred and deleted; change nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    /// Reconcile once with a whole-tree rsync.
+    #[arg(long)]
+    pub full: bool,
+    /// One JSON object per pass ({"kind":"pass",...}).
     #[arg(long)]
     pub json: bool,
 }

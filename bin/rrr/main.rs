@@ -102,11 +102,46 @@ fn run(cli: Cli) -> Result<Exit> {
                 contains_epoch: a.contains_epoch,
                 contains_type: a.contains_type.as_deref().and_then(rrr::recentfile::EventKind::parse),
             };
-            ops::news::run(
-                &ops::news::Options { principal: a.local, filter, json: a.json, perl_format: a.perl_format },
-                &mut out,
-            )?;
+            match (a.local, a.remote) {
+                (_, Some(src)) => {
+                    let settings = rrr::remote::RsyncSettings { timeout: 300, contimeout: 30, ..Default::default() };
+                    ops::news::run_remote(
+                        &src,
+                        a.localroot.as_deref(),
+                        &settings,
+                        &filter,
+                        a.json,
+                        a.perl_format,
+                        &mut out,
+                    )?
+                }
+                (Some(local), None) => ops::news::run(
+                    &ops::news::Options { principal: local, filter, json: a.json, perl_format: a.perl_format },
+                    &mut out,
+                )?,
+                (None, None) => anyhow::bail!("give --local PRINCIPAL or --remote SRC"),
+            }
             Exit::Ok
+        }
+        Command::Rmirror(a) => {
+            let opts = ops::rmirror::Options {
+                remote: a.remote,
+                localroot: a.localroot,
+                looping: a.looping,
+                interval: a.interval,
+                skip_deletes: a.skip_deletes,
+                max_delete: a.max_delete,
+                max_files_per_connection: usize::try_from(a.max_files_per_connection).unwrap_or(usize::MAX),
+                state: a.state,
+                rsync_options: a.rsync_option,
+                password_file: a.password_file,
+                dry_run: a.dry_run,
+                full: a.full,
+                json: a.json,
+                quiet: cli.quiet,
+                progress,
+            };
+            ops::rmirror::run(&opts, writer.clock.clone(), &mut out)?
         }
         Command::Overview(a) => {
             ops::overview::run(

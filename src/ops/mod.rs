@@ -34,4 +34,5 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
 pub mod aggregate;
 pub mod fsck;
 pub mod init;
+pub mod rmirror;
 pub mod update;

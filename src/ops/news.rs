@@ -5,9 +5,11 @@
 use crate::collection::Collection;
 use crate::query::{News, NewsFilter};
 use crate::recentfile::Recentfile;
-use anyhow::Result;
+use crate::remote::{self, FetchDir, Remote, RsyncSettings};
+use crate::store;
+use anyhow::{Context, Result};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub struct Options {
     pub principal: PathBuf,
@@ -48,14 +50,71 @@ pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>
 pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
     let coll = Collection::open(&opts.principal)?;
     let files = collect(&coll, &opts.filter)?;
-    let mut news = News::new();
-    for f in &files {
-        news.add(f, &opts.filter);
+    print(&files, &opts.filter, opts.json, opts.perl_format, out)
+}
+
+/// `rrr news --remote SRC`: fetch the remote principal, then the larger
+/// files one by one only while the filter needs them, into a hidden temp
+/// dir (under `<localroot>/.rrr/` when given, else the system temp dir),
+/// removed afterwards. Remote meta is validated before names are built.
+pub fn run_remote(
+    src: &str,
+    localroot: Option<&Path>,
+    settings: &RsyncSettings,
+    filter: &NewsFilter,
+    json: bool,
+    perl_format: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let remote = Remote::parse(src)?;
+    let base = match localroot {
+        Some(l) => l.join(".rrr"),
+        None => std::env::temp_dir(),
+    };
+    let dir = FetchDir::new(&base)?;
+    dir.fetch(&remote, settings, &[&remote.name])?;
+    let name = if remote.is_link() {
+        let t = dir.link_target(&remote.name)?.with_context(|| format!("{src} does not exist"))?;
+        dir.fetch(&remote, settings, &[&t])?;
+        t
+    } else {
+        remote.name.clone()
+    };
+    let principal =
+        store::read_file(&dir.file(&name))?.with_context(|| format!("{} does not exist", remote.source(&name)))?;
+    let layout = remote::check_meta(&name, &principal)?;
+    let mut files = vec![principal];
+    for iv in layout.intervals.iter().skip(1) {
+        let mut news = News::new();
+        let mut settled = false;
+        for f in &files {
+            settled = news.add(f, filter);
+        }
+        if settled {
+            break;
+        }
+        let n = layout.name_of(iv);
+        dir.fetch(&remote, settings, &[&n])?;
+        match store::read_file(&dir.file(&n))? {
+            Some(rf) => {
+                remote::check_meta(&n, &rf)?;
+                files.push(rf);
+            }
+            None => break,
+        }
     }
-    for e in news.finish(&opts.filter) {
-        if opts.perl_format {
+    print(&files, filter, json, perl_format, out)
+}
+
+fn print(files: &[Recentfile], filter: &NewsFilter, json: bool, perl_format: bool, out: &mut dyn Write) -> Result<()> {
+    let mut news = News::new();
+    for f in files {
+        news.add(f, filter);
+    }
+    for e in news.finish(filter) {
+        if perl_format {
             writeln!(out, "{}", crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), &e.path))?;
-        } else if opts.json {
+        } else if json {
             let line = serde_json::json!({"epoch": e.epoch.as_str(), "type": e.kind.as_str(), "path": e.path});
             writeln!(out, "{line}")?;
         } else {

@@ -32,15 +32,10 @@ impl RsyncDaemon {
     /// Panics (with the daemon's log) if it does not accept connections
     /// within about 5 s, or if it cannot be started on any of 10 ports.
     pub fn start(modules: &[(&str, &Path)]) -> RsyncDaemon {
-        let dir = tempfile::Builder::new()
-            .prefix("rrr-rsyncd-")
-            .tempdir()
-            .expect("create temp dir for rsyncd");
+        let dir = tempfile::Builder::new().prefix("rrr-rsyncd-").tempdir().expect("create temp dir for rsyncd");
         let conf = dir.path().join("rsyncd.conf");
         fs::write(&conf, config(dir.path(), modules)).expect("write rsyncd.conf");
-        let program = std::env::var_os("RRR_RSYNC")
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| "rsync".into());
+        let program = std::env::var_os("RRR_RSYNC").filter(|p| !p.is_empty()).unwrap_or_else(|| "rsync".into());
 
         let mut last_failure = String::new();
         for _attempt in 0..10 {
@@ -70,10 +65,7 @@ impl RsyncDaemon {
                 }
             }
         }
-        panic!(
-            "rsync daemon did not start: {last_failure}\n{}",
-            read_logs(dir.path())
-        );
+        panic!("rsync daemon did not start: {last_failure}\n{}", read_logs(dir.path()));
     }
 
     /// `rsync://127.0.0.1:PORT/module`.

@@ -1,0 +1,323 @@
+//! The remote side of a mirror: where its collection lives (the SRC forms)
+//! and fetching its recentfiles into a hidden temporary directory.
+//!
+//! SRC names the remote principal:
+//!
+//! | form                                           | transport     |
+//! |------------------------------------------------|---------------|
+//! | `rsync://HOST[:PORT]/MODULE/PATH/RECENT.recent` | rsync daemon  |
+//! | `HOST::MODULE/PATH/RECENT.recent`              | rsync daemon  |
+//! | `HOST:PATH/RECENT.recent`                      | rsync over ssh|
+//! | `/local/path/RECENT.recent`, `dir/RECENT.recent` | local       |
+//!
+//! It is split at its last `/` into the remote root (any rsync source
+//! prefix) and the name: `RECENT.recent` (the principal symlink) or a
+//! recentfile name such as `RECENT-1h.yaml`.
+//!
+//! Fetches go into one [`tempfile::TempDir`] under `<localroot>/.rrr/`
+//! (hidden, same filesystem, so installing is a rename), removed when it is
+//! dropped, i.e. on every exit path but kill -9; the next run removes the
+//! leftovers of a killed one ([`clean_stale`]). The principal symlink's
+//! target must be a bare recentfile name (no `/`), and names are only ever
+//! built from validated file names, never from remote meta
+//! ([`check_meta`] refuses a `filenameroot` such as `../x`).
+
+use crate::collection::split_name;
+use crate::interval::Interval;
+use crate::recentfile::Recentfile;
+use crate::rsync::{Rsync, RsyncError};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// How rsync reaches the remote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Daemon,
+    Ssh,
+    Local,
+}
+
+/// A parsed SRC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// The source as given (recorded in the state).
+    pub src: String,
+    /// The remote root without a trailing `/`: `rsync://h:1/mod/dir`, `h::mod`, `h:dir`, `/srv/x`.
+    pub root: String,
+    /// `RECENT.recent` or a recentfile name.
+    pub name: String,
+    pub transport: Transport,
+}
+
+impl Remote {
+    /// Parse SRC (see the module docs).
+    pub fn parse(src: &str) -> Result<Remote> {
+        if src.is_empty() {
+            bail!("empty --remote");
+        }
+        if src.contains('\n') || src.contains('\0') {
+            bail!("--remote {src:?} contains a newline or NUL");
+        }
+        let transport = if src.starts_with("rsync://") {
+            Transport::Daemon
+        } else {
+            let head = src.split('/').next().unwrap_or("");
+            if head.contains("::") {
+                Transport::Daemon
+            } else if head.contains(':') {
+                Transport::Ssh
+            } else {
+                Transport::Local
+            }
+        };
+        let (root, name) = match src.rfind('/') {
+            Some(i) => (&src[..i], &src[i + 1..]),
+            None if transport == Transport::Local => (".", src),
+            None => bail!("--remote {src:?}: expected .../RECENT.recent or .../RECENT-1h.yaml"),
+        };
+        if transport == Transport::Daemon && src.starts_with("rsync://") && root.matches('/').count() < 3 {
+            bail!("--remote {src:?}: expected rsync://HOST[:PORT]/MODULE/[PATH/]RECENT.recent");
+        }
+        check_name(name).with_context(|| format!("--remote {src:?}"))?;
+        let root = if root.is_empty() { "/" } else { root };
+        Ok(Remote { src: src.to_string(), root: root.to_string(), name: name.to_string(), transport })
+    }
+
+    /// The rsync source for a file of the remote root.
+    pub fn source(&self, name: &str) -> String {
+        if self.root.ends_with('/') {
+            format!("{}{name}", self.root)
+        } else {
+            format!("{}/{name}", self.root)
+        }
+    }
+
+    /// The rsync source for the whole tree: `root/`.
+    pub fn tree_source(&self) -> String {
+        format!("{}/", self.root.trim_end_matches('/'))
+    }
+
+    /// Whether SRC names the principal symlink rather than a recentfile.
+    pub fn is_link(&self) -> bool {
+        self.name.ends_with(".recent")
+    }
+}
+
+/// A name that may be fetched and installed: `<root>.recent` or a
+/// recentfile name, no `/`, no leading `.`, no control characters.
+pub fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') || name.chars().any(|c| c.is_control()) {
+        bail!("{name:?} is not a recentfile name");
+    }
+    if let Some(root) = name.strip_suffix(".recent") {
+        if root.is_empty() {
+            bail!("{name:?} is not a recentfile name");
+        }
+        return Ok(());
+    }
+    let (_, iv, suffix) =
+        split_name(name).with_context(|| format!("{name:?} is not a recentfile name like RECENT-1h.yaml"))?;
+    Interval::parse(iv).map_err(anyhow::Error::msg).with_context(|| format!("{name:?}"))?;
+    if suffix != ".yaml" && suffix != ".json" {
+        bail!("{name:?}: unsupported serializer suffix {suffix:?}");
+    }
+    Ok(())
+}
+
+/// What a remote principal says about its collection, after validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub filenameroot: String,
+    pub suffix: String,
+    /// The principal first, then the larger files.
+    pub intervals: Vec<Interval>,
+}
+
+impl Layout {
+    pub fn name_of(&self, iv: &Interval) -> String {
+        format!("{}-{}{}", self.filenameroot, iv.spec(), self.suffix)
+    }
+}
+
+/// Validate the meta of a fetched principal named `name` and derive the
+/// collection's file names. Refused: a `filenameroot` or `interval` that
+/// disagrees with the file name (`filenameroot: ../x`), a bad aggregator.
+pub fn check_meta(name: &str, rf: &Recentfile) -> Result<Layout> {
+    check_name(name)?;
+    let (root, iv, suffix) = split_name(name).with_context(|| format!("{name:?} is not a recentfile name"))?;
+    if let Some(fr) = &rf.meta.filenameroot {
+        if fr != root {
+            bail!(
+                "remote {name}: meta filenameroot {:?} does not match the file name (refusing to build names from it)",
+                crate::recentfile::escape_path(fr)
+            );
+        }
+    }
+    let principal = Interval::parse(iv).map_err(anyhow::Error::msg).with_context(|| name.to_string())?;
+    let aggregator: Vec<Interval> = rf
+        .meta
+        .aggregator
+        .iter()
+        .map(|s| Interval::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("remote {name}: meta aggregator"))?;
+    let intervals = crate::interval::cascade(&principal, &aggregator)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("remote {name}: meta aggregator"))?;
+    Ok(Layout { filenameroot: root.to_string(), suffix: suffix.to_string(), intervals })
+}
+
+/// Settings every rsync call of a mirror shares.
+#[derive(Clone, Debug, Default)]
+pub struct RsyncSettings {
+    pub password_file: Option<PathBuf>,
+    /// `--rsync-option` values, passed through in order.
+    pub extra: Vec<String>,
+    /// `--timeout` seconds.
+    pub timeout: u64,
+    /// `--contimeout` seconds (daemon sources only).
+    pub contimeout: u64,
+}
+
+impl RsyncSettings {
+    /// A new rsync command with the options every call uses.
+    pub fn command(&self, transport: Transport) -> Rsync {
+        let mut r = Rsync::new();
+        r.arg(format!("--timeout={}", self.timeout));
+        if transport == Transport::Daemon {
+            r.arg(format!("--contimeout={}", self.contimeout));
+            if let Some(p) = &self.password_file {
+                r.arg(format!("--password-file={}", p.display()));
+            }
+        }
+        r.args(&self.extra);
+        r
+    }
+}
+
+/// A hidden temporary directory for fetched recentfiles.
+pub struct FetchDir {
+    dir: tempfile::TempDir,
+}
+
+/// The prefix of fetch directories under `<localroot>/.rrr/`.
+const FETCH_PREFIX: &str = "fetch-";
+
+impl FetchDir {
+    pub fn new(state_dir: &Path) -> Result<FetchDir> {
+        fs::create_dir_all(state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix(FETCH_PREFIX)
+            .tempdir_in(state_dir)
+            .with_context(|| format!("cannot create a temp dir in {}", state_dir.display()))?;
+        Ok(FetchDir { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Fetch `names` of the remote root in one rsync call (symlinks stay
+    /// symlinks). A name missing at the remote is simply absent afterwards.
+    pub fn fetch(&self, remote: &Remote, settings: &RsyncSettings, names: &[&str]) -> Result<(), RsyncError> {
+        let mut r = settings.command(remote.transport);
+        r.arg("-lt");
+        for n in names {
+            r.arg(remote.source(n));
+        }
+        r.arg(format!("{}/", self.dir.path().display()));
+        r.run().map(|_| ())
+    }
+
+    /// Resolve the fetched `<root>.recent`: the bare name it points to.
+    pub fn link_target(&self, link: &str) -> Result<Option<String>> {
+        let p = self.file(link);
+        let meta = match fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(_) => return Ok(None),
+        };
+        if !meta.file_type().is_symlink() {
+            bail!("remote {link} is not a symlink");
+        }
+        let target = fs::read_link(&p)?;
+        let target = target.to_str().with_context(|| format!("remote {link}: target is not UTF-8"))?.to_string();
+        if target.contains('/') {
+            bail!("remote {link}: symlink target {:?} contains '/' (must be a bare file name)", target);
+        }
+        check_name(&target).with_context(|| format!("remote {link}"))?;
+        Ok(Some(target))
+    }
+}
+
+/// Remove fetch directories a killed run left under `state_dir` (the
+/// caller holds the mirror lock, so none is in use).
+pub fn clean_stale(state_dir: &Path) {
+    let Ok(rd) = fs::read_dir(state_dir) else { return };
+    for de in rd.flatten() {
+        let name = de.file_name();
+        let name = name.to_str().unwrap_or("");
+        if name == "tmp" {
+            // rsync's --temp-dir: leftovers of a killed transfer.
+            if let Ok(rd) = fs::read_dir(de.path()) {
+                for f in rd.flatten() {
+                    let _ = fs::remove_file(f.path());
+                }
+            }
+        } else if name.starts_with(FETCH_PREFIX) {
+            let _ = fs::remove_dir_all(de.path());
+        } else if name.starts_with(".rrr-files-from-") || name.ends_with(".new") {
+            let _ = fs::remove_file(de.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn src_forms() {
+        let r = Remote::parse("rsync://h:8873/CPAN/sub/RECENT.recent").unwrap();
+        assert_eq!(
+            (r.root.as_str(), r.name.as_str(), r.transport),
+            ("rsync://h:8873/CPAN/sub", "RECENT.recent", Transport::Daemon)
+        );
+        assert_eq!(r.source("RECENT-1h.yaml"), "rsync://h:8873/CPAN/sub/RECENT-1h.yaml");
+        assert_eq!(r.tree_source(), "rsync://h:8873/CPAN/sub/");
+        let r = Remote::parse("h::CPAN/RECENT-1h.yaml").unwrap();
+        assert_eq!((r.root.as_str(), r.name.as_str(), r.transport), ("h::CPAN", "RECENT-1h.yaml", Transport::Daemon));
+        let r = Remote::parse("h:/srv/cpan/RECENT.recent").unwrap();
+        assert_eq!((r.root.as_str(), r.transport), ("h:/srv/cpan", Transport::Ssh));
+        let r = Remote::parse("/srv/cpan/RECENT.recent").unwrap();
+        assert_eq!((r.root.as_str(), r.transport), ("/srv/cpan", Transport::Local));
+        let r = Remote::parse("RECENT.recent").unwrap();
+        assert_eq!(r.root, ".");
+        for bad in
+            ["", "rsync://h/RECENT.recent", "h::m/../RECENT", "/srv/x/notes.txt", "/srv/.recent", "/x/RECENT-1h.txt"]
+        {
+            assert!(Remote::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn meta_is_checked_against_the_name() {
+        let mut rf = Recentfile::default();
+        rf.meta.aggregator = vec!["1h".into(), "6h".into(), "Z".into()];
+        rf.meta.filenameroot = Some("RECENT".into());
+        let l = check_meta("RECENT-1h.yaml", &rf).unwrap();
+        assert_eq!(l.intervals.len(), 3);
+        assert_eq!(l.name_of(&l.intervals[2]), "RECENT-Z.yaml");
+        rf.meta.filenameroot = Some("../x".into());
+        let err = check_meta("RECENT-1h.yaml", &rf).unwrap_err();
+        assert!(format!("{err:#}").contains("filenameroot"), "{err:#}");
+        rf.meta.filenameroot = None;
+        rf.meta.aggregator = vec!["../1h".into()];
+        assert!(check_meta("RECENT-1h.yaml", &rf).is_err());
+    }
+}

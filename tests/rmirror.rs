@@ -1,0 +1,551 @@
+//! `rrr rmirror` against a real `rsync --daemon` on 127.0.0.1: origins are
+//! built with the real `rrr init/update/aggregate` (or, for hostile
+//! indexes, written by hand), mirrored, changed, and compared file by file.
+
+mod common;
+mod support;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use support::rsyncd::RsyncDaemon;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, content).unwrap();
+}
+
+/// An origin of `n` files in a few directories, indexed and aggregated.
+fn make_origin(root: &Path, n: usize) {
+    for i in 0..n {
+        write(root, &format!("id/{}/f{i:03}.txt", (b'A' + (i % 5) as u8) as char), &format!("file {i}\n"));
+    }
+    ok(&["init", "--aggregate", s(root)]);
+}
+
+fn principal(root: &Path) -> String {
+    s(&root.join("RECENT.recent")).to_string()
+}
+
+/// Origin changes: `new` files (written) and `delete` files (removed), recorded and aggregated.
+fn change(root: &Path, new: &[&str], delete: &[&str]) {
+    for p in new {
+        write(root, p, &format!("new content of {p}\n"));
+    }
+    for p in delete {
+        fs::remove_file(root.join(p)).unwrap();
+    }
+    let mut stdin = String::new();
+    for p in new {
+        stdin.push_str(&format!("new {p}\n"));
+    }
+    for p in delete {
+        stdin.push_str(&format!("delete {p}\n"));
+    }
+    let mut child = Command::new(rrr_bin())
+        .args(["update", "--stdin", &principal(root)])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    ok(&["aggregate", &principal(root)]);
+}
+
+fn rmirror_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(rrr_bin());
+    c.arg("rmirror").args(args).env("TERM", "dumb");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn rmirror(args: &[&str]) -> Output {
+    rmirror_env(args, &[])
+}
+
+/// Run a pass with --json; assert exit `code`; return the pass object.
+#[track_caller]
+fn pass(src: &str, target: &Path, extra: &[&str], code: i32) -> Value {
+    let mut args = vec!["--remote", src, "--localroot", s(target), "--json"];
+    args.extend_from_slice(extra);
+    let o = rmirror(&args);
+    assert_eq!(o.status.code(), Some(code), "rmirror {args:?}\nstdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    let line = stdout(&o).lines().last().unwrap_or_default().to_string();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}\n{}", stderr(&o)));
+    assert_eq!(v["kind"], "pass");
+    v
+}
+
+/// rel path -> content (files) or "-> target" (symlinks), without rrr's
+/// state and without the recentfiles.
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for de in walkdir::WalkDir::new(root).min_depth(1) {
+        let de = de.unwrap();
+        let rel = de.path().strip_prefix(root).unwrap().to_str().unwrap().to_string();
+        if rel.starts_with(".rrr") || rel.starts_with("RECENT") || de.file_type().is_dir() {
+            continue;
+        }
+        let v = if de.file_type().is_symlink() {
+            format!("-> {}", fs::read_link(de.path()).unwrap().display())
+        } else {
+            fs::read_to_string(de.path()).unwrap()
+        };
+        out.insert(rel, v);
+    }
+    out
+}
+
+#[track_caller]
+fn assert_same_tree(a: &Path, b: &Path) {
+    let (ta, tb) = (tree(a), tree(b));
+    assert!(!ta.is_empty());
+    let only_a: Vec<&String> = ta.keys().filter(|k| !tb.contains_key(*k)).collect();
+    let only_b: Vec<&String> = tb.keys().filter(|k| !ta.contains_key(*k)).collect();
+    let differ: Vec<&String> = ta.keys().filter(|k| tb.get(*k).is_some_and(|v| v != &ta[*k])).collect();
+    assert!(
+        only_a.is_empty() && only_b.is_empty() && differ.is_empty(),
+        "trees differ: only in {}: {only_a:?}; only in {}: {only_b:?}; content differs: {differ:?}",
+        a.display(),
+        b.display()
+    );
+}
+
+fn state(target: &Path) -> Value {
+    serde_json::from_slice(&fs::read(target.join(".rrr/state.json")).unwrap()).unwrap()
+}
+
+/// No temp files of ours (or the Perl client's) left in the target.
+#[track_caller]
+fn assert_no_temp_left(target: &Path) {
+    let mut names: Vec<String> =
+        fs::read_dir(target).unwrap().flatten().map(|e| e.file_name().to_str().unwrap().to_string()).collect();
+    names.extend(
+        fs::read_dir(target.join(".rrr"))
+            .unwrap()
+            .flatten()
+            .map(|e| format!(".rrr/{}", e.file_name().to_str().unwrap())),
+    );
+    if let Ok(rd) = fs::read_dir(target.join(".rrr/tmp")) {
+        names.extend(rd.flatten().map(|e| format!(".rrr/tmp/{}", e.file_name().to_str().unwrap())));
+    }
+    for n in names {
+        assert!(!n.starts_with(".rrr/tmp/"), "rsync temp file left over: {n}");
+        assert!(!n.contains("FRMRecent") && !n.contains("fetch-") && !n.contains("files-from"), "left over: {n}");
+    }
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    origin: PathBuf,
+    target: PathBuf,
+    daemon: RsyncDaemon,
+}
+
+impl Setup {
+    fn new(n: usize) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let origin = tmp.path().join("origin");
+        let target = tmp.path().join("target");
+        make_origin(&origin, n);
+        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
+        Setup { _tmp: tmp, origin, target, daemon }
+    }
+    fn src(&self) -> String {
+        format!("{}/RECENT.recent", self.daemon.url("origin"))
+    }
+}
+
+#[test]
+fn full_mirror_then_incremental_news_and_deletes() {
+    let t = Setup::new(30);
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["bootstrap"], true, "{v}");
+    assert_eq!(v["complete"], true, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    // The recentfiles are installed, the principal link too.
+    assert_eq!(fs::read_link(t.target.join("RECENT.recent")).unwrap(), Path::new("RECENT-1h.yaml"));
+    for iv in ["1h", "6h", "Z"] {
+        assert!(t.target.join(format!("RECENT-{iv}.yaml")).exists(), "{iv}");
+    }
+    assert_no_temp_left(&t.target);
+    let st = state(&t.target);
+    assert_eq!(st["remote"], t.src());
+    assert!(st["last_complete"].is_string(), "{st}");
+
+    change(
+        &t.origin,
+        &["id/N/new1.txt", "id/N/new2.txt", "id/A/f000.txt", "top.txt"],
+        &["id/B/f001.txt", "id/C/f002.txt"],
+    );
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["bootstrap"], false, "{v}");
+    assert_eq!(v["transferred"], 4, "{v}");
+    assert_eq!(v["deleted"], 2, "{v}");
+    assert_eq!(v["read"], serde_json::json!(["RECENT-1h.yaml"]), "only the principal is needed: {v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+    // The mirror's principal lists the new files (installed after them).
+    let ours = fs::read_to_string(t.target.join("RECENT-1h.yaml")).unwrap();
+    assert!(ours.contains("id/N/new2.txt"));
+
+    // Nothing new: nothing transferred.
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["transferred"], 0, "{v}");
+    assert_eq!(v["deleted"], 0, "{v}");
+}
+
+#[test]
+fn skip_deletes_keeps_files_and_dry_run_changes_nothing() {
+    let t = Setup::new(10);
+    pass(&t.src(), &t.target, &[], 0);
+    change(&t.origin, &["id/new.txt"], &["id/A/f000.txt"]);
+
+    let before = tree(&t.target);
+    let st_before = fs::read(t.target.join(".rrr/state.json")).unwrap();
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target), "--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "new id/new.txt\ndelete id/A/f000.txt\n");
+    assert_eq!(tree(&t.target), before, "dry run changed the tree");
+    assert_eq!(fs::read(t.target.join(".rrr/state.json")).unwrap(), st_before, "dry run changed the state");
+
+    let v = pass(&t.src(), &t.target, &["--skip-deletes"], 0);
+    assert_eq!(v["deletes_skipped"], 1, "{v}");
+    assert!(t.target.join("id/A/f000.txt").exists());
+    assert!(t.target.join("id/new.txt").exists());
+    // A skipped delete is done: a later pass without the flag leaves it too.
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["deleted"], 0, "{v}");
+}
+
+#[test]
+fn killed_mid_transfer_resumes_without_recopying() {
+    let t = Setup::new(5);
+    pass(&t.src(), &t.target, &[], 0);
+    let news: Vec<String> = (0..20).map(|i| format!("batch/n{i:02}.txt")).collect();
+    let refs: Vec<&str> = news.iter().map(String::as_str).collect();
+    change(&t.origin, &refs, &[]);
+    // Aborted (no cleanup, like kill -9) after 2 chunks of 5.
+    let o = rmirror_env(
+        &["--remote", &t.src(), "--localroot", s(&t.target), "--max-files-per-connection", "5"],
+        &[("RRR_TEST_ABORT_AT", "after-chunk:2")],
+    );
+    assert_eq!(o.status.code(), None, "expected death by signal: {}", stderr(&o));
+    let present = news.iter().filter(|p| t.target.join(p).exists()).count();
+    assert_eq!(present, 10, "two chunks of five arrived");
+    // The newest chunk goes first.
+    assert!(t.target.join("batch/n19.txt").exists() && !t.target.join("batch/n00.txt").exists());
+    let v = pass(&t.src(), &t.target, &["--max-files-per-connection", "5"], 0);
+    assert_eq!(v["transferred"], 10, "only the rest is transferred: {v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
+#[test]
+fn killed_between_transfers_and_deletes_loses_no_delete() {
+    let t = Setup::new(10);
+    pass(&t.src(), &t.target, &[], 0);
+    change(&t.origin, &["id/new.txt"], &["id/A/f000.txt", "id/B/f001.txt"]);
+    let o =
+        rmirror_env(&["--remote", &t.src(), "--localroot", s(&t.target)], &[("RRR_TEST_ABORT_AT", "before-deletes")]);
+    assert_eq!(o.status.code(), None, "expected death by signal: {}", stderr(&o));
+    assert!(t.target.join("id/new.txt").exists());
+    assert!(t.target.join("id/A/f000.txt").exists());
+    let st = state(&t.target);
+    let pending: Vec<&str> =
+        st["pending_deletes"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+    assert_eq!(pending.len(), 2, "{st}");
+    // The mirror's principal was not installed before its deletes were applied.
+    let ours = fs::read_to_string(t.target.join("RECENT-1h.yaml")).unwrap();
+    assert!(!ours.contains("id/new.txt"), "principal installed too early");
+
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["deleted"], 2, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_eq!(state(&t.target)["pending_deletes"], serde_json::json!([]));
+}
+
+#[test]
+fn max_delete_stops_with_a_message_and_keeps_the_rest_pending() {
+    let t = Setup::new(10);
+    pass(&t.src(), &t.target, &[], 0);
+    change(&t.origin, &[], &["id/A/f000.txt", "id/B/f001.txt", "id/C/f002.txt"]);
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target), "--max-delete", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--max-delete reached"), "{}", stderr(&o));
+    let gone =
+        ["id/A/f000.txt", "id/B/f001.txt", "id/C/f002.txt"].iter().filter(|p| !t.target.join(p).exists()).count();
+    assert_eq!(gone, 1);
+    assert_eq!(state(&t.target)["pending_deletes"].as_array().unwrap().len(), 2);
+    pass(&t.src(), &t.target, &[], 0);
+    assert_same_tree(&t.origin, &t.target);
+}
+
+#[test]
+fn dirtymark_change_resyncs() {
+    let t = Setup::new(5);
+    pass(&t.src(), &t.target, &[], 0);
+    // A dirty insert far in the past: inside what the mirror has done.
+    write(&t.origin, "old/inserted.txt", "late\n");
+    ok(&["update", "--epoch", "1600000000.5", &principal(&t.origin), "old/inserted.txt"]);
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["dirtymark_changed"], true, "{v}");
+    assert!(t.target.join("old/inserted.txt").exists(), "{v}");
+    assert_same_tree(&t.origin, &t.target);
+}
+
+/// A hand-written JSON principal (`RECENT-1h.json`, aggregator 1h, Z).
+fn hostile_index(root: &Path, meta_root: &str, events: &[(&str, &str, &str)]) {
+    let recent: Vec<Value> =
+        events.iter().map(|(e, t, p)| serde_json::json!({"epoch": e, "type": t, "path": p})).collect();
+    let doc = serde_json::json!({
+        "meta": {"aggregator": ["1h", "Z"], "dirtymark": "1700000000.5", "filenameroot": meta_root,
+                 "interval": "1h", "protocol": 1, "serializer_suffix": ".json"},
+        "recent": recent,
+    });
+    fs::write(root.join("RECENT-1h.json"), serde_json::to_vec(&doc).unwrap()).unwrap();
+    let link = root.join("RECENT.recent");
+    if fs::symlink_metadata(&link).is_err() {
+        std::os::unix::fs::symlink("RECENT-1h.json", &link).unwrap();
+    }
+}
+
+#[test]
+fn hostile_index_touches_nothing_outside_and_does_not_stall() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target, outside) = (tmp.path().join("origin"), tmp.path().join("target"), tmp.path().join("outside"));
+    write(&origin, "good1.txt", "1\n");
+    write(&origin, "sub/evil/f", "should not escape\n");
+    write(&origin, "x", "origin x\n");
+    write(tmp.path(), "victim.txt", "keep me\n");
+    write(&outside, "victim2", "keep me too\n");
+    hostile_index(&origin, "RECENT", &[("1700000001.5", "new", "good1.txt")]);
+    let d = RsyncDaemon::start(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    pass(&src, &target, &[], 0);
+    fs::remove_dir_all(target.join("sub/evil")).unwrap();
+    std::os::unix::fs::symlink("../../outside", target.join("sub/evil")).unwrap();
+    fs::remove_file(target.join("x")).unwrap();
+
+    write(&origin, "good2.txt", "2\n");
+    hostile_index(
+        &origin,
+        "RECENT",
+        &[
+            ("1700000010.9", "new", "good2.txt"),
+            ("1700000010.8", "delete", "../victim.txt"),
+            ("1700000010.7", "new", "../x"),
+            ("1700000010.6", "new", "/abs/x"),
+            ("1700000010.5", "new", "a\u{0}b"),
+            ("1700000010.4", "new", "a\nb"),
+            ("1700000010.3", "new", "sub/evil/f"),
+            ("1700000010.2", "delete", "sub/evil/victim2"),
+            ("1700000010.1", "delete", ".rrr/state.json"),
+            ("1700000001.5", "new", "good1.txt"),
+        ],
+    );
+    let o = rmirror(&["--remote", &src, "--localroot", s(&target), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("refused delete event 1700000010.8 ../victim.txt"), "{err}");
+    assert!(err.contains("parent sub/evil is a symlink"), "{err}");
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["refused"].as_array().unwrap().len(), 8, "{v}");
+    assert!(target.join("good2.txt").exists(), "the good event still went through");
+    assert_eq!(fs::read_to_string(tmp.path().join("victim.txt")).unwrap(), "keep me\n");
+    assert_eq!(fs::read_to_string(outside.join("victim2")).unwrap(), "keep me too\n");
+    assert!(!outside.join("f").exists(), "wrote through a symlinked parent");
+    assert!(!tmp.path().join("x").exists() && !target.join("x").exists());
+    assert!(target.join(".rrr/state.json").exists());
+    assert_eq!(state(&target)["counters"]["refused"], 8);
+
+    // The refused events are done: the next pass goes on without them.
+    write(&origin, "good3.txt", "3\n");
+    let mut events = vec![("1700000020.5", "new", "good3.txt")];
+    events.push(("1700000010.9", "new", "good2.txt"));
+    hostile_index(&origin, "RECENT", &events);
+    let v = pass(&src, &target, &[], 0);
+    assert_eq!(v["transferred"], 1, "{v}");
+    assert!(target.join("good3.txt").exists());
+}
+
+#[test]
+fn hostile_filenameroot_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("o"), tmp.path().join("t"));
+    write(&origin, "a.txt", "a\n");
+    hostile_index(&origin, "../x", &[("1700000001.5", "new", "a.txt")]);
+    let o = rmirror(&["--remote", &format!("{}/RECENT.recent", s(&origin)), "--localroot", s(&target)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("filenameroot \"../x\""), "{}", stderr(&o));
+    let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(names.len(), 2, "something was written beside the target: {names:?}");
+    assert!(!target.join("a.txt").exists());
+}
+
+#[test]
+fn three_tier_cascade_ends_identical() {
+    let t = Setup::new(20);
+    let tier2 = t._tmp.path().join("tier2");
+    let d1 = RsyncDaemon::start(&[("tier1", &t.target)]);
+    let src1 = format!("{}/RECENT.recent", d1.url("tier1"));
+    pass(&t.src(), &t.target, &[], 0);
+    pass(&src1, &tier2, &[], 0);
+    assert_same_tree(&t.origin, &tier2);
+
+    change(&t.origin, &["id/Z/z1.txt", "id/A/f000.txt"], &["id/B/f001.txt"]);
+    // tier2 first: tier1 has nothing new yet, so neither has tier2.
+    let v = pass(&src1, &tier2, &[], 0);
+    assert_eq!(v["transferred"], 0, "{v}");
+    pass(&t.src(), &t.target, &[], 0);
+    let v = pass(&src1, &tier2, &[], 0);
+    assert_eq!((v["transferred"].as_u64(), v["deleted"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_same_tree(&t.origin, &tier2);
+    // tier1's state is not served downstream.
+    assert!(!tier2.join(".rrr/state.json.new").exists());
+    assert_ne!(state(&tier2)["remote"], state(&t.target)["remote"]);
+}
+
+#[test]
+fn local_path_source_and_news_remote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("o"), tmp.path().join("t"));
+    make_origin(&origin, 8);
+    let src = principal(&origin);
+    pass(&src, &target, &[], 0);
+    assert_same_tree(&origin, &target);
+    change(&origin, &["later.txt"], &["id/A/f000.txt"]);
+    let v = pass(&src, &target, &[], 0);
+    assert_eq!((v["transferred"].as_u64(), v["deleted"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_same_tree(&origin, &target);
+
+    // news --remote lists what news --local lists.
+    let d = RsyncDaemon::start(&[("o", &origin)]);
+    let local = ok(&["news", "--local", &src, "--max", "3"]);
+    let remote = ok(&["news", "--remote", &format!("{}/RECENT.recent", d.url("o")), "--max", "3"]);
+    assert_eq!(local, remote);
+    assert_eq!(local.lines().count(), 3);
+}
+
+#[test]
+fn lock_loop_and_signals() {
+    let t = Setup::new(5);
+    // Another live run holds the lock: exit 75 at once.
+    let lock = t.target.join(".rrr/rmirror.lock");
+    fs::create_dir_all(&lock).unwrap();
+    fs::write(lock.join("process"), "1\n").unwrap();
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target)]);
+    assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
+    fs::remove_dir_all(&lock).unwrap();
+
+    // --loop survives passes; SIGTERM stops it cleanly (130) with the state saved.
+    let child = Command::new(rrr_bin())
+        .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--loop", "--interval", "0.2", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while state_passes(&t.target) < 2 {
+        assert!(std::time::Instant::now() < deadline, "loop made no passes");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stdout(&o).lines().count() >= 2);
+    assert!(!lock.exists(), "lock released");
+    assert_same_tree(&t.origin, &t.target);
+}
+
+fn state_passes(target: &Path) -> u64 {
+    fs::read(target.join(".rrr/state.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["counters"]["passes"].as_u64())
+        .unwrap_or(0)
+}
+
+/// Whether `epoch` lies in one of the state's done spans (exact epoch order).
+fn covered(st: &Value, epoch: &str) -> bool {
+    let sets: BTreeMap<String, rrr::done::DoneSet> = serde_json::from_value(st["done"].clone()).unwrap();
+    rrr::done::DoneSet::union(sets.values()).covered(&rrr::epoch::Epoch::parse(epoch).unwrap())
+}
+
+#[test]
+fn real_kill_9_mid_transfer_resumes_without_recopying() {
+    use std::os::unix::process::CommandExt;
+    let t = Setup::new(3);
+    pass(&t.src(), &t.target, &[], 0);
+    let news: Vec<String> = (0..30).map(|i| format!("slow/s{i:02}.bin")).collect();
+    for p in &news {
+        write(&t.origin, p, &"x".repeat(20_000));
+    }
+    let refs: Vec<&str> = news.iter().map(String::as_str).collect();
+    {
+        let mut stdin = String::new();
+        for p in &refs {
+            stdin.push_str(&format!("new {p}\n"));
+        }
+        let mut c = Command::new(rrr_bin())
+            .args(["update", "--stdin", &principal(&t.origin)])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        assert!(c.wait().unwrap().success());
+    }
+    // 5 files of 20 kB per chunk at 250 kB/s: about 0.4 s per chunk.
+    let mut child = Command::new(rrr_bin())
+        .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--max-files-per-connection", "5"])
+        .arg("--rsync-option=--bwlimit=250")
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let done_before_kill = loop {
+        assert!(std::time::Instant::now() < deadline, "no chunk finished");
+        let n = fs::read(t.target.join(".rrr/state.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|st| news.iter().filter(|p| st_covers_path(&st, &t.origin, p)).count())
+            .unwrap_or(0);
+        if n >= 5 {
+            break n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // kill -9 the whole process group (rrr and its rsync), mid-transfer.
+    // SAFETY: signalling our own child's process group.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(done_before_kill < 30, "finished before the kill");
+    let st = state(&t.target);
+    let done: usize = news.iter().filter(|p| st_covers_path(&st, &t.origin, p)).count();
+    let v = pass(&t.src(), &t.target, &["--max-files-per-connection", "5"], 0);
+    assert_eq!(v["transferred"].as_u64(), Some((30 - done) as u64), "done before the kill: {done}; {v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
+/// Whether the state covers the epoch of `path`'s event in the origin's principal.
+fn st_covers_path(st: &Value, origin: &Path, path: &str) -> bool {
+    let out = ok(&["news", "--local", &principal(origin), "--contains-path", path, "--json"]);
+    let ev: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    covered(st, ev["epoch"].as_str().unwrap())
+}

@@ -18,6 +18,7 @@
 pub mod aggregate;
 pub mod clock;
 pub mod collection;
+pub mod config;
 pub mod done;
 pub mod epoch;
 pub mod interval;
@@ -30,6 +31,7 @@ pub mod query;
 pub mod recentfile;
 pub mod remote;
 pub mod rsync;
+pub mod status;
 pub mod store;
 pub mod tree;
 pub mod update;

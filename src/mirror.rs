@@ -898,14 +898,17 @@ impl<'a> Mirror<'a> {
             paths.sort_unstable();
             paths.dedup();
             if !paths.is_empty() {
-                let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &paths).with_context(|| {
+                let (source, prefix) = self.cfg.remote.files_from_base();
+                let listed: Vec<String> = paths.iter().map(|p| format!("{prefix}{p}")).collect();
+                let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+                let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed).with_context(|| {
                     format!("cannot write a --files-from list in {}", self.cfg.state_dir().display())
                 })?;
                 let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
                 r.args(["-rlt", "--safe-links", "--from0", "--stats"]);
                 r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
                 r.arg(format!("--files-from={}", list.path().display()));
-                r.arg(self.cfg.remote.tree_source());
+                r.arg(source);
                 r.arg(format!("{}/", self.cfg.localroot.display()));
                 let mut stats = Stats::default();
                 let res = self.with_retries("transfer", || {

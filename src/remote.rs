@@ -98,6 +98,36 @@ impl Remote {
         format!("{}/", self.root.trim_end_matches('/'))
     }
 
+    /// The source and the list prefix for `--files-from` transfers. An
+    /// rsync daemon with `use chroot = no` (rsync 3.5.0) reports every
+    /// `--files-from` entry as vanished when the source is a directory below
+    /// the module (`rsync://h/CPAN/authors/`), the usual CPAN layout. So for
+    /// a daemon path below the module, the source is the module root and each
+    /// entry is `authors/./id/...`: the `/./` marker keeps `authors/` out of
+    /// the destination path.
+    pub fn files_from_base(&self) -> (String, String) {
+        if self.transport == Transport::Daemon {
+            let (module_start, rest) = match self.root.strip_prefix("rsync://") {
+                Some(r) => match r.find('/') {
+                    Some(i) => ("rsync://".len() + i + 1, &r[i + 1..]),
+                    None => return (self.tree_source(), String::new()),
+                },
+                None => match self.root.find("::") {
+                    Some(i) => (i + 2, &self.root[i + 2..]),
+                    None => return (self.tree_source(), String::new()),
+                },
+            };
+            if let Some(j) = rest.find('/') {
+                let sub = rest[j + 1..].trim_matches('/');
+                if !sub.is_empty() {
+                    let module_root = format!("{}/", &self.root[..module_start + j]);
+                    return (module_root, format!("{sub}/./"));
+                }
+            }
+        }
+        (self.tree_source(), String::new())
+    }
+
     /// Whether SRC names the principal symlink rather than a recentfile.
     pub fn is_link(&self) -> bool {
         self.name.ends_with(".recent")
@@ -279,6 +309,19 @@ pub fn clean_stale(state_dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn files_from_base_splits_below_the_module() {
+        let r = Remote::parse("rsync://h:873/CPAN/authors/RECENT.recent").unwrap();
+        assert_eq!(r.files_from_base(), ("rsync://h:873/CPAN/".to_string(), "authors/./".to_string()));
+        let r = Remote::parse("h::CPAN/a/b/RECENT.recent").unwrap();
+        assert_eq!(r.files_from_base(), ("h::CPAN/".to_string(), "a/b/./".to_string()));
+        let r = Remote::parse("rsync://h/CPAN/RECENT.recent").unwrap();
+        assert_eq!(r.files_from_base(), ("rsync://h/CPAN/".to_string(), String::new()));
+        let r = Remote::parse("/srv/x/RECENT.recent").unwrap();
+        assert_eq!(r.files_from_base(), ("/srv/x/".to_string(), String::new()));
+    }
+
     use super::*;
 
     #[test]

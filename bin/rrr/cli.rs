@@ -50,6 +50,10 @@ pub enum Command {
     Manpages { dir: std::path::PathBuf },
     /// Mirror a remote collection into a local tree (one pass, or --loop).
     Rmirror(RmirrorArgs),
+    /// Show a mirror's run record (lag, heartbeat, counters).
+    Status(StatusArgs),
+    /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    Check(CheckArgs),
 }
 
 #[derive(Args, Debug)]
@@ -185,11 +189,14 @@ pub struct FsckArgs {
 pub struct RmirrorArgs {
     /// The remote principal: rsync://HOST[:PORT]/MODULE/PATH/RECENT.recent,
     /// HOST::MODULE/PATH/RECENT.recent, HOST:PATH/RECENT.recent or a local path.
-    #[arg(long, value_name = "SRC")]
-    pub remote: String,
+    #[arg(long, value_name = "SRC", required_unless_present = "config", requires = "localroot")]
+    pub remote: Option<String>,
     /// The local tree.
-    #[arg(long, value_name = "DIR")]
-    pub localroot: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "config")]
+    pub localroot: Option<PathBuf>,
+    /// Several trees from a TOML file ([[tree]] remote, localroot, options).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["remote", "localroot", "state"])]
+    pub config: Option<PathBuf>,
     /// Run passes forever.
     #[arg(long = "loop")]
     pub looping: bool,
@@ -223,4 +230,43 @@ pub struct RmirrorArgs {
     /// One JSON object per pass ({"kind":"pass",...}).
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which mirror(s) `status` and `check` look at.
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct TargetArgs {
+    /// The mirror's local tree (state in DIR/.rrr/state.json).
+    #[arg(long, value_name = "DIR")]
+    pub localroot: Option<PathBuf>,
+    /// A state file given to rmirror with --state.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Every tree of an rmirror config file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// One JSON object per mirror.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a node-exporter textfile (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Lag in seconds from which the check warns.
+    #[arg(long, value_name = "SECONDS")]
+    pub warn: f64,
+    /// Lag in seconds from which the check is critical.
+    #[arg(long, value_name = "SECONDS")]
+    pub crit: f64,
 }

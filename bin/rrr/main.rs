@@ -125,8 +125,8 @@ fn run(cli: Cli) -> Result<Exit> {
         }
         Command::Rmirror(a) => {
             let opts = ops::rmirror::Options {
-                remote: a.remote,
-                localroot: a.localroot,
+                remote: a.remote.unwrap_or_default(),
+                localroot: a.localroot.unwrap_or_default(),
                 looping: a.looping,
                 interval: a.interval,
                 skip_deletes: a.skip_deletes,
@@ -141,7 +141,20 @@ fn run(cli: Cli) -> Result<Exit> {
                 quiet: cli.quiet,
                 progress,
             };
-            ops::rmirror::run(&opts, writer.clock.clone(), &mut out)?
+            match &a.config {
+                Some(file) => ops::mirrors::rmirror_config(file, &opts, writer.clock.clone(), &mut out)?,
+                None => ops::rmirror::run(&opts, writer.clock.clone(), &mut out)?,
+            }
+        }
+        Command::Status(a) => {
+            let t = targets(a.target);
+            ops::mirrors::status(&t, &writer.clock, a.json, a.prometheus.as_deref(), &mut out)?
+        }
+        Command::Check(a) => {
+            let t = targets(a.target);
+            let level = ops::mirrors::check(&t, &writer.clock, a.warn, a.crit, &mut out)?;
+            out.flush()?;
+            std::process::exit(level as i32);
         }
         Command::Overview(a) => {
             ops::overview::run(
@@ -188,6 +201,15 @@ fn run(cli: Cli) -> Result<Exit> {
     };
     out.flush()?;
     Ok(exit)
+}
+
+fn targets(t: cli::TargetArgs) -> ops::mirrors::Targets {
+    match (t.localroot, t.state, t.config) {
+        (Some(r), _, _) => ops::mirrors::Targets::Localroot(r),
+        (_, Some(s), _) => ops::mirrors::Targets::State(s),
+        (_, _, Some(c)) => ops::mirrors::Targets::Config(c),
+        _ => unreachable!("clap requires one of --localroot, --state, --config"),
+    }
 }
 
 /// rrr.1 and one page per subcommand, from the clap definitions.

@@ -34,5 +34,6 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
 pub mod aggregate;
 pub mod fsck;
 pub mod init;
+pub mod mirrors;
 pub mod rmirror;
 pub mod update;

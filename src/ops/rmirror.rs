@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+#[derive(Clone, Debug)]
 pub struct Options {
     pub remote: String,
     pub localroot: PathBuf,
@@ -172,4 +173,10 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
             return Ok(Exit::Interrupted);
         }
     }
+}
+
+/// Whether SIGINT/SIGTERM asked rmirror to stop (for callers that loop
+/// over several trees, `ops::mirrors`).
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
 }

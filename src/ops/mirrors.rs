@@ -1,0 +1,145 @@
+//! `rrr rmirror --config FILE`, `rrr status`, `rrr check`: several trees in
+//! one run, and the mirror's run record for operators and monitors.
+
+use crate::clock::Clock;
+use crate::config::MirrorConfig;
+use crate::mirror::load_state;
+use crate::ops::rmirror;
+use crate::ops::Exit;
+use crate::status::{self, Level, Report};
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where to find mirror state: one target, or every tree of a config.
+#[derive(Clone, Debug)]
+pub enum Targets {
+    Localroot(PathBuf),
+    State(PathBuf),
+    Config(PathBuf),
+}
+
+pub fn read_config(file: &Path) -> Result<MirrorConfig> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read config {}", file.display()))?;
+    MirrorConfig::parse(&text, file).map_err(anyhow::Error::msg)
+}
+
+/// (localroot as shown, state file) per target.
+fn state_files(t: &Targets) -> Result<Vec<(String, PathBuf)>> {
+    Ok(match t {
+        Targets::Localroot(r) => vec![(r.display().to_string(), r.join(".rrr/state.json"))],
+        Targets::State(f) => vec![(f.display().to_string(), f.clone())],
+        Targets::Config(c) => read_config(c)?
+            .trees
+            .iter()
+            .map(|t| {
+                let f = t.state.clone().unwrap_or_else(|| t.localroot.join(".rrr/state.json"));
+                (t.localroot.display().to_string(), f)
+            })
+            .collect(),
+    })
+}
+
+/// Reports for every target (`None` where no state exists yet).
+pub fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<Report>)>> {
+    let now = clock.now_f64();
+    state_files(t)?
+        .into_iter()
+        .map(|(root, f)| Ok((root.clone(), load_state(&f)?.map(|s| status::report(&root, &s, now)))))
+        .collect()
+}
+
+/// `rrr status`: plain or JSON on `out`, optionally a Prometheus textfile
+/// (written atomically, as node-exporter's textfile collector requires).
+pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>, out: &mut dyn Write) -> Result<Exit> {
+    let all = reports(t, clock)?;
+    let mut missing = false;
+    for (root, r) in &all {
+        match r {
+            Some(r) if json => writeln!(out, "{}", serde_json::to_string(r)?)?,
+            Some(r) => write!(out, "{}", status::plain(r))?,
+            None => {
+                missing = true;
+                if json {
+                    writeln!(out, "{}", serde_json::json!({"localroot": root, "state": null}))?;
+                } else {
+                    writeln!(out, "localroot        {root}\nstate            none (rmirror has not run here)")?;
+                }
+            }
+        }
+    }
+    if let Some(file) = prometheus {
+        let found: Vec<Report> = all.iter().filter_map(|(_, r)| r.clone()).collect();
+        crate::store::write_atomic(file, status::prometheus(&found).as_bytes(), None)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    Ok(if missing { Exit::Differences } else { Exit::Ok })
+}
+
+/// `rrr check`: the worst level over all targets, one line each.
+pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Write) -> Result<Level> {
+    let mut worst = Level::Ok;
+    for (_, r) in reports(t, clock)? {
+        let (level, line) = status::check(r.as_ref(), warn, crit);
+        writeln!(out, "{line}")?;
+        if level as i32 > worst as i32 {
+            worst = level;
+        }
+    }
+    Ok(worst)
+}
+
+/// `rrr rmirror --config FILE`: one pass per tree per round; with
+/// `looping`, a round every `interval` seconds until SIGINT/SIGTERM.
+/// Each tree has its own lock and state; a failing tree does not stop the
+/// others. The exit status is the worst of the last round. The file's
+/// `interval` wins over `--interval`; its options over the command line's.
+pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
+    let cfg = read_config(file)?;
+    let interval = cfg.interval.unwrap_or(base.interval);
+    loop {
+        let started = Instant::now();
+        let mut worst = Exit::Ok;
+        for tree in &cfg.trees {
+            let o = cfg.effective(tree);
+            let opts = rmirror::Options {
+                remote: tree.remote.clone(),
+                localroot: tree.localroot.clone(),
+                looping: false,
+                state: tree.state.clone(),
+                skip_deletes: o.skip_deletes.unwrap_or(base.skip_deletes),
+                max_delete: o.max_delete.or(base.max_delete),
+                max_files_per_connection: o
+                    .max_files_per_connection
+                    .map_or(base.max_files_per_connection, |n| usize::try_from(n.max(1)).unwrap_or(usize::MAX)),
+                rsync_options: o.rsync_options.unwrap_or_else(|| base.rsync_options.clone()),
+                password_file: o.password_file.or_else(|| base.password_file.clone()),
+                ..base.clone()
+            };
+            let exit = match rmirror::run(&opts, clock.clone(), out) {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("rrr: rmirror {}: {e:#}", tree.localroot.display());
+                    crate::ops::exit_for_error(&e)
+                }
+            };
+            if exit == Exit::Interrupted || rmirror::stop_requested() {
+                return Ok(Exit::Interrupted);
+            }
+            if exit != Exit::Ok && (worst == Exit::Ok || exit == Exit::Error) {
+                worst = exit;
+            }
+        }
+        if !base.looping {
+            return Ok(worst);
+        }
+        let end = started + Duration::from_secs_f64(interval.max(0.0));
+        while Instant::now() < end {
+            if rmirror::stop_requested() {
+                return Ok(Exit::Interrupted);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

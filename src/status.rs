@@ -1,0 +1,253 @@
+//! A mirror's run record as operators read it: `rrr status` (plain, JSON,
+//! a node-exporter textfile) and `rrr check` (Nagios). Pure: a state and
+//! the clock in, a report out.
+//!
+//! Lag (DECISIONS.md): seconds since the mirror was last complete against
+//! the origin's principal (every event of the principal done). An idle
+//! origin therefore reads about 0 while the mirror runs, and a dead
+//! mirror's lag grows. The heartbeat age (seconds since the state was last
+//! written) is reported beside it.
+
+use crate::mirror::State;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// What `status` prints and `check` judges.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    pub localroot: String,
+    pub remote: String,
+    pub started: Option<String>,
+    pub last_success: Option<String>,
+    pub last_complete: Option<String>,
+    pub heartbeat: Option<String>,
+    pub newest_applied: Option<String>,
+    /// Seconds since last complete (or since started, if never complete).
+    pub lag_seconds: Option<f64>,
+    pub heartbeat_age_seconds: Option<f64>,
+    pub pending_deletes: usize,
+    pub passes: u64,
+    pub files: u64,
+    pub bytes: u64,
+    pub deletes: u64,
+    pub refused: u64,
+    pub errors: std::collections::BTreeMap<String, u64>,
+}
+
+fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
+    e.as_ref().map(|e| (now - e.to_f64()).max(0.0))
+}
+
+/// Summarize `state` at clock `now` (seconds).
+pub fn report(localroot: &str, state: &State, now: f64) -> Report {
+    let text = |e: &Option<crate::epoch::Epoch>| e.as_ref().map(|e| e.as_str().to_string());
+    Report {
+        localroot: localroot.to_string(),
+        remote: state.remote.clone(),
+        started: text(&state.started),
+        last_success: text(&state.last_success),
+        last_complete: text(&state.last_complete),
+        heartbeat: text(&state.heartbeat),
+        newest_applied: text(&state.newest_applied),
+        lag_seconds: age(now, &state.last_complete).or_else(|| age(now, &state.started)),
+        heartbeat_age_seconds: age(now, &state.heartbeat),
+        pending_deletes: state.pending_deletes.len(),
+        passes: state.counters.passes,
+        files: state.counters.files,
+        bytes: state.counters.bytes,
+        deletes: state.counters.deletes,
+        refused: state.counters.refused,
+        errors: state.counters.errors.clone(),
+    }
+}
+
+/// Nagios states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Ok = 0,
+    Warning = 1,
+    Critical = 2,
+    Unknown = 3,
+}
+
+impl Level {
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Ok => "OK",
+            Level::Warning => "WARNING",
+            Level::Critical => "CRITICAL",
+            Level::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+/// Judge a report against lag thresholds: one Nagios line with perfdata.
+pub fn check(r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
+    let Some(r) = r else {
+        return (Level::Unknown, "RRR UNKNOWN - no mirror state (has rmirror run on this target?)".to_string());
+    };
+    let Some(lag) = r.lag_seconds else {
+        return (Level::Unknown, format!("RRR UNKNOWN - {}: state has no timestamps", r.localroot));
+    };
+    let level = if lag >= crit {
+        Level::Critical
+    } else if lag >= warn {
+        Level::Warning
+    } else {
+        Level::Ok
+    };
+    let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{h:.0}s ago"));
+    let line = format!(
+        "RRR {} - {} lag {:.0}s behind {}, heartbeat {hb}, {} pending deletes | lag={:.0}s;{warn:.0};{crit:.0};0 pending_deletes={}",
+        level.word(),
+        r.localroot,
+        lag,
+        r.remote,
+        r.pending_deletes,
+        lag,
+        r.pending_deletes
+    );
+    (level, line)
+}
+
+fn label_value(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// The node-exporter textfile format (one file may hold several mirrors).
+pub fn prometheus(reports: &[Report]) -> String {
+    let mut out = String::new();
+    let metric = |out: &mut String, name: &str, kind: &str, help: &str, rows: Vec<(String, f64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        }
+    };
+    let lbl = |r: &Report| format!("localroot=\"{}\",remote=\"{}\"", label_value(&r.localroot), label_value(&r.remote));
+    let ts = |e: &Option<String>| e.as_deref().and_then(|s| s.parse::<f64>().ok());
+    let rows = |f: &dyn Fn(&Report) -> Option<f64>| -> Vec<(String, f64)> {
+        reports.iter().filter_map(|r| f(r).map(|v| (lbl(r), v))).collect()
+    };
+    metric(
+        &mut out,
+        "rrr_mirror_lag_seconds",
+        "gauge",
+        "Seconds since the mirror was last complete against its origin's principal.",
+        rows(&|r| r.lag_seconds),
+    );
+    metric(
+        &mut out,
+        "rrr_mirror_heartbeat_age_seconds",
+        "gauge",
+        "Seconds since rmirror last wrote its state.",
+        rows(&|r| r.heartbeat_age_seconds),
+    );
+    metric(
+        &mut out,
+        "rrr_mirror_last_success_timestamp_seconds",
+        "gauge",
+        "Unix time of the last successful pass.",
+        rows(&|r| ts(&r.last_success)),
+    );
+    metric(
+        &mut out,
+        "rrr_mirror_newest_applied_epoch_seconds",
+        "gauge",
+        "Epoch of the newest event transferred or deleted.",
+        rows(&|r| ts(&r.newest_applied)),
+    );
+    metric(
+        &mut out,
+        "rrr_mirror_pending_deletes",
+        "gauge",
+        "Delete events waiting to be applied.",
+        rows(&|r| Some(r.pending_deletes as f64)),
+    );
+    metric(&mut out, "rrr_mirror_passes_total", "counter", "Passes run.", rows(&|r| Some(r.passes as f64)));
+    metric(&mut out, "rrr_mirror_files_total", "counter", "Paths handed to rsync.", rows(&|r| Some(r.files as f64)));
+    metric(&mut out, "rrr_mirror_bytes_total", "counter", "Bytes rsync transferred.", rows(&|r| Some(r.bytes as f64)));
+    metric(&mut out, "rrr_mirror_deletes_total", "counter", "Deletes applied.", rows(&|r| Some(r.deletes as f64)));
+    metric(
+        &mut out,
+        "rrr_mirror_refused_total",
+        "counter",
+        "Hostile events refused.",
+        rows(&|r| Some(r.refused as f64)),
+    );
+    let errs: Vec<(String, f64)> = reports
+        .iter()
+        .flat_map(|r| {
+            r.errors.iter().map(move |(c, n)| (format!("{},class=\"{}\"", lbl(r), label_value(c)), *n as f64))
+        })
+        .collect();
+    metric(&mut out, "rrr_mirror_errors_total", "counter", "Failures by class.", errs);
+    out
+}
+
+/// Plain `rrr status` text.
+pub fn plain(r: &Report) -> String {
+    let mut out = String::new();
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.0} s"));
+    let _ = writeln!(out, "localroot        {}", r.localroot);
+    let _ = writeln!(out, "remote           {}", r.remote);
+    let _ = writeln!(out, "lag              {}", secs(r.lag_seconds));
+    let _ = writeln!(out, "heartbeat age    {}", secs(r.heartbeat_age_seconds));
+    let _ = writeln!(out, "started          {}", opt(&r.started));
+    let _ = writeln!(out, "last success     {}", opt(&r.last_success));
+    let _ = writeln!(out, "last complete    {}", opt(&r.last_complete));
+    let _ = writeln!(out, "newest applied   {}", opt(&r.newest_applied));
+    let _ = writeln!(out, "pending deletes  {}", r.pending_deletes);
+    let _ = writeln!(
+        out,
+        "counters         passes {} files {} bytes {} deletes {} refused {}",
+        r.passes, r.files, r.bytes, r.deletes, r.refused
+    );
+    if !r.errors.is_empty() {
+        let e: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(out, "errors           {}", e.join(", "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::epoch::Epoch;
+
+    fn state() -> State {
+        let mut s = State::fresh("rsync://h/m/RECENT.recent", &Epoch::parse("1700000000.5").unwrap());
+        s.last_complete = Some(Epoch::parse("1700000100.5").unwrap());
+        s.heartbeat = Some(Epoch::parse("1700000110.5").unwrap());
+        s.counters.errors.insert("connection".into(), 2);
+        s
+    }
+
+    #[test]
+    fn lag_and_levels() {
+        let r = report("/m", &state(), 1_700_000_400.5);
+        assert_eq!(r.lag_seconds, Some(300.0));
+        assert_eq!(r.heartbeat_age_seconds, Some(290.0));
+        assert_eq!(check(Some(&r), 600.0, 3600.0).0, Level::Ok);
+        assert_eq!(check(Some(&r), 300.0, 3600.0).0, Level::Warning);
+        assert_eq!(check(Some(&r), 60.0, 200.0).0, Level::Critical);
+        assert_eq!(check(None, 60.0, 200.0).0, Level::Unknown);
+        assert!(check(Some(&r), 600.0, 3600.0).1.starts_with("RRR OK - /m lag 300s"));
+    }
+
+    #[test]
+    fn prometheus_format() {
+        let text = prometheus(&[report("/m", &state(), 1_700_000_400.5)]);
+        assert!(text.contains("# TYPE rrr_mirror_lag_seconds gauge\n"));
+        assert!(text.contains("rrr_mirror_lag_seconds{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\"} 300\n"));
+        assert!(text.contains(
+            "rrr_mirror_errors_total{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\",class=\"connection\"} 2\n"
+        ));
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name_labels, value) = line.rsplit_once(' ').unwrap();
+            assert!(name_labels.starts_with("rrr_mirror_") && name_labels.ends_with('}'), "{line}");
+            value.parse::<f64>().unwrap();
+        }
+    }
+}

@@ -24,3 +24,4 @@ pub mod rsync;
 pub mod store;
 pub mod tree;
 pub mod update;
+pub mod watch;

@@ -35,3 +35,4 @@ pub mod aggregate;
 pub mod fsck;
 pub mod init;
 pub mod update;
+pub mod watch;

@@ -243,6 +243,15 @@ fn directory_tree_moved_in_and_out() {
     for f in ["t/b/c", "t/b/d/e", "t/b/d/later"] {
         wait_kind(&root, f, "delete");
     }
+    // A tree removed with rm -r: each file's delete is recorded.
+    for f in ["r/s/t/1", "r/s/2", "r/3"] {
+        write(&root, f, "x");
+        wait_kind(&root, f, "new");
+    }
+    fs::remove_dir_all(root.join("r")).unwrap();
+    for f in ["r/s/t/1", "r/s/2", "r/3"] {
+        wait_kind(&root, f, "delete");
+    }
     // Moved out: everything under it deleted.
     fs::rename(root.join("t"), tmp.path().join("gone")).unwrap();
     for f in ["t/a", "t/b2/c", "t/b2/d/e", "t/b2/d/later"] {

@@ -257,11 +257,11 @@ impl Daemon<'_> {
                 match self.add_watch(&dir) {
                     Ok(()) => {}
                     Err(WatchFail::Limit) => {
-                        let msg = self.limit_message(&dir);
                         if fatal_limit {
-                            bail!("{msg}");
+                            bail!("{}", self.limit_message(&dir));
                         }
                         if !self.limit_reported {
+                            let msg = self.limit_message(&dir);
                             self.log.error(format!(
                                 "{msg}; rescanning the tree every {:?} meanwhile",
                                 self.opts.aggregate_every
@@ -498,7 +498,10 @@ impl Daemon<'_> {
                 self.dirs.retain(|d| !is_under(d, &rel));
                 self.batch.forget_dir(&rel, now);
             }
-            Happening::Deleted { dir: true } => self.dirs.retain(|d| !is_under(d, &rel)),
+            // Its subdirectories were deleted first, each with its own event.
+            Happening::Deleted { dir: true } => {
+                self.dirs.remove(&rel);
+            }
             Happening::MovedSelf => {}
             _ => self.file_event(h, &rel, now),
         }

@@ -35,3 +35,4 @@ pub mod status;
 pub mod store;
 pub mod tree;
 pub mod update;
+pub mod watch;

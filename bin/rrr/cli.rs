@@ -54,6 +54,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     Check(CheckArgs),
+    /// The origin daemon: watch the tree with inotify and record every change.
+    Watch(WatchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -269,4 +271,28 @@ pub struct CheckArgs {
     /// Lag in seconds from which the check is critical.
     #[arg(long, value_name = "SECONDS")]
     pub crit: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The principal (RECENT.recent, the principal recentfile, or the root).
+    pub principal: PathBuf,
+    /// Record a batch when this many changes are pending.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub batch_size: usize,
+    /// Record a batch when its oldest change waited this many milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub batch_delay: u64,
+    /// Run the cascade (aggregate) every S seconds.
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    pub aggregate_every: u64,
+    /// Leave out paths matching GLOB (relative path or file name).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Keep delete events in Z when aggregating.
+    #[arg(long)]
+    pub keep_deletes: bool,
+    /// Log JSON Lines (one object per line, with a "kind" field) on stderr.
+    #[arg(long)]
+    pub json_log: bool,
 }

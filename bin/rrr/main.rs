@@ -198,6 +198,20 @@ fn run(cli: Cli) -> Result<Exit> {
                 Exit::Differences
             }
         }
+        Command::Watch(a) => {
+            anyhow::ensure!(a.batch_size > 0, "--batch-size must be at least 1");
+            let opts = ops::watch::Options {
+                principal: a.principal,
+                batch_size: a.batch_size,
+                batch_delay: Duration::from_millis(a.batch_delay),
+                aggregate_every: Duration::from_secs(a.aggregate_every.max(1)),
+                excludes: a.exclude,
+                keep_deletes: a.keep_deletes,
+                json_log: a.json_log,
+            };
+            ops::watch::run(&opts, &writer)?;
+            Exit::Ok
+        }
     };
     out.flush()?;
     Ok(exit)

@@ -37,3 +37,4 @@ pub mod init;
 pub mod mirrors;
 pub mod rmirror;
 pub mod update;
+pub mod watch;

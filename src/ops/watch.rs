@@ -1,0 +1,717 @@
+//! `rrr watch`: the origin daemon. It owns the inotify watcher (one
+//! non-recursive watch per directory, managed here so that every failure
+//! is seen), the directory scans, the heartbeat file and the writes; what
+//! an event means is decided by the pure core in [`crate::watch`].
+//!
+//! Nothing is lost:
+//! - a new directory is watched first, then listed, so a file created
+//!   before the watch existed is found by the listing and one created after
+//!   by the watch;
+//! - on a kernel queue overflow (or a watcher error) the tree is rescanned:
+//!   missing watches are added and the tree is compared with the index
+//!   (`fsck` logic), files modified since the last marker included;
+//! - at start-up the same comparison runs against the last heartbeat.
+//!
+//! Markers. The heartbeat is written atomically into `.rrr/watch.json`,
+//! which is watched. The kernel queue is FIFO, so when the rename's event
+//! arrives, every change made before the write has been received. Once
+//! those are recorded, the write time becomes `synced_to`: the time before
+//! which every change is in the index (the next start-up looks at files
+//! modified at or after it; an overflow rescan at files modified at or
+//! after the last marker received).
+
+use crate::clock::Clock;
+use crate::collection::Collection;
+use crate::epoch::Epoch;
+use crate::ops::fsck::{compare, Finding};
+use crate::ops::update::record;
+use crate::origin::Writer;
+use crate::query::newest_per_path;
+use crate::recentfile::{check_relative_path, EventKind};
+use crate::tree::IgnoreSet;
+use crate::update::Change;
+use crate::watch::{classify, is_under, relative, watch_limit_message, Batch, Happening, Heartbeat};
+use anyhow::{bail, Context, Result};
+use notify::{Config, INotifyWatcher, RecursiveMode, Watcher};
+use serde_json::{json, Value};
+use std::collections::{HashSet, VecDeque};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+pub struct Options {
+    pub principal: PathBuf,
+    /// Flush when this many changes are pending.
+    pub batch_size: usize,
+    /// Flush when the oldest pending change waited this long.
+    pub batch_delay: Duration,
+    /// Run the cascade this often.
+    pub aggregate_every: Duration,
+    pub excludes: Vec<String>,
+    pub keep_deletes: bool,
+    /// JSON Lines on stderr instead of plain lines.
+    pub json_log: bool,
+}
+
+/// The heartbeat (marker) period while events flow, and when idle.
+const HEARTBEAT_ACTIVE: Duration = Duration::from_secs(2);
+const HEARTBEAT_IDLE: Duration = Duration::from_secs(30);
+/// How often the loop looks at the signal flag when nothing happens.
+const SIGNAL_POLL: Duration = Duration::from_millis(200);
+
+/// File times come from the kernel's coarse clock, a tick behind the
+/// precise one; a lower bound for mtimes is taken this much earlier.
+const CLOCK_SLACK: f64 = 0.05;
+
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP.store(sig, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGINT, handler);
+    }
+}
+
+fn wall() -> f64 {
+    Clock::system().now_f64()
+}
+
+/// The log: one line per batch (and per start, rescan, aggregate, stop,
+/// warning) on stderr, plain or JSON Lines with a `kind` field.
+struct Log {
+    json: bool,
+}
+
+impl Log {
+    fn emit(&self, kind: &str, fields: Value, plain: impl FnOnce() -> String) {
+        let mut err = std::io::stderr().lock();
+        if self.json {
+            let mut obj = json!({ "kind": kind, "time": Epoch::from_clock(wall()).as_str() });
+            if let (Some(o), Value::Object(f)) = (obj.as_object_mut(), fields) {
+                o.extend(f);
+            }
+            let _ = writeln!(err, "{obj}");
+        } else {
+            let _ = writeln!(err, "rrr watch: {kind}: {}", plain());
+        }
+    }
+
+    fn warn(&self, message: String) {
+        self.emit("warning", json!({ "message": message }), || message.clone());
+    }
+
+    fn error(&self, message: String) {
+        self.emit("error", json!({ "message": message }), || message.clone());
+    }
+}
+
+enum WatchFail {
+    Limit,
+    Other(String),
+}
+
+struct Daemon<'a> {
+    opts: &'a Options,
+    w: &'a Writer,
+    coll: Collection,
+    ignore: IgnoreSet,
+    /// The root as an absolute path (the prefix of every watcher path).
+    root: PathBuf,
+    watcher: INotifyWatcher,
+    rx: Receiver<notify::Result<notify::Event>>,
+    /// Watched directories, relative ("" is the root).
+    dirs: HashSet<String>,
+    batch: Batch,
+    log: Log,
+    started: f64,
+    /// Write times of heartbeats whose event has not arrived yet.
+    markers: VecDeque<f64>,
+    /// Write time of the newest marker received.
+    last_marker: f64,
+    synced_to: f64,
+    last_heartbeat: Instant,
+    active: bool,
+    rescan: Option<String>,
+    /// Some directory could not be watched (limit): rescan periodically.
+    degraded: bool,
+    limit_reported: bool,
+    next_aggregate: Instant,
+    retry_at: Option<Instant>,
+}
+
+fn parse_heartbeat(path: &Path) -> Option<Result<Heartbeat, String>> {
+    let text = fs::read_to_string(path).ok()?;
+    Some(serde_json::from_str(&text).map_err(|e| e.to_string()))
+}
+
+/// Run the daemon until SIGTERM/SIGINT.
+pub fn run(opts: &Options, w: &Writer) -> Result<()> {
+    let coll = Collection::open(&opts.principal)?;
+    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
+    let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
+    let log = Log { json: opts.json_log };
+    install_signal_handlers();
+    let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
+        None => None,
+        Some(Ok(hb)) => Some(hb),
+        Some(Err(e)) => {
+            log.warn(format!("ignoring unreadable heartbeat .rrr/watch.json: {e}"));
+            None
+        }
+    };
+    let started = wall();
+    let (tx, rx) = channel();
+    let watcher = INotifyWatcher::new(tx, Config::default().with_follow_symlinks(false))
+        .context("cannot start the inotify watcher")?;
+    let now = Instant::now();
+    let mut d = Daemon {
+        opts,
+        w,
+        coll,
+        ignore,
+        root,
+        watcher,
+        rx,
+        dirs: HashSet::new(),
+        batch: Batch::default(),
+        log,
+        started,
+        markers: VecDeque::new(),
+        last_marker: started,
+        synced_to: started,
+        last_heartbeat: now,
+        active: false,
+        rescan: None,
+        degraded: false,
+        limit_reported: false,
+        next_aggregate: now,
+        retry_at: None,
+    };
+    d.start(previous)?;
+    d.main_loop()
+}
+
+impl Daemon<'_> {
+    fn abs(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+
+    fn add_watch(&mut self, rel: &str) -> Result<(), WatchFail> {
+        match self.watcher.watch(&self.abs(rel), RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                self.dirs.insert(rel.to_string());
+                Ok(())
+            }
+            Err(e) => match &e.kind {
+                notify::ErrorKind::MaxFilesWatch => Err(WatchFail::Limit),
+                // Gone already: the parent's watch reports its removal.
+                notify::ErrorKind::PathNotFound => Ok(()),
+                notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                _ => Err(WatchFail::Other(format!("cannot watch {:?}: {e}", rel))),
+            },
+        }
+    }
+
+    /// Directories of the tree (not ignored), for the limit message.
+    fn count_dirs(&self) -> usize {
+        walkdir::WalkDir::new(&self.root)
+            .follow_links(false)
+            .into_iter()
+            .filter_entry(|e| {
+                let rel = e.path().strip_prefix(&self.root).ok().and_then(Path::to_str).unwrap_or("");
+                rel.is_empty() || !self.ignore.is_ignored(rel)
+            })
+            .filter(|e| e.as_ref().is_ok_and(|e| e.file_type().is_dir()))
+            .count()
+            + 1
+    }
+
+    fn limit_message(&self, rel: &str) -> String {
+        let limit =
+            fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
+        watch_limit_message(rel, limit, self.count_dirs())
+    }
+
+    /// Watch `rel` and every directory below it (those not watched yet),
+    /// listing each after its watch exists. With `record`, the files
+    /// found are recorded as new. Returns the directories seen.
+    fn watch_tree(&mut self, rel: &str, record: bool, fatal_limit: bool) -> Result<HashSet<String>> {
+        let mut seen = HashSet::new();
+        let mut stack = vec![rel.to_string()];
+        let now = Instant::now();
+        while let Some(dir) = stack.pop() {
+            if !self.dirs.contains(&dir) {
+                match self.add_watch(&dir) {
+                    Ok(()) => {}
+                    Err(WatchFail::Limit) => {
+                        if fatal_limit {
+                            bail!("{}", self.limit_message(&dir));
+                        }
+                        if !self.limit_reported {
+                            let msg = self.limit_message(&dir);
+                            self.log.error(format!(
+                                "{msg}; rescanning the tree every {:?} meanwhile",
+                                self.opts.aggregate_every
+                            ));
+                            self.limit_reported = true;
+                        }
+                        self.degraded = true;
+                    }
+                    Err(WatchFail::Other(m)) => {
+                        self.log.error(m);
+                        self.degraded = true;
+                    }
+                }
+            }
+            let rd = match fs::read_dir(self.abs(&dir)) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    self.log.error(format!("cannot list {dir:?}: {e}"));
+                    continue;
+                }
+            };
+            seen.insert(dir.clone());
+            for ent in rd.flatten() {
+                let Some(name) = ent.file_name().to_str().map(str::to_string) else {
+                    self.log.warn(format!("cannot index {}: path is not UTF-8", ent.path().display()));
+                    continue;
+                };
+                let child = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+                if self.ignore.is_ignored(&child) {
+                    continue;
+                }
+                match ent.file_type() {
+                    Ok(ft) if ft.is_dir() => stack.push(child),
+                    Ok(_) if record => match check_relative_path(&child) {
+                        Ok(()) => self.batch.record(&child, EventKind::New, now),
+                        Err(why) => self.log.warn(format!("cannot index {child:?}: {why}")),
+                    },
+                    _ => {}
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    /// Compare the tree with the index and record the differences (files
+    /// modified at or after `since` included). Returns (new, delete).
+    fn reconcile(&mut self, since: Option<i64>) -> Result<(usize, usize)> {
+        let report = compare(&self.coll, &self.ignore, since)?;
+        if let Some(Finding::Unreadable { file, error }) =
+            report.findings.iter().find(|f| matches!(f, Finding::Unreadable { .. }))
+        {
+            bail!("cannot compare the tree with the index: recentfile {file} is unreadable: {error}");
+        }
+        for f in &report.findings {
+            if let Finding::Unindexable { path, reason } = f {
+                self.log.warn(format!("cannot index {path:?}: {reason}"));
+            }
+        }
+        let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();
+        let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
+        if !changes.is_empty() {
+            record(&self.coll, &changes, self.w)?;
+        }
+        Ok((news, changes.len() - news))
+    }
+
+    fn start(&mut self, previous: Option<Heartbeat>) -> Result<()> {
+        let t0 = Instant::now();
+        fs::create_dir_all(self.root.join(".rrr")).context("cannot create .rrr/")?;
+        if let Err(WatchFail::Limit) = self.add_watch(".rrr") {
+            bail!("{}", self.limit_message(".rrr"));
+        }
+        self.watch_tree("", false, true)?;
+        let since = previous
+            .as_ref()
+            .and_then(|hb| Epoch::parse(&hb.synced_to).ok())
+            .map(|e| e.to_f64())
+            .unwrap_or(self.started);
+        let since = (since - CLOCK_SLACK).floor() as i64;
+        let (news, deletes) = self.reconcile(Some(since))?;
+        let root = self.root.display().to_string();
+        let watches = self.dirs.len();
+        let ms = t0.elapsed().as_millis();
+        let heartbeat = previous.map(|h| h.synced_to);
+        self.log.emit(
+            "start",
+            json!({ "root": root, "pid": std::process::id(), "watches": watches, "since": heartbeat,
+                    "new": news, "delete": deletes, "ms": ms as u64 }),
+            || {
+                format!(
+                    "watching {root} ({watches} directories); recorded {news} new and {deletes} deleted \
+                     files changed while not watching{} in {ms} ms",
+                    heartbeat.as_ref().map(|h| format!(" (since {h})")).unwrap_or_default()
+                )
+            },
+        );
+        self.heartbeat();
+        self.aggregate();
+        Ok(())
+    }
+
+    fn main_loop(&mut self) -> Result<()> {
+        loop {
+            let sig = STOP.load(Ordering::SeqCst);
+            if sig != 0 {
+                return self.shutdown(sig);
+            }
+            let now = Instant::now();
+            let mut wake = now + SIGNAL_POLL;
+            for t in
+                [self.batch.deadline(self.opts.batch_delay), Some(self.next_aggregate), Some(self.next_heartbeat())]
+                    .into_iter()
+                    .flatten()
+            {
+                wake = wake.min(t);
+            }
+            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(ev) => {
+                    self.on_event(ev)?;
+                    let mut n = 0usize;
+                    while let Ok(ev) = self.rx.try_recv() {
+                        self.on_event(ev)?;
+                        n += 1;
+                        // Size on every event; the clock and the signal flag every 256.
+                        let check_time = n.is_multiple_of(256);
+                        if (check_time || self.batch.changes() >= self.opts.batch_size)
+                            && self.flush_allowed()
+                            && self.batch.due(Instant::now(), self.opts.batch_size, self.opts.batch_delay)
+                        {
+                            self.flush(false);
+                        }
+                        if check_time && STOP.load(Ordering::SeqCst) != 0 {
+                            break;
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => bail!("the inotify watcher stopped"),
+            }
+            // The channel is drained here.
+            if let Some(why) = self.rescan.take() {
+                self.rescan(&why)?;
+            }
+            let now = Instant::now();
+            if self.flush_allowed() && self.batch.due(now, self.opts.batch_size, self.opts.batch_delay) {
+                self.flush(true);
+            }
+            if now >= self.next_aggregate {
+                if self.degraded {
+                    self.rescan("some directories are not watched")?;
+                }
+                self.aggregate();
+            }
+            if now >= self.next_heartbeat() {
+                self.heartbeat();
+            }
+        }
+    }
+
+    fn flush_allowed(&self) -> bool {
+        self.retry_at.is_none_or(|t| Instant::now() >= t)
+    }
+
+    fn next_heartbeat(&self) -> Instant {
+        self.last_heartbeat + if self.active { HEARTBEAT_ACTIVE } else { HEARTBEAT_IDLE }
+    }
+
+    fn on_event(&mut self, res: notify::Result<notify::Event>) -> Result<()> {
+        self.batch.events += 1;
+        let ev = match res {
+            Ok(ev) => ev,
+            Err(e) => {
+                let rel =
+                    e.paths.first().and_then(|p| relative(&self.root, p)).and_then(Result::ok).unwrap_or_default();
+                if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+                    let msg = self.limit_message(&rel);
+                    self.log.error(msg);
+                    self.degraded = true;
+                } else {
+                    self.log.error(format!("watcher error: {e}; rescanning"));
+                }
+                self.rescan.get_or_insert_with(|| format!("watcher error: {e}"));
+                return Ok(());
+            }
+        };
+        let Some(h) = classify(&ev) else { return Ok(()) };
+        if h == Happening::Overflow {
+            self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
+            return Ok(());
+        }
+        let Some(path) = ev.paths.first() else { return Ok(()) };
+        let rel = match relative(&self.root, path) {
+            None => return Ok(()),
+            Some(Err(p)) => {
+                if matches!(h, Happening::ClosedWrite | Happening::MovedIn) {
+                    self.log.warn(format!("cannot index {}: path is not UTF-8", p.display()));
+                }
+                return Ok(());
+            }
+            Some(Ok(rel)) => rel,
+        };
+        if rel.is_empty() {
+            if matches!(h, Happening::MovedSelf | Happening::Deleted { .. }) {
+                bail!("the root {} was moved or deleted", self.root.display());
+            }
+            return Ok(());
+        }
+        if is_under(&rel, ".rrr") {
+            if rel == ".rrr/watch.json" && h == Happening::MovedIn {
+                self.on_marker();
+            } else if rel == ".rrr" && matches!(h, Happening::MovedOut | Happening::Deleted { .. }) {
+                self.dirs.remove(".rrr");
+            }
+            return Ok(());
+        }
+        if self.ignore.is_ignored(&rel) {
+            return Ok(());
+        }
+        self.active = true;
+        let now = Instant::now();
+        match h {
+            Happening::Created { dir: true } => {
+                self.watch_tree(&rel, true, false)?;
+            }
+            Happening::MovedIn => match fs::symlink_metadata(self.abs(&rel)) {
+                Ok(m) if m.is_dir() => {
+                    self.watch_tree(&rel, true, false)?;
+                }
+                Ok(_) => self.file_event(h, &rel, now),
+                Err(_) => {} // moved on again: its move-out follows
+            },
+            Happening::MovedOut if self.dirs.contains(&rel) => {
+                self.dirs.retain(|d| !is_under(d, &rel));
+                self.batch.forget_dir(&rel, now);
+            }
+            // Its subdirectories were deleted first, each with its own event.
+            Happening::Deleted { dir: true } => {
+                self.dirs.remove(&rel);
+            }
+            Happening::MovedSelf => {}
+            _ => self.file_event(h, &rel, now),
+        }
+        Ok(())
+    }
+
+    fn file_event(&mut self, h: Happening, rel: &str, now: Instant) {
+        if let Err(why) = check_relative_path(rel) {
+            if matches!(h, Happening::ClosedWrite | Happening::MovedIn) {
+                self.log.warn(format!("cannot index {rel:?}: {why}"));
+            }
+            return;
+        }
+        self.batch.on_file(h, rel, self.last_marker, now);
+    }
+
+    fn on_marker(&mut self) {
+        let t = self.markers.pop_front().unwrap_or(self.last_marker);
+        self.last_marker = t;
+        if self.batch.pending() == 0 {
+            self.advance_synced();
+        }
+    }
+
+    fn advance_synced(&mut self) {
+        let t = self.batch.writing_floor().map_or(self.last_marker, |f| f.min(self.last_marker));
+        self.synced_to = t;
+    }
+
+    /// Write the heartbeat (also a marker).
+    fn heartbeat(&mut self) {
+        self.last_heartbeat = Instant::now();
+        self.active = false;
+        let dir = self.root.join(".rrr");
+        if !self.dirs.contains(".rrr") {
+            let _ = fs::create_dir_all(&dir);
+            let _ = self.add_watch(".rrr");
+        }
+        let now = wall();
+        let hb = Heartbeat {
+            pid: std::process::id(),
+            started: Epoch::from_clock(self.started).into_string(),
+            heartbeat: Epoch::from_clock(now).into_string(),
+            synced_to: Epoch::from_clock(self.synced_to).into_string(),
+        };
+        let text = serde_json::to_string(&hb).unwrap_or_default() + "\n";
+        let tmp = dir.join("watch.json.new");
+        let res = (|| -> std::io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            fs::rename(&tmp, dir.join("watch.json"))
+        })();
+        match res {
+            Ok(()) => {
+                if self.markers.len() < 1000 {
+                    self.markers.push_back(now);
+                }
+            }
+            Err(e) => self.log.error(format!("cannot write heartbeat {}: {e}", dir.join("watch.json").display())),
+        }
+    }
+
+    fn aggregate(&mut self) {
+        self.next_aggregate = Instant::now() + self.opts.aggregate_every;
+        match crate::ops::aggregate::aggregate(&self.coll, false, self.opts.keep_deletes, self.w) {
+            Ok(r) if r.merges > 0 => {
+                let written = r.written.join(" ");
+                self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
+                    format!("{} merges, wrote {written}", r.merges)
+                });
+            }
+            Ok(_) => {}
+            Err(e) => self.log.error(format!("aggregate failed: {e:#}")),
+        }
+    }
+
+    /// The live indexed paths under each directory.
+    fn indexed_under(&self, dirs: &[String]) -> Result<Vec<Vec<String>>> {
+        let mut files = Vec::new();
+        for iv in &self.coll.intervals {
+            if let Some(rf) = self.coll.read(iv).with_context(|| format!("cannot read {}", self.coll.file_name(iv)))? {
+                files.push(rf);
+            }
+        }
+        let live: Vec<&str> = newest_per_path(files.iter())
+            .into_iter()
+            .filter(|e| e.kind == EventKind::New)
+            .map(|e| e.path.as_str())
+            .collect();
+        Ok(dirs.iter().map(|d| live.iter().filter(|p| is_under(p, d)).map(|p| p.to_string()).collect()).collect())
+    }
+
+    /// Record the pending batch (one update, one lock). On failure the
+    /// batch is kept and retried.
+    fn flush(&mut self, with_unwritten: bool) {
+        let f = self.batch.take(with_unwritten);
+        if f.is_empty() {
+            self.batch.events += f.events;
+            if self.batch.pending() == 0 {
+                self.advance_synced();
+            }
+            return;
+        }
+        let t0 = Instant::now();
+        let under = if f.forgotten.is_empty() { Ok(Vec::new()) } else { self.indexed_under(&f.forgotten) };
+        let res = under.and_then(|under| {
+            let changes = f.resolve(|p| fs::symlink_metadata(self.root.join(p)).is_ok_and(|m| !m.is_dir()), &under);
+            if !changes.is_empty() {
+                record(&self.coll, &changes, self.w)?;
+            }
+            Ok(changes)
+        });
+        match res {
+            Ok(changes) => {
+                self.retry_at = None;
+                let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
+                let deletes = changes.len() - news;
+                let latency = f.since.map_or(0, |s| s.elapsed().as_millis() as u64);
+                let record_ms = t0.elapsed().as_millis() as u64;
+                let events = f.events;
+                self.log.emit(
+                    "batch",
+                    json!({ "events": events, "changes": changes.len(), "new": news, "delete": deletes,
+                            "latency_ms": latency, "record_ms": record_ms }),
+                    || {
+                        format!(
+                            "{events} events, {} changes ({news} new, {deletes} delete), latency {latency} ms \
+                             (record {record_ms} ms)",
+                            changes.len()
+                        )
+                    },
+                );
+                if self.batch.pending() == 0 {
+                    self.advance_synced();
+                }
+            }
+            Err(e) => {
+                self.log.error(format!("cannot record a batch of events (retrying): {e:#}"));
+                self.batch.restore(f);
+                self.retry_at = Some(Instant::now() + self.opts.batch_delay.max(Duration::from_secs(5)));
+            }
+        }
+    }
+
+    /// Events were lost (or a watch is missing): watch every directory and
+    /// compare the tree with the index.
+    fn rescan(&mut self, why: &str) -> Result<()> {
+        let t0 = Instant::now();
+        let since = (self.last_marker - CLOCK_SLACK).floor() as i64;
+        self.flush(true);
+        self.degraded = false;
+        let seen = self.watch_tree("", false, false)?;
+        let stale: Vec<String> =
+            self.dirs.iter().filter(|d| !seen.contains(*d) && d.as_str() != ".rrr").cloned().collect();
+        for d in stale {
+            let _ = self.watcher.unwatch(&self.abs(&d));
+            self.dirs.remove(&d);
+        }
+        self.batch.clear_in_flight();
+        let (news, deletes) = match self.reconcile(Some(since)) {
+            Ok(x) => x,
+            Err(e) => {
+                self.log.error(format!("rescan failed (retrying): {e:#}"));
+                self.degraded = true;
+                return Ok(());
+            }
+        };
+        let ms = t0.elapsed().as_millis() as u64;
+        let watches = self.dirs.len();
+        self.log.emit(
+            "rescan",
+            json!({ "reason": why, "watches": watches, "new": news, "delete": deletes, "ms": ms }),
+            || {
+                format!(
+                    "{why}: recorded {news} new and {deletes} deleted files ({watches} directories watched) in {ms} ms"
+                )
+            },
+        );
+        Ok(())
+    }
+
+    /// Flush everything received up to now (a marker proves it) and stop.
+    fn shutdown(&mut self, sig: i32) -> Result<()> {
+        self.heartbeat();
+        let until = Instant::now() + Duration::from_secs(3);
+        while !self.markers.is_empty() && Instant::now() < until {
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(ev) => self.on_event(ev)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        while let Ok(ev) = self.rx.try_recv() {
+            self.on_event(ev)?;
+        }
+        if let Some(why) = self.rescan.take() {
+            self.rescan(&why)?;
+        }
+        self.retry_at = None;
+        self.flush(true);
+        let left = self.batch.pending();
+        self.heartbeat();
+        let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+        self.log.emit("stop", json!({ "signal": name, "unrecorded": left }), || {
+            format!("{name}: stopped ({left} changes could not be recorded)")
+        });
+        if left > 0 {
+            bail!("{left} changes could not be recorded before stopping");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,399 @@
+//! `rrr watch` with real inotify on temp trees: the daemon is the real
+//! binary in a child process; the tests change the tree and poll the index
+//! (`rrr news`, `rrr fsck`) with generous timeouts. No sleep is a timing
+//! goal: every wait polls for the expected state.
+
+mod common;
+
+use common::*;
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A running `rrr watch`, killed when dropped.
+struct Daemon {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(root: &Path, extra: &[&str]) -> Daemon {
+        let log = root.parent().unwrap().join(format!("watch-{}.log", std::process::id()));
+        let log = unique(log);
+        let err = fs::File::create(&log).unwrap();
+        let mut args = vec!["watch", root.to_str().unwrap(), "--json-log"];
+        if !extra.contains(&"--batch-delay") {
+            args.extend_from_slice(&["--batch-delay", "200"]);
+        }
+        args.extend_from_slice(extra);
+        let child =
+            Command::new(rrr_bin()).args(&args).stdout(Stdio::null()).stderr(err).spawn().expect("spawn rrr watch");
+        let d = Daemon { child: Some(child), log };
+        d.wait_log("\"kind\":\"start\"");
+        d
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    #[track_caller]
+    fn wait_log(&self, needle: &str) {
+        let ok = wait_for(|| self.log().contains(needle));
+        assert!(ok, "log never showed {needle}:\n{}", self.log());
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0);
+    }
+
+    /// SIGTERM and wait: returns the exit code.
+    fn stop(mut self) -> (i32, String) {
+        self.signal(libc::SIGTERM);
+        let mut child = self.child.take().unwrap();
+        let t0 = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return (st.code().unwrap_or(-1), self.log());
+            }
+            assert!(t0.elapsed() < WAIT, "rrr watch did not stop on SIGTERM:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+            eprintln!("--- watch log ---\n{}", fs::read_to_string(&self.log).unwrap_or_default());
+        }
+    }
+}
+
+fn unique(p: PathBuf) -> PathBuf {
+    let mut n = 0;
+    loop {
+        let c = p.with_extension(format!("{n}.log"));
+        if !c.exists() {
+            return c;
+        }
+        n += 1;
+    }
+}
+
+fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < WAIT {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+/// A temp dir holding `root/` with an indexed tree.
+fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    fs::create_dir(&root).unwrap();
+    for f in files {
+        write(&root, f, f);
+    }
+    ok(&["init", root.to_str().unwrap()]);
+    (tmp, root)
+}
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, content).unwrap();
+}
+
+/// Each path's newest event: path -> (epoch, type).
+fn news(root: &Path) -> HashMap<String, (String, String)> {
+    let out = ok(&["news", "--json", "--local", root.to_str().unwrap()]);
+    out.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let s = |k: &str| v[k].as_str().unwrap().to_string();
+            (s("path"), (s("epoch"), s("type")))
+        })
+        .collect()
+}
+
+fn kind_of(root: &Path, path: &str) -> Option<String> {
+    news(root).get(path).map(|(_, t)| t.clone())
+}
+
+#[track_caller]
+fn wait_kind(root: &Path, path: &str, kind: &str) {
+    let ok = wait_for(|| kind_of(root, path).as_deref() == Some(kind));
+    assert!(ok, "{path} never became {kind}: {:?}", news(root).get(path));
+}
+
+/// fsck's tree/index findings (missing_in_index, missing_on_disk).
+fn differences(root: &Path) -> Vec<String> {
+    differences_excluding(root, &[])
+}
+
+fn differences_excluding(root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["fsck", "--json", root.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = rrr(&args);
+    stdout(&o)
+        .lines()
+        .filter(|l| l.contains("missing_in_index") || l.contains("missing_on_disk"))
+        .map(str::to_string)
+        .collect()
+}
+
+fn fsck_clean(root: &Path) -> bool {
+    rrr(&["fsck", root.to_str().unwrap()]).status.success()
+}
+
+#[track_caller]
+fn wait_fsck_clean(root: &Path) {
+    let ok = wait_for(|| fsck_clean(root));
+    let o = rrr(&["fsck", root.to_str().unwrap()]);
+    assert!(ok, "fsck never clean:\n{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn create_modify_delete_rename_and_ignore_set() {
+    let (_tmp, root) = tree(&["keep", "old", "victim"]);
+    let d = Daemon::start(&root, &["--exclude", "*.tmp"]);
+    write(&root, "a/new.txt", "x");
+    wait_kind(&root, "a/new.txt", "new");
+
+    let before = news(&root)["old"].0.clone();
+    write(&root, "old", "changed");
+    let ok = wait_for(|| rrr::epoch::cmp_epochs(&news(&root)["old"].0, &before).is_gt());
+    assert!(ok, "modification of old not recorded");
+
+    fs::remove_file(root.join("victim")).unwrap();
+    wait_kind(&root, "victim", "delete");
+
+    fs::rename(root.join("a/new.txt"), root.join("renamed.txt")).unwrap();
+    wait_kind(&root, "renamed.txt", "new");
+    wait_kind(&root, "a/new.txt", "delete");
+
+    // The ignore set: --exclude, rsync temp files, rrr's own files.
+    write(&root, "skip.tmp", "x");
+    write(&root, "a/.partial.AbC123", "x");
+    write(&root, "RECENT-1h.yaml.new", "x");
+    fs::remove_file(root.join("RECENT-1h.yaml.new")).unwrap();
+    write(&root, "marker", "x");
+    wait_kind(&root, "marker", "new");
+    let n = news(&root);
+    for p in ["skip.tmp", "a/.partial.AbC123", "RECENT-1h.yaml.new"] {
+        assert!(!n.contains_key(p), "{p} recorded");
+    }
+    // Attribute-only changes are ignored.
+    let keep = n["keep"].clone();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(root.join("keep"), fs::Permissions::from_mode(0o600)).unwrap();
+    write(&root, "marker2", "x");
+    wait_kind(&root, "marker2", "new");
+    assert_eq!(news(&root)["keep"], keep, "a touch of attributes was recorded");
+
+    assert_eq!(differences_excluding(&root, &["--exclude", "*.tmp"]), Vec::<String>::new());
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    // One JSON object per line, each with a kind.
+    for l in log.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+        assert!(v["kind"].is_string(), "{l}");
+    }
+    assert!(log.contains("\"kind\":\"batch\""), "{log}");
+}
+
+#[test]
+fn directory_tree_moved_in_and_out() {
+    let (tmp, root) = tree(&["keep"]);
+    let outside = tmp.path().join("outside");
+    for f in ["t/a", "t/b/c", "t/b/d/e"] {
+        write(&outside, f, f);
+    }
+    let d = Daemon::start(&root, &[]);
+    fs::rename(outside.join("t"), root.join("t")).unwrap();
+    for f in ["t/a", "t/b/c", "t/b/d/e"] {
+        wait_kind(&root, f, "new");
+    }
+    // Files written into the moved-in tree are seen (it is watched).
+    write(&root, "t/b/d/later", "x");
+    wait_kind(&root, "t/b/d/later", "new");
+
+    // A rename inside the tree: delete plus new.
+    fs::rename(root.join("t/b"), root.join("t/b2")).unwrap();
+    for f in ["t/b2/c", "t/b2/d/e", "t/b2/d/later"] {
+        wait_kind(&root, f, "new");
+    }
+    for f in ["t/b/c", "t/b/d/e", "t/b/d/later"] {
+        wait_kind(&root, f, "delete");
+    }
+    // A tree removed with rm -r: each file's delete is recorded.
+    for f in ["r/s/t/1", "r/s/2", "r/3"] {
+        write(&root, f, "x");
+        wait_kind(&root, f, "new");
+    }
+    fs::remove_dir_all(root.join("r")).unwrap();
+    for f in ["r/s/t/1", "r/s/2", "r/3"] {
+        wait_kind(&root, f, "delete");
+    }
+    // Moved out: everything under it deleted.
+    fs::rename(root.join("t"), tmp.path().join("gone")).unwrap();
+    for f in ["t/a", "t/b2/c", "t/b2/d/e", "t/b2/d/later"] {
+        wait_kind(&root, f, "delete");
+    }
+    // The old watches are gone: writes out there are not recorded.
+    write(&tmp.path().join("gone"), "b2/x", "x");
+    write(&root, "marker", "x");
+    wait_kind(&root, "marker", "new");
+    assert!(!news(&root).keys().any(|p| p.ends_with("/x")), "{:?}", news(&root));
+    assert_eq!(differences(&root), Vec::<String>::new());
+    assert_eq!(d.stop().0, 0);
+}
+
+#[test]
+fn new_directories_filled_immediately() {
+    let (_tmp, root) = tree(&["keep"]);
+    let d = Daemon::start(&root, &[]);
+    // Another process: mkdir then write at once, nested, many times.
+    let script = "for i in $(seq 1 40); do mkdir -p d$i/x/y && echo a > d$i/f && echo b > d$i/x/y/g && \
+                  mkdir d$i/z && : > d$i/z/empty; done";
+    let st = Command::new("sh").arg("-c").arg(script).current_dir(&root).status().unwrap();
+    assert!(st.success());
+    let ok = wait_for(|| {
+        let n = news(&root);
+        (1..=40).all(|i| {
+            [format!("d{i}/f"), format!("d{i}/x/y/g"), format!("d{i}/z/empty")]
+                .iter()
+                .all(|p| n.get(p).is_some_and(|(_, t)| t == "new"))
+        })
+    });
+    assert!(ok, "files in new directories missing: {:?}", differences(&root));
+    assert_eq!(differences(&root), Vec::<String>::new());
+    assert_eq!(d.stop().0, 0);
+}
+
+#[test]
+fn burst_of_10000_files_then_fsck_clean() {
+    let (_tmp, root) = tree(&["keep"]);
+    let d = Daemon::start(&root, &[]);
+    let script = "for d in 0 1 2 3 4 5 6 7 8 9; do mkdir -p b/$d; done; \
+                  i=0; while [ $i -lt 10000 ]; do echo $i > b/$((i % 10))/f$i; i=$((i+1)); done";
+    let st = Command::new("sh").arg("-c").arg(script).current_dir(&root).status().unwrap();
+    assert!(st.success());
+    let t0 = Instant::now();
+    wait_fsck_clean(&root);
+    eprintln!("10k burst: fsck clean {:?} after the last write", t0.elapsed());
+    let n = news(&root);
+    assert_eq!(n.keys().filter(|p| p.starts_with("b/")).count(), 10_000);
+    assert_eq!(d.stop().0, 0);
+}
+
+#[test]
+fn forced_overflow_is_recovered() {
+    let max: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events").unwrap().trim().parse().unwrap();
+    let (_tmp, root) = tree(&["keep"]);
+    let d = Daemon::start(&root, &[]);
+    write(&root, "pre/modified", "1");
+    write(&root, "pre/deleted", "1");
+    wait_kind(&root, "pre/modified", "new");
+    wait_kind(&root, "pre/deleted", "new");
+    // The directories exist and are watched before the stop, so that the
+    // writes fill the kernel queue.
+    for i in 0..20 {
+        write(&root, &format!("o/{i}/ready"), "x");
+    }
+    for i in 0..20 {
+        wait_kind(&root, &format!("o/{i}/ready"), "new");
+    }
+    let before = news(&root)["pre/modified"].0.clone();
+    // Let a heartbeat marker pass, so the rescan has a recent lower bound.
+    std::thread::sleep(Duration::from_millis(2500));
+
+    d.signal(libc::SIGSTOP);
+    let n = max + 1000;
+    for i in 0..n {
+        write(&root, &format!("o/{}/f{i}", i % 20), "x");
+    }
+    write(&root, "pre/modified", "2");
+    fs::remove_file(root.join("pre/deleted")).unwrap();
+    d.signal(libc::SIGCONT);
+
+    d.wait_log("\"kind\":\"rescan\"");
+    wait_fsck_clean(&root);
+    let nw = news(&root);
+    assert_eq!(nw.keys().filter(|p| p.starts_with("o/")).count(), n + 20);
+    assert_eq!(nw["pre/deleted"].1, "delete");
+    assert!(rrr::epoch::cmp_epochs(&nw["pre/modified"].0, &before).is_gt(), "modification lost in the overflow");
+    let (code, log) = d.stop();
+    eprintln!("{log}");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn hard_link_symlink_and_empty_file_recorded() {
+    let (_tmp, root) = tree(&["keep", "target"]);
+    let d = Daemon::start(&root, &[]);
+    fs::hard_link(root.join("target"), root.join("hardlink")).unwrap();
+    std::os::unix::fs::symlink("target", root.join("symlink")).unwrap();
+    fs::File::create(root.join("empty")).unwrap();
+    let st = Command::new("touch").arg(root.join("touched")).status().unwrap();
+    assert!(st.success());
+    for f in ["hardlink", "symlink", "empty", "touched"] {
+        wait_kind(&root, f, "new");
+    }
+    assert_eq!(differences(&root), Vec::<String>::new());
+    assert_eq!(d.stop().0, 0);
+}
+
+#[test]
+fn sigterm_flushes_and_restart_records_offline_changes() {
+    let (_tmp, root) = tree(&["keep", "modify-me", "delete-me"]);
+    // A long batch delay: only the SIGTERM flush can record this file.
+    let d = Daemon::start(&root, &["--batch-delay", "600000"]);
+    write(&root, "written-before-stop", "x");
+    // fsck compares whole seconds: let the heartbeat pass the second in
+    // which `keep` was written, so that it is provably older.
+    std::thread::sleep(Duration::from_millis(2100));
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(kind_of(&root, "written-before-stop").as_deref(), Some("new"), "{log}");
+    let before = news(&root);
+
+    // While down: add, delete, modify.
+    std::thread::sleep(Duration::from_millis(1100)); // mtimes have whole-second resolution in fsck
+    write(&root, "added-offline", "x");
+    fs::remove_file(root.join("delete-me")).unwrap();
+    write(&root, "modify-me", "changed");
+
+    let d = Daemon::start(&root, &[]);
+    let after = news(&root);
+    assert_eq!(after["added-offline"].1, "new");
+    assert_eq!(after["delete-me"].1, "delete");
+    assert!(
+        rrr::epoch::cmp_epochs(&after["modify-me"].0, &before["modify-me"].0).is_gt(),
+        "offline modification not recorded: {:?} vs {:?}",
+        after["modify-me"],
+        before["modify-me"]
+    );
+    assert_eq!(after["keep"], before["keep"], "an unchanged file was recorded again");
+    let hb = root.join(".rrr/watch.json");
+    let hb: serde_json::Value = serde_json::from_str(&fs::read_to_string(&hb).unwrap()).unwrap();
+    assert!(hb["synced_to"].is_string(), "{hb}");
+    assert_eq!(d.stop().0, 0);
+}

@@ -549,3 +549,45 @@ fn st_covers_path(st: &Value, origin: &Path, path: &str) -> bool {
     let ev: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     covered(st, ev["epoch"].as_str().unwrap())
 }
+
+#[test]
+fn loop_survives_a_failing_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("o"), tmp.path().join("t"));
+    make_origin(&origin, 4);
+    let good = fs::read(origin.join("RECENT-1h.yaml")).unwrap();
+    fs::write(origin.join("RECENT-1h.yaml"), "--- {not: [a recentfile\n").unwrap();
+    let child = Command::new(rrr_bin())
+        .args(["rmirror", "--remote", &principal(&origin), "--localroot", s(&target), "--loop", "--interval", "0.1"])
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wait_for = |what: &str, f: &dyn Fn(&Value) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let st =
+                fs::read(target.join(".rrr/state.json")).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+            if st.as_ref().is_some_and(f) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+    };
+    wait_for("a failed pass", &|st| st["counters"]["errors"]["index"].as_u64().unwrap_or(0) >= 2);
+    assert!(!target.join("id").exists());
+    fs::write(origin.join("RECENT-1h.yaml"), good).unwrap();
+    wait_for("a good pass", &|st| st["last_complete"].is_string());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let kinds: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert!(kinds.contains(&"error".to_string()) && kinds.contains(&"pass".to_string()), "{kinds:?}");
+    assert_same_tree(&origin, &target);
+}

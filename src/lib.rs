@@ -31,6 +31,7 @@ pub mod query;
 pub mod recentfile;
 pub mod remote;
 pub mod rsync;
+pub mod signals;
 pub mod status;
 pub mod store;
 pub mod tree;

@@ -124,7 +124,7 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
                     crate::ops::exit_for_error(&e)
                 }
             };
-            if exit == Exit::Interrupted || rmirror::stop_requested() {
+            if exit == Exit::Interrupted || crate::signals::stop_requested() {
                 return Ok(Exit::Interrupted);
             }
             if exit != Exit::Ok && (worst == Exit::Ok || exit == Exit::Error) {
@@ -136,7 +136,7 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
         }
         let end = started + Duration::from_secs_f64(interval.max(0.0));
         while Instant::now() < end {
-            if rmirror::stop_requested() {
+            if crate::signals::stop_requested() {
                 return Ok(Exit::Interrupted);
             }
             std::thread::sleep(Duration::from_millis(50));

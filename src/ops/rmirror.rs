@@ -14,7 +14,6 @@ use crate::store::Lock;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -35,22 +34,6 @@ pub struct Options {
     pub json: bool,
     pub quiet: bool,
     pub progress: bool,
-}
-
-/// Set by SIGINT/SIGTERM.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
 }
 
 /// The summary line of a pass (stderr, without `--json`).
@@ -104,7 +87,7 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
         backoff: Duration::from_secs(2),
         progress: opts.progress,
     };
-    install_signal_handlers();
+    crate::signals::install();
     let _lock = if opts.dry_run {
         None
     } else {
@@ -114,7 +97,7 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
     if !opts.dry_run {
         crate::remote::clean_stale(&state_dir);
     }
-    let mut m = Mirror::new(cfg, clock, &STOP)?;
+    let mut m = Mirror::new(cfg, clock, &crate::signals::STOP)?;
     m.full = opts.full;
     loop {
         let started = std::time::Instant::now();
@@ -163,20 +146,14 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
         let wait = Duration::from_secs_f64(opts.interval.max(0.0)).saturating_sub(started.elapsed());
         let end = std::time::Instant::now() + wait;
         while std::time::Instant::now() < end {
-            if STOP.load(Ordering::SeqCst) {
+            if crate::signals::stop_requested() {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50).min(end - std::time::Instant::now()));
         }
-        if STOP.load(Ordering::SeqCst) {
+        if crate::signals::stop_requested() {
             eprintln!("rrr: rmirror: interrupted; state saved");
             return Ok(Exit::Interrupted);
         }
     }
-}
-
-/// Whether SIGINT/SIGTERM asked rmirror to stop (for callers that loop
-/// over several trees, `ops::mirrors`).
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
 }

@@ -38,7 +38,6 @@ use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -65,21 +64,6 @@ const SIGNAL_POLL: Duration = Duration::from_millis(200);
 /// File times come from the kernel's coarse clock, a tick behind the
 /// precise one; a lower bound for mtimes is taken this much earlier.
 const CLOCK_SLACK: f64 = 0.05;
-
-static STOP: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    STOP.store(sig, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGTERM, handler);
-        libc::signal(libc::SIGINT, handler);
-    }
-}
 
 fn wall() -> f64 {
     Clock::system().now_f64()
@@ -159,7 +143,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
     let log = Log { json: opts.json_log };
-    install_signal_handlers();
+    crate::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
         None => None,
         Some(Ok(hb)) => Some(hb),
@@ -366,8 +350,7 @@ impl Daemon<'_> {
 
     fn main_loop(&mut self) -> Result<()> {
         loop {
-            let sig = STOP.load(Ordering::SeqCst);
-            if sig != 0 {
+            if let Some(sig) = crate::signals::received() {
                 return self.shutdown(sig);
             }
             let now = Instant::now();
@@ -394,7 +377,7 @@ impl Daemon<'_> {
                         {
                             self.flush(false);
                         }
-                        if check_time && STOP.load(Ordering::SeqCst) != 0 {
+                        if check_time && crate::signals::stop_requested() {
                             break;
                         }
                     }

@@ -92,6 +92,19 @@ pub struct Counters {
     pub errors: BTreeMap<String, u64>,
 }
 
+/// Report and count a hostile event; the caller marks it done.
+fn refuse(rep: &mut PassReport, counters: &mut Counters, file: &str, e: &crate::recentfile::Event, reason: String) {
+    eprintln!("rrr: rmirror: refused {} event {} {}: {reason}", e.kind, e.epoch, escape_path(&e.path));
+    rep.refused.push(Refusal {
+        file: file.to_string(),
+        epoch: e.epoch.clone(),
+        kind: e.kind,
+        path: e.path.clone(),
+        reason,
+    });
+    counters.refused += 1;
+}
+
 /// The mirror's state (module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -778,15 +791,7 @@ impl<'a> Mirror<'a> {
                 continue;
             }
             if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                eprintln!("rrr: rmirror: refused {} event {} {}: {reason}", e.kind, e.epoch, escape_path(&e.path));
-                rep.refused.push(Refusal {
-                    file: f.name.clone(),
-                    epoch: e.epoch.clone(),
-                    kind: e.kind,
-                    path: e.path.clone(),
-                    reason,
-                });
-                self.state.counters.refused += 1;
+                refuse(rep, &mut self.state.counters, &f.name, e, reason);
                 mark.push(ix);
                 continue;
             }
@@ -881,15 +886,7 @@ impl<'a> Mirror<'a> {
             for &ix in chunk {
                 let e = &f.rf.events[ix];
                 if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                    eprintln!("rrr: rmirror: refused new event {} {}: {reason}", e.epoch, escape_path(&e.path));
-                    rep.refused.push(Refusal {
-                        file: f.name.clone(),
-                        epoch: e.epoch.clone(),
-                        kind: e.kind,
-                        path: e.path.clone(),
-                        reason,
-                    });
-                    self.state.counters.refused += 1;
+                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
                 } else {
                     ok_ix.push(ix);
                 }

@@ -107,3 +107,62 @@ fn origin_tools_keep_perl_behaviour() {
     let ov = tool_ok("rrr-overview", &["-verbose", p]);
     assert!(ov.starts_with("Ival Cnt     Dirtymark"), "{ov}");
 }
+
+mod support;
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn spawn_tool(name: &str, args: &[&str]) -> std::process::Child {
+    Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("bin").join(name))
+        .args(args)
+        .env("RRR", rrr_bin())
+        .env("TERM", "dumb")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn term(child: &mut std::process::Child) -> i32 {
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap().code().unwrap_or(-1)
+}
+
+/// rrr-server watches like rrr watch; rrr-client mirrors like rrr rmirror --loop.
+#[test]
+fn server_and_client_run_watch_and_rmirror() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("origin");
+    fs::create_dir_all(origin.join("id/A")).unwrap();
+    fs::write(origin.join("id/A/one"), "1").unwrap();
+    tool_ok("rrr-init", &["--aggregator=1h,6h,Z", origin.to_str().unwrap()]);
+    let p = origin.join("RECENT.recent");
+    let mut server = spawn_tool("rrr-server", &["--verbose", p.to_str().unwrap()]);
+    wait_for("the watch heartbeat", || origin.join(".rrr/watch.json").exists());
+    fs::write(origin.join("id/A/two"), "2").unwrap();
+    wait_for("the watched upload in the index", || ok(&["news", "--local", p.to_str().unwrap()]).contains("id/A/two"));
+    assert_eq!(term(&mut server), 0, "rrr-server stops cleanly on SIGTERM");
+
+    let daemon = support::rsyncd::RsyncDaemon::start(&[("CPAN", &origin)]);
+    let target = tmp.path().join("mirror");
+    let source = format!("{}/RECENT.recent", daemon.url("CPAN"));
+    let mut client = spawn_tool(
+        "rrr-client",
+        &["--source", &source, "--target", target.to_str().unwrap(), "--tmpdir", "/tmp", "--skip-deletes", "--verbose"],
+    );
+    wait_for("the mirror", || target.join("id/A/two").exists() && target.join("RECENT.recent").exists());
+    assert_eq!(fs::read_to_string(target.join("id/A/two")).unwrap(), "2");
+    assert_eq!(term(&mut client), 130, "rrr-client's loop saves state and exits 130 on SIGTERM");
+    let mut err = String::new();
+    use std::io::Read;
+    client.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("--tmpdir is ignored"), "{err}");
+    assert!(target.join(".rrr/state.json").exists());
+}

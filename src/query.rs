@@ -9,6 +9,7 @@
 
 use crate::epoch::Epoch;
 use crate::interval::Interval;
+use crate::recentfile::read::Outline;
 use crate::recentfile::{Event, EventKind, Merged, Recentfile};
 use std::collections::HashSet;
 
@@ -113,15 +114,20 @@ pub struct FileSummary {
 
 impl FileSummary {
     pub fn of(iv: &Interval, rf: &Recentfile) -> FileSummary {
+        FileSummary::from_outline(iv, &Outline::of(rf))
+    }
+
+    /// From what [`crate::store::read_outline`] reads (no events needed).
+    pub fn from_outline(iv: &Interval, o: &Outline) -> FileSummary {
         FileSummary {
             interval: iv.spec().to_string(),
             seconds: iv.seconds(),
-            count: rf.events.len(),
-            max: rf.newest().map(|e| e.epoch.as_str().to_string()),
-            min: rf.oldest().map(|e| e.epoch.as_str().to_string()),
-            dirtymark: rf.meta.dirtymark.as_ref().map(|d| d.as_str().to_string()),
-            produced: rf.meta.produced().map(str::to_string),
-            merged: match &rf.meta.merged {
+            count: o.count,
+            max: o.newest.as_ref().map(|e| e.as_str().to_string()),
+            min: o.oldest.as_ref().map(|e| e.as_str().to_string()),
+            dirtymark: o.meta.dirtymark.as_ref().map(|d| d.as_str().to_string()),
+            produced: o.meta.produced().map(str::to_string),
+            merged: match &o.meta.merged {
                 Merged::Into { epoch: Some(e), .. } => Some(e.as_str().to_string()),
                 _ => None,
             },

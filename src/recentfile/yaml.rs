@@ -118,15 +118,41 @@ fn push_epoch(out: &mut String, epoch: &str) {
 
 /// `digits.digits`, both sides non-empty.
 fn is_dotted_decimal(s: &str) -> bool {
-    match s.split_once('.') {
-        Some((int, frac)) => {
-            !int.is_empty()
-                && !frac.is_empty()
-                && int.bytes().all(|b| b.is_ascii_digit())
-                && frac.bytes().all(|b| b.is_ascii_digit())
+    dotted_decimal_dot(s).is_some()
+}
+
+/// The index of the dot of a `digits.digits` string.
+#[inline]
+fn dotted_decimal_dot(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut dot = None;
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'.' {
+            if dot.is_some() {
+                return None;
+            }
+            dot = Some(i);
+        } else if !c.is_ascii_digit() {
+            return None;
         }
-        None => false,
     }
+    dot.filter(|&d| d > 0 && d + 1 < b.len())
+}
+
+/// `a < b` by [`cmp_epochs`], for epochs whose dots are at `da` and `db`
+/// (`None`: not known to be dotted decimals). With the dots at the same
+/// index the reference order is byte order (see [`cmp_epochs`]), and
+/// neighbouring epochs nearly always differ in their first eight bytes.
+#[inline]
+fn epoch_lt(a: &str, da: Option<usize>, b: &str, db: Option<usize>) -> bool {
+    if da.is_some() && da == db && a.len() >= 8 && b.len() >= 8 {
+        let word = |s: &str| u64::from_be_bytes(s.as_bytes()[..8].try_into().expect("8 bytes"));
+        let (x, y) = (word(a), word(b));
+        if x != y {
+            return x < y;
+        }
+    }
+    cmp_epochs(a, b) == Ordering::Less
 }
 
 /// `scalar(path)` without its searches for the common path: one that
@@ -182,12 +208,15 @@ pub fn parse_syck(text: &str) -> Option<Recentfile> {
 pub fn read_syck(r: impl Read) -> std::io::Result<Option<Recentfile>> {
     let Some((mut items, meta)) = Items::open(r)? else { return Ok(None) };
     let mut rf = Recentfile { meta, ..Recentfile::default() };
+    let mut prev_dot = None;
     let complete = items.scan(|it| {
         let Some(Ok(epoch)) = unquote_epoch(it.epoch).map(Epoch::parse) else { return false };
-        if rf.events.last().is_some_and(|prev| cmp_epochs(epoch.as_str(), prev.epoch.as_str()) != Ordering::Less) {
+        let dot = dotted_decimal_dot(epoch.as_str());
+        if rf.events.last().is_some_and(|prev| !epoch_lt(epoch.as_str(), dot, prev.epoch.as_str(), prev_dot)) {
             return false;
         }
-        let Some(path) = decode_path(it.path) else { return false };
+        prev_dot = dot;
+        let Some(path) = decode_path(it.path, it.path_special) else { return false };
         if path.len() > MAX_PATH {
             return false;
         }
@@ -235,6 +264,8 @@ fn parse_meta(head: &str) -> Option<super::Meta> {
 struct Item {
     epoch: std::ops::Range<usize>,
     path: std::ops::Range<usize>,
+    /// Whether the path holds a `:` or `#`.
+    path_special: bool,
     kind: EventKind,
     next: usize,
 }
@@ -250,30 +281,42 @@ enum Scan {
 /// The item block at `p`. At `eof` the last line may lack its newline.
 #[inline]
 fn next_item(b: &[u8], mut p: usize, eof: bool) -> Scan {
-    const HEAD: &[u8] = b"  - \n";
-    const KEYS: [&[u8]; 3] = [b"    epoch: ", b"    path: ", b"    type: "];
-    let short = if eof { Scan::Bad } else { Scan::More };
-    if b.len() - p < HEAD.len() {
-        return short;
-    }
-    if &b[p..p + HEAD.len()] != HEAD {
-        return Scan::Bad;
-    }
-    p += HEAD.len();
+    // `  - ` and the first key are one 16-byte string, the other keys 10 bytes.
+    const KEYS: [&[u8]; 3] = [b"  - \n    epoch: ", b"    path: ", b"    type: "];
     let mut values = [0..0, 0..0, 0..0];
-    for (key, value) in KEYS.iter().zip(values.iter_mut()) {
+    let mut path_special = false;
+    for (k, (key, value)) in KEYS.iter().zip(values.iter_mut()).enumerate() {
         if b.len() - p < key.len() {
-            return short;
+            return if eof || !key.starts_with(&b[p..]) { Scan::Bad } else { Scan::More };
         }
-        if &b[p..p + key.len()] != *key {
+        if !has_at(b, p, key) {
             return Scan::Bad;
         }
         let start = p + key.len();
-        let end = match find_nl(b, start) {
+        if k == 2 {
+            // The type line is `new` or `delete`, nearly always with its newline.
+            let rest = &b[start..];
+            let kind = if rest.starts_with(b"new\n") {
+                Some((EventKind::New, 4))
+            } else if rest.starts_with(b"delete\n") {
+                Some((EventKind::Delete, 7))
+            } else {
+                None
+            };
+            if let Some((kind, len)) = kind {
+                let [epoch, path, _] = values;
+                return Scan::Item(Item { epoch, path, path_special, kind, next: start + len });
+            }
+        }
+        let (nl, special) = if k == 1 { find_nl_flag(b, start) } else { (find_nl(b, start), false) };
+        let end = match nl {
             Some(nl) => nl,
             None if eof => b.len(),
             None => return Scan::More,
         };
+        if k == 1 {
+            path_special = special || (nl.is_none() && has_colon_or_hash(&b[start..end]));
+        }
         *value = start..end;
         p = (end + 1).min(b.len());
     }
@@ -283,7 +326,17 @@ fn next_item(b: &[u8], mut p: usize, eof: bool) -> Scan {
         _ => return Scan::Bad,
     };
     let [epoch, path, _] = values;
-    Scan::Item(Item { epoch, path, kind, next: p })
+    Scan::Item(Item { epoch, path, path_special, kind, next: p })
+}
+
+/// `b[p..]` starts with `key` (8 to 16 bytes long, and `b` has room):
+/// two overlapping 8-byte compares instead of a `memcmp` call.
+#[inline(always)]
+fn has_at(b: &[u8], p: usize, key: &[u8]) -> bool {
+    let n = key.len();
+    debug_assert!((8..=16).contains(&n) && p + n <= b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    word(b, p) == word(key, 0) && word(b, p + n - 8) == word(key, n - 8)
 }
 
 /// The first `\n` at or after `from`, eight bytes at a time.
@@ -303,6 +356,42 @@ fn find_nl(b: &[u8], from: usize) -> Option<usize> {
         i += 8;
     }
     b[i..].iter().position(|&c| c == b'\n').map(|k| i + k)
+}
+
+/// [`find_nl`], and whether a `:` or `#` comes before the newline (or
+/// the end), in the same pass.
+#[inline]
+fn find_nl_flag(b: &[u8], from: usize) -> (Option<usize>, bool) {
+    const NL: u64 = u64::from_le_bytes([b'\n'; 8]);
+    const COLON: u64 = u64::from_le_bytes([b':'; 8]);
+    const HASH: u64 = u64::from_le_bytes([b'#'; 8]);
+    const LOW: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    // High bit set in the bytes of v that are zero; spurious bits only
+    // above a true zero byte, so the lowest bit, and any bit below a true
+    // match of another search, is exact.
+    let zero = |v: u64| v.wrapping_sub(LOW) & !v & HIGH;
+    let mut special = false;
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let v = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let nl = zero(v ^ NL);
+        let sp = zero(v ^ COLON) | zero(v ^ HASH);
+        if nl != 0 {
+            let below = (nl & nl.wrapping_neg()) - 1;
+            return (Some(i + (nl.trailing_zeros() / 8) as usize), special || sp & below != 0);
+        }
+        special |= sp != 0;
+        i += 8;
+    }
+    for (k, &c) in b[i..].iter().enumerate() {
+        match c {
+            b'\n' => return (Some(i + k), special),
+            b':' | b'#' => special = true,
+            _ => {}
+        }
+    }
+    (None, special)
 }
 
 /// Whether `b` holds a `:` or a `#`, eight bytes at a time (paths rarely do).
@@ -325,19 +414,21 @@ fn has_colon_or_hash(b: &[u8]) -> bool {
 
 /// An epoch value: `'digits.digits'` (1.34) or plain digits (2008).
 fn unquote_epoch(v: &str) -> Option<&str> {
-    let inner = match v.as_bytes().first()? {
-        b'\'' => v.strip_prefix('\'')?.strip_suffix('\'')?,
+    let b = v.as_bytes();
+    let inner = match b.first()? {
+        b'\'' if b.len() >= 2 && b[b.len() - 1] == b'\'' => &v[1..v.len() - 1],
         c if c.is_ascii_digit() => v,
         _ => return None,
     };
-    (!inner.contains('\'')).then_some(inner)
+    (!inner.bytes().any(|c| c == b'\'')).then_some(inner)
 }
 
 /// A plain path value the line reader reads as is (so the strict path
-/// may too): it starts with a letter, digit, non-ASCII character, `.` or
-/// `_`, and has no
-/// `: `, ` #`, trailing space or CR.
-fn plain_path_ok(v: &str) -> bool {
+/// may too), given whether it holds a `:` or `#`: it starts with a
+/// letter, digit, non-ASCII character, `.` or `_`, and has no `: `, ` #`,
+/// trailing space or CR.
+#[inline]
+fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
     let b = v.as_bytes();
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else { return false };
     if !(first.is_ascii_alphanumeric() || first >= 0x80 || first == b'.' || first == b'_')
@@ -346,7 +437,7 @@ fn plain_path_ok(v: &str) -> bool {
     {
         return false;
     }
-    if has_colon_or_hash(b) {
+    if colon_or_hash {
         for (i, &c) in b.iter().enumerate() {
             match c {
                 b':' if b.get(i + 1) == Some(&b' ') => return false,
@@ -359,8 +450,8 @@ fn plain_path_ok(v: &str) -> bool {
 }
 
 /// A path value decoded as the line reader decodes it, or `None`.
-fn decode_path(v: &str) -> Option<String> {
-    if plain_path_ok(v) {
+fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
+    if plain_path_ok_with(v, colon_or_hash) {
         return Some(v.to_string());
     }
     match v.as_bytes().first()? {
@@ -370,8 +461,8 @@ fn decode_path(v: &str) -> Option<String> {
 }
 
 /// Whether [`decode_path`] would succeed, without allocating in the common cases.
-fn path_ok(v: &str) -> bool {
-    if plain_path_ok(v) {
+fn path_ok(v: &str, colon_or_hash: bool) -> bool {
+    if plain_path_ok_with(v, colon_or_hash) {
         return true;
     }
     match v.as_bytes().first() {
@@ -396,17 +487,25 @@ pub fn outline(r: impl Read) -> std::io::Result<Option<Outline>> {
     let mut out = Outline { meta, count: 0, newest: None, oldest: None };
     // The previous epoch's text (the buffer moves on).
     let mut prev = String::new();
+    let mut prev_dot = None;
     let complete = items.scan(|it| {
-        let Some(epoch) = unquote_epoch(it.epoch) else { return false };
-        // A dotted decimal of at most 64 characters is a valid epoch; check
-        // anything else the long way.
-        if !(is_dotted_decimal(epoch) && epoch.len() <= 64 || Epoch::parse(epoch).is_ok()) {
+        // The common case, `'digits.digits'`, in one pass: a dotted decimal
+        // of at most 64 characters is a valid epoch. Anything else the long way.
+        let quoted = it.epoch.len() > 2 && it.epoch.starts_with('\'') && it.epoch.ends_with('\'');
+        let inner = if quoted { &it.epoch[1..it.epoch.len() - 1] } else { it.epoch };
+        let dot = dotted_decimal_dot(inner).filter(|_| inner.len() <= 64);
+        let epoch = match dot {
+            Some(_) => inner,
+            None => match unquote_epoch(it.epoch) {
+                Some(e) if Epoch::parse(e).is_ok() => e,
+                _ => return false,
+            },
+        };
+        if out.count > 0 && !epoch_lt(epoch, dot, &prev, prev_dot) {
             return false;
         }
-        if out.count > 0 && cmp_epochs(epoch, &prev) != Ordering::Less {
-            return false;
-        }
-        if it.path.len() > MAX_PATH || !path_ok(it.path) {
+        prev_dot = dot;
+        if it.path.len() > MAX_PATH || !path_ok(it.path, it.path_special) {
             return false;
         }
         if out.count == 0 {
@@ -439,6 +538,8 @@ struct Items<R> {
 struct ItemText<'a> {
     epoch: &'a str,
     path: &'a str,
+    /// Whether the path holds a `:` or `#`.
+    path_special: bool,
     kind: EventKind,
 }
 
@@ -505,7 +606,12 @@ impl<R: Read> Items<R> {
             while p < b.len() {
                 match next_item(b, p, eof) {
                     Scan::Item(item) => {
-                        let it = ItemText { epoch: &text[item.epoch], path: &text[item.path], kind: item.kind };
+                        let it = ItemText {
+                            epoch: &text[item.epoch],
+                            path: &text[item.path],
+                            path_special: item.path_special,
+                            kind: item.kind,
+                        };
                         if !each(it) {
                             return Ok(false);
                         }

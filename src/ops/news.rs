@@ -51,12 +51,7 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
         news.add(f, &opts.filter);
     }
     for e in news.finish(&opts.filter) {
-        if opts.json {
-            let line = serde_json::json!({"epoch": e.epoch.as_str(), "type": e.kind.as_str(), "path": e.path});
-            writeln!(out, "{line}")?;
-        } else {
-            writeln!(out, "{}\t{}\t{}", e.epoch, e.kind, crate::recentfile::escape_path(&e.path))?;
-        }
+        crate::query::write_news_line(out, e, opts.json)?;
     }
     Ok(())
 }

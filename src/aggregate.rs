@@ -49,22 +49,22 @@ pub fn merge(
         }
     }
     let is_z = big_iv.is_z();
-    let big_paths: Option<HashSet<&str>> =
-        (is_z && !keep_deletes).then(|| big.events.iter().map(|e| e.path.as_str()).collect());
     let big_newest = big.newest().map(|e| e.epoch.clone());
-    let mut seen: HashSet<String> = HashSet::new();
+    // Paths of the incoming events (deletes headed for Z included): they
+    // replace the target's events of the same path. Borrowed, not cloned:
+    // a merge into Z sees a million paths.
+    let mut seen: HashSet<&str> = HashSet::with_capacity(small.events.len());
     let mut incoming: Vec<Event> = Vec::new();
+    let mut z_deletes: HashSet<&str> = HashSet::new();
     for ev in &small.events {
         if bound.as_ref().is_some_and(|b| ev.epoch < *b) {
             continue;
         }
-        if !seen.insert(ev.path.clone()) {
+        if !seen.insert(ev.path.as_str()) {
             continue;
         }
         if is_z && ev.kind == EventKind::Delete && !keep_deletes {
-            if big_paths.as_ref().is_some_and(|p| p.contains(ev.path.as_str())) {
-                done = true;
-            }
+            z_deletes.insert(ev.path.as_str());
             continue;
         }
         if big_newest.as_ref().is_none_or(|n| ev.epoch > *n) {
@@ -72,22 +72,29 @@ pub fn merge(
         }
         incoming.push(ev.clone());
     }
+    // A delete that reaches Z changes it when Z lists the path (spec 9.4 fixed).
+    if !done && !z_deletes.is_empty() && big.events.iter().any(|e| z_deletes.contains(e.path.as_str())) {
+        done = true;
+    }
     if !done {
         return false;
     }
     let old = std::mem::take(&mut big.events);
+    // Which of the target's events stay: not replaced by an incoming path,
+    // and the first (newest) of its path.
+    let keep: Vec<bool> = {
+        let mut kept: HashSet<&str> = HashSet::with_capacity(old.len());
+        old.iter().map(|y| !seen.contains(y.path.as_str()) && kept.insert(y.path.as_str())).collect()
+    };
+    drop(seen);
+    drop(z_deletes);
     let mut merged = Vec::with_capacity(old.len() + incoming.len());
     let mut a = incoming.into_iter().peekable();
-    let mut b = old.into_iter().peekable();
+    let mut b = old.into_iter().zip(keep).filter_map(|(y, k)| k.then_some(y)).peekable();
     loop {
         match (a.peek(), b.peek()) {
             (Some(x), Some(y)) if x.epoch >= y.epoch => merged.push(a.next().expect("peeked")),
-            (Some(_), Some(_)) | (None, Some(_)) => {
-                let y = b.next().expect("peeked");
-                if seen.insert(y.path.clone()) {
-                    merged.push(y);
-                }
-            }
+            (_, Some(_)) => merged.push(b.next().expect("peeked")),
             (Some(_), None) => merged.push(a.next().expect("peeked")),
             (None, None) => break,
         }

@@ -5,7 +5,7 @@
 use crate::clock::Clock;
 use crate::collection::Collection;
 use crate::interval::Interval;
-use crate::recentfile::{self, MinMax, Producer, Recentfile};
+use crate::recentfile::{self, Format, MinMax, Producer, Recentfile};
 use crate::store::{self, Lock};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -88,9 +88,18 @@ impl Loaded {
             }
         }
         rf.meta.minmax = Some(mm);
-        let bytes = recentfile::serialize(rf, coll.format, &Producer { program: w.program.clone(), time: now });
-        store::write_atomic(&self.path, &bytes, w.clock.file_mtime())
-            .with_context(|| format!("cannot write recentfile {}", self.path.display()))?;
+        let producer = Producer { program: w.program.clone(), time: now };
+        let written = match coll.format {
+            // Streamed: a Z file is never in memory as text.
+            Format::Yaml => store::write_atomic_with(&self.path, w.clock.file_mtime(), |out| {
+                recentfile::yaml::emit_to(rf, &producer, out)
+            }),
+            Format::Json => {
+                let bytes = recentfile::serialize(rf, coll.format, &producer);
+                store::write_atomic(&self.path, &bytes, w.clock.file_mtime())
+            }
+        };
+        written.with_context(|| format!("cannot write recentfile {}", self.path.display()))?;
         let mtime = std::fs::metadata(&self.path)
             .ok()
             .and_then(|m| m.modified().ok())

@@ -9,6 +9,7 @@
 
 use crate::epoch::Epoch;
 use crate::interval::Interval;
+use crate::recentfile::read::Outline;
 use crate::recentfile::{Event, EventKind, Merged, Recentfile};
 use std::collections::HashSet;
 
@@ -38,10 +39,19 @@ impl NewsFilter {
 }
 
 /// Accumulates files smallest first and answers news.
+///
+/// Lazy: `add` only keeps the file unless `--max` needs the merged view to
+/// know whether it may stop; the merge (first occurrence of each path,
+/// newest first) is done once, for the files not merged yet.
 #[derive(Default)]
 pub struct News<'a> {
-    seen: HashSet<&'a str>,
+    files: Vec<&'a Recentfile>,
+    /// `files[..merged]` are in `seen` and `events`.
+    merged: usize,
+    seen: PathSet<'a>,
     events: Vec<&'a Event>,
+    /// Whether `--contains-path`'s path is in a file added so far.
+    path_found: bool,
 }
 
 impl<'a> News<'a> {
@@ -52,26 +62,19 @@ impl<'a> News<'a> {
     /// Add the next (larger) file. Returns true when, given `filter`, no
     /// larger file can change the answer, so the caller may stop reading.
     pub fn add(&mut self, file: &'a Recentfile, filter: &NewsFilter) -> bool {
-        let start = self.events.len();
-        for e in &file.events {
-            if self.seen.insert(e.path.as_str()) {
-                self.events.push(e);
-            }
-        }
-        // Each file's list is sorted; a stable sort merges the runs.
-        if start > 0 && self.events.len() > start {
-            self.events.sort_by(|a, b| b.epoch.cmp(&a.epoch));
+        self.files.push(file);
+        if let Some(p) = &filter.contains_path {
+            self.path_found = self.path_found || file.events.iter().any(|e| &e.path == p);
         }
         let Some(oldest) = file.oldest() else { return false };
-        if let Some(p) = &filter.contains_path {
-            if self.seen.contains(p.as_str()) {
-                return true;
-            }
+        if self.path_found {
+            return true;
         }
         if filter.after.as_ref().is_some_and(|a| oldest.epoch <= *a) {
             return true;
         }
         if let Some(max) = filter.max {
+            self.merge_pending();
             // Events at or above this file's oldest epoch are settled.
             let settled =
                 self.events.iter().take_while(|e| e.epoch >= oldest.epoch).filter(|e| filter.accepts(e)).count();
@@ -82,14 +85,91 @@ impl<'a> News<'a> {
         false
     }
 
-    /// The answer: each path once, newest first, filtered and capped.
-    pub fn finish(&self, filter: &NewsFilter) -> Vec<&'a Event> {
-        let it = self.events.iter().copied().filter(|e| filter.accepts(e));
-        match filter.max {
-            Some(n) => it.take(n).collect(),
-            None => it.collect(),
+    fn merge_pending(&mut self) {
+        let start = self.events.len();
+        for f in &self.files[self.merged..] {
+            first_occurrences(f, &mut self.seen, &mut self.events);
+        }
+        self.merged = self.files.len();
+        // Each file's list is sorted; a stable sort merges the runs.
+        if start > 0 && self.events.len() > start {
+            sort_newest_first(&mut self.events);
         }
     }
+
+    /// The answer: each path once, newest first, filtered and capped.
+    pub fn finish(&self, filter: &NewsFilter) -> Vec<&'a Event> {
+        let merged;
+        let events = if self.merged == self.files.len() {
+            &self.events
+        } else {
+            let total = self.files.iter().map(|f| f.events.len()).sum();
+            let mut seen = PathSet::with_capacity(total);
+            let mut all = Vec::with_capacity(total);
+            for f in &self.files {
+                first_occurrences(f, &mut seen, &mut all);
+            }
+            merged = all;
+            &merged
+        };
+        // Filtering first keeps the order a stable sort gives.
+        let mut out: Vec<&'a Event> = events.iter().copied().filter(|e| filter.accepts(e)).collect();
+        sort_newest_first(&mut out);
+        if let Some(n) = filter.max {
+            out.truncate(n);
+        }
+        out
+    }
+}
+
+/// The set of paths news keeps: a million of them for a full listing.
+type PathSet<'a> = HashSet<&'a str>;
+
+/// Append the events of `file` whose path is not in `seen` yet.
+fn first_occurrences<'a>(file: &'a Recentfile, seen: &mut PathSet<'a>, out: &mut Vec<&'a Event>) {
+    seen.reserve(file.events.len());
+    for e in &file.events {
+        if seen.insert(e.path.as_str()) {
+            out.push(e);
+        }
+    }
+}
+
+/// Stable, newest first; cheap when the runs (one per file) do not overlap.
+fn sort_newest_first(events: &mut [&Event]) {
+    if !events.is_sorted_by(|a, b| a.epoch >= b.epoch) {
+        events.sort_by(|a, b| b.epoch.cmp(&a.epoch));
+    }
+}
+
+/// One line of `rrr news`: `EPOCH<TAB>TYPE<TAB>PATH` with control
+/// characters escaped, or with `json` the object
+/// `{"epoch":"…","type":"…","path":"…"}`.
+pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> std::io::Result<()> {
+    if json {
+        #[derive(serde::Serialize)]
+        struct Line<'a> {
+            epoch: &'a str,
+            #[serde(rename = "type")]
+            kind: &'a str,
+            path: &'a str,
+        }
+        let line = Line { epoch: e.epoch.as_str(), kind: e.kind.as_str(), path: &e.path };
+        serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::other)?;
+        return out.write_all(b"\n");
+    }
+    let mut line = Vec::with_capacity(e.epoch.as_str().len() + e.path.len() + 10);
+    line.extend_from_slice(e.epoch.as_str().as_bytes());
+    line.push(b'\t');
+    line.extend_from_slice(e.kind.as_str().as_bytes());
+    line.push(b'\t');
+    if e.path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\') {
+        line.extend_from_slice(crate::recentfile::escape_path(&e.path).as_bytes());
+    } else {
+        line.extend_from_slice(e.path.as_bytes());
+    }
+    line.push(b'\n');
+    out.write_all(&line)
 }
 
 /// Newest event per path over whole files, newest first (no filter).
@@ -119,15 +199,20 @@ pub struct FileSummary {
 
 impl FileSummary {
     pub fn of(iv: &Interval, rf: &Recentfile) -> FileSummary {
+        FileSummary::from_outline(iv, &Outline::of(rf))
+    }
+
+    /// From what [`crate::store::read_outline`] reads (no events needed).
+    pub fn from_outline(iv: &Interval, o: &Outline) -> FileSummary {
         FileSummary {
             interval: iv.spec().to_string(),
             seconds: iv.seconds(),
-            count: rf.events.len(),
-            max: rf.newest().map(|e| e.epoch.as_str().to_string()),
-            min: rf.oldest().map(|e| e.epoch.as_str().to_string()),
-            dirtymark: rf.meta.dirtymark.as_ref().map(|d| d.as_str().to_string()),
-            produced: rf.meta.produced().map(str::to_string),
-            merged: match &rf.meta.merged {
+            count: o.count,
+            max: o.newest.as_ref().map(|e| e.as_str().to_string()),
+            min: o.oldest.as_ref().map(|e| e.as_str().to_string()),
+            dirtymark: o.meta.dirtymark.as_ref().map(|d| d.as_str().to_string()),
+            produced: o.meta.produced().map(str::to_string),
+            merged: match &o.meta.merged {
                 Merged::Into { epoch: Some(e), .. } => Some(e.as_str().to_string()),
                 _ => None,
             },

@@ -11,6 +11,7 @@
 //! directory fsynced, so a crash at any instant leaves a readable file.
 //! Reading never locks: it relies on the atomic rename.
 
+use crate::recentfile::read::Outline;
 use crate::recentfile::{self, Format, ReadError, Recentfile};
 use std::fs;
 use std::io::{self, Write};
@@ -24,14 +25,54 @@ pub const ORPHAN_LOCK_SECS: u64 = 10;
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Read and validate one recentfile. `Ok(None)` when it does not exist.
+///
+/// A YAML file in Syck's layout is parsed as it streams in (the strict path
+/// of [`recentfile::yaml`]); anything else is read whole and parsed by the
+/// general readers, which also report every error with its line.
 pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
     let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
+    if format == Format::Yaml {
+        let file = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+        };
+        if file.metadata().is_ok_and(|m| m.is_file() && m.len() <= recentfile::read::MAX_FILE_BYTES) {
+            match recentfile::yaml::read_syck(&file) {
+                Ok(Some(rf)) => return Ok(Some(rf)),
+                Ok(None) => {}
+                Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+            }
+        }
+    }
     let bytes = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
     };
     recentfile::parse_bytes(&bytes, format).map(Some).map_err(|e| e.in_file(path))
+}
+
+/// What `overview` needs of one recentfile, without keeping its events
+/// (see [`recentfile::yaml::outline`]); a file the fast scan does not take
+/// is read in full. `Ok(None)` when it does not exist.
+pub fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
+    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
+    if format == Format::Yaml {
+        let file = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+        };
+        if file.metadata().is_ok_and(|m| m.is_file() && m.len() <= recentfile::read::MAX_FILE_BYTES) {
+            match recentfile::yaml::outline(&file) {
+                Ok(Some(o)) => return Ok(Some(o)),
+                Ok(None) => {}
+                Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+            }
+        }
+    }
+    Ok(read_file(path)?.map(|rf| Outline::of(&rf)))
 }
 
 /// The serializer named by a file's suffix.
@@ -170,10 +211,20 @@ pub fn temp_path(rfile: &Path) -> PathBuf {
 /// the directory. With `mtime` (the pinned clock), the file gets that mtime.
 /// The caller holds the lock.
 pub fn write_atomic(rfile: &Path, bytes: &[u8], mtime: Option<SystemTime>) -> io::Result<()> {
+    write_atomic_with(rfile, mtime, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] with the content produced by `fill` (e.g. a serializer
+/// writing in pieces, so that a big file is never in memory as a whole).
+pub fn write_atomic_with(
+    rfile: &Path,
+    mtime: Option<SystemTime>,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = temp_path(rfile);
     let res = (|| {
         let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        fill(&mut f)?;
         if let Some(t) = mtime {
             f.set_modified(t)?;
         }

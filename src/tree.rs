@@ -10,7 +10,6 @@
 
 use crate::collection::is_recentfile_name;
 use std::path::Path;
-use walkdir::WalkDir;
 
 /// What the tree walk and the watcher leave out.
 #[derive(Clone, Debug)]
@@ -97,6 +96,12 @@ pub struct Entry {
 /// Walk `root` and call `each` for every file and symlink not ignored.
 /// Paths that are not UTF-8 or hold control characters cannot be
 /// recorded; they are reported through `skipped` and left out.
+///
+/// Depth first, each directory's entries in the order the directory lists
+/// them, a directory's contents right after the directory itself (the
+/// order `walkdir` gives). Entries are stat'ed relative to their open
+/// directory (`fstatat`, as `find` does), not by their full path, which
+/// makes the walk of a deep tree about twice as fast.
 pub fn walk(
     root: &Path,
     ignore: &IgnoreSet,
@@ -104,40 +109,56 @@ pub fn walk(
     mut skipped: impl FnMut(&Path, String),
 ) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
-    let mut it = WalkDir::new(root).follow_links(false).min_depth(1).into_iter();
-    while let Some(next) = it.next() {
+    let io_error = |p: &Path, e: std::io::Error| format!("IO error for operation on {}: {e}", p.display());
+    // Open directories, innermost last, each with its path relative to the root.
+    let mut stack: Vec<(std::fs::ReadDir, String)> = Vec::new();
+    match std::fs::read_dir(root) {
+        Ok(rd) => stack.push((rd, String::new())),
+        Err(e) => skipped(root, io_error(root, e)),
+    }
+    while let Some((dir, prefix)) = stack.last_mut() {
+        let Some(next) = dir.next() else {
+            stack.pop();
+            continue;
+        };
         let de = match next {
             Ok(de) => de,
             Err(e) => {
-                let p = e.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
-                skipped(&p, e.to_string());
+                let p = root.join(prefix.as_str());
+                skipped(&p, io_error(&p, e));
                 continue;
             }
         };
-        let rel_path = de.path().strip_prefix(root).unwrap_or(de.path());
-        let Some(rel) = rel_path.to_str() else {
-            skipped(de.path(), "path is not UTF-8".into());
-            if de.file_type().is_dir() {
-                it.skip_current_dir();
-            }
+        let name = de.file_name();
+        let Some(name) = name.to_str() else {
+            skipped(&de.path(), "path is not UTF-8".into());
             continue;
         };
-        if ignore.is_ignored(rel) {
-            if de.file_type().is_dir() {
-                it.skip_current_dir();
+        let rel = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+        let file_type = match de.file_type() {
+            Ok(t) => t,
+            Err(e) => {
+                skipped(&de.path(), io_error(&de.path(), e));
+                continue;
+            }
+        };
+        if ignore.is_ignored(&rel) {
+            continue;
+        }
+        if file_type.is_dir() {
+            match std::fs::read_dir(de.path()) {
+                Ok(rd) => stack.push((rd, rel)),
+                Err(e) => skipped(&de.path(), io_error(&de.path(), e)),
             }
             continue;
         }
-        if de.file_type().is_dir() {
-            continue;
-        }
-        if let Err(why) = crate::recentfile::check_relative_path(rel) {
-            skipped(de.path(), why);
+        if let Err(why) = crate::recentfile::check_relative_path(&rel) {
+            skipped(&de.path(), why);
             continue;
         }
         match de.metadata() {
-            Ok(m) => each(Entry { rel: rel.to_string(), mtime: m.mtime(), ctime: m.ctime() }),
-            Err(e) => skipped(de.path(), e.to_string()),
+            Ok(m) => each(Entry { rel, mtime: m.mtime(), ctime: m.ctime() }),
+            Err(e) => skipped(&de.path(), e.to_string()),
         }
     }
     Ok(())

@@ -11,7 +11,7 @@
 
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, Event, EventKind, Merged, Recentfile};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 /// One change to record. `epoch: Some` is a dirty insert (an event in the past).
@@ -39,16 +39,24 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     let was_empty = rf.events.is_empty();
     let mut out = Outcome::default();
     // Decreasing caller epoch; items without one last, input order kept.
-    let mut order: Vec<&Change> = changes.iter().collect();
-    order.sort_by(|a, b| match (&a.epoch, &b.epoch) {
-        (Some(x), Some(y)) => y.cmp(x),
+    // Whole seconds first: a smaller integer part is a smaller epoch, so
+    // the full comparison is needed only within one second (a big batch,
+    // e.g. init's, is mostly files of distinct seconds).
+    let mut order: Vec<(i64, &Change)> =
+        changes.iter().map(|c| (c.epoch.as_ref().map_or(0, Epoch::whole_seconds), c)).collect();
+    order.sort_by(|(sa, a), (sb, b)| match (&a.epoch, &b.epoch) {
+        (Some(x), Some(y)) => sb.cmp(sa).then_with(|| y.cmp(x)),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    let mut present: HashSet<String> = rf.events.iter().map(|e| e.path.clone()).collect();
+    let order: Vec<&Change> = order.into_iter().map(|(_, c)| c).collect();
+    // Paths already in the file, and paths of this batch (borrowed: init's
+    // batch is the whole tree).
+    let listed: HashSet<String> = rf.events.iter().map(|e| e.path.clone()).collect();
+    let mut batch: HashSet<&str> = HashSet::with_capacity(changes.len());
+    let mut spread: HashMap<String, u64> = HashMap::new();
     let mut bound: Option<f64> = None;
-    let mut cluster: Cluster = None;
     let steps: Vec<Option<&Change>> = if order.is_empty() { vec![None] } else { order.into_iter().map(Some).collect() };
     for change in steps {
         let caller = change.and_then(|c| c.epoch.as_ref());
@@ -64,14 +72,14 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
             }
         }
         let Some(change) = change else { continue };
-        if present.contains(&change.path) {
+        if listed.contains(&change.path) || batch.contains(change.path.as_str()) {
             rf.events.retain(|e| e.path != change.path);
         }
-        present.insert(change.path.clone());
+        batch.insert(&change.path);
         if caller.is_none() {
             rf.events.insert(0, Event::new(epoch, change.path.clone(), change.kind));
         } else {
-            let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut cluster);
+            let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut spread);
             let mark = if epoch > *now { epoch.clone() } else { now.clone() };
             rf.meta.dirtymark = Some(mark);
             if rf.meta.merged.epoch().is_none_or(|m| epoch < *m) {
@@ -103,61 +111,74 @@ fn monotonic(rf: &Recentfile, now: &Epoch) -> Epoch {
     }
 }
 
-/// Where the last collision of a batch put its event: a following item
-/// with the same caller epoch continues from there (O(1) per file for a run
-/// of equal mtimes).
-type Cluster = Option<(String, usize)>;
-
-/// Insert at the epoch's place, bumping on a collision (spec 7.4).
-/// Returns the epoch used.
-fn dirty_insert(rf: &mut Recentfile, epoch: Epoch, path: &str, kind: EventKind, cluster: &mut Cluster) -> Epoch {
+/// Insert at the epoch's place, bumping towards the newer neighbour on a
+/// collision (spec 7.4). Returns the epoch used.
+///
+/// Many files with one mtime (a freshly unpacked tree) make the reference
+/// bisect towards that epoch, one more digit every few files; past about
+/// 150 files no epoch of at most 64 characters is left in between, and
+/// the reference's own strings would grow without bound. When the bump
+/// has not found a free epoch after [`MAX_BUMPS`] tries, the epoch is
+/// instead spread upwards in steps of 1e-7 s (`E + k·10⁻⁷`, the first free
+/// one; `spread` remembers k per epoch), which keeps init linear.
+fn dirty_insert(
+    rf: &mut Recentfile,
+    mut epoch: Epoch,
+    path: &str,
+    kind: EventKind,
+    spread: &mut HashMap<String, u64>,
+) -> Epoch {
     let events = &mut rf.events;
+    let wanted = epoch.clone();
     // First index whose epoch is <= ours (the list is strictly decreasing).
-    let i = events.partition_point(|e| e.epoch > epoch);
-    let (used, at) = if i < events.len() && events[i].epoch == epoch {
-        let start = match cluster {
-            Some((e, top)) if e == epoch.as_str() && *top <= i => Some(*top),
-            _ => None,
-        };
-        resolve_collision(events, i, start)
-    } else {
-        (epoch.clone(), i)
+    // A batch sorted newest first (init's) appends: check the end first.
+    let mut i = match events.last() {
+        Some(last) if last.epoch > epoch => events.len(),
+        _ => events.partition_point(|e| e.epoch > epoch),
     };
-    *cluster = (at != i || used != epoch).then(|| (epoch.as_str().to_string(), at));
-    events.insert(at, Event::new(used.clone(), path, kind));
-    used
+    // Once an epoch had to be spread, its neighbourhood stays full.
+    let mut bumps = if spread.contains_key(wanted.as_str()) { MAX_BUMPS } else { 0 };
+    while i < events.len() && events[i].epoch == epoch {
+        if bumps == MAX_BUMPS {
+            let k = spread.entry(wanted.as_str().to_string()).or_insert(0);
+            loop {
+                *k += 1;
+                epoch = spread_epoch(&wanted, *k).unwrap_or_else(|| epoch.inc());
+                i = events.partition_point(|e| e.epoch > epoch);
+                if !(i < events.len() && events[i].epoch == epoch) {
+                    break;
+                }
+            }
+            break;
+        }
+        epoch = if i == 0 { epoch.inc() } else { epoch.inc_towards(&events[i - 1].epoch) };
+        i = events.partition_point(|e| e.epoch > epoch);
+        bumps += 1;
+    }
+    events.insert(i, Event::new(epoch.clone(), path, kind));
+    epoch
 }
 
-/// Longest bump by bisection rrr accepts before climbing instead.
-const MAX_BISECTED_LEN: usize = 24;
+/// How many reference bumps a colliding epoch gets before it is spread.
+/// One is enough whenever the reference's value fits in 64 characters.
+const MAX_BUMPS: usize = 8;
 
-/// A unique epoch above `events[i]` (which equals the one inserted), and
-/// where it goes. The reference bisects towards the newer neighbour
-/// (`inc(epoch, neighbour)`); rrr keeps that while the result stays short,
-/// so Perl-written collections get the same bytes. Bisection halves the gap
-/// each time, so a run of files sharing one mtime (an untarred tree) would
-/// grow the strings by a digit per file: past [`MAX_BISECTED_LEN`] rrr
-/// climbs the run instead and takes the one-argument bump (the next double
-/// up) of the first element with room above it. That keeps epochs short and
-/// leaves about four million slots per second.
-fn resolve_collision(events: &[Event], i: usize, climb_from: Option<usize>) -> (Epoch, usize) {
-    if i == 0 {
-        return (events[0].epoch.inc(), 0);
+/// `e + k·10⁻ⁿ` with n the larger of 7 and e's fraction digits, written
+/// with exactly n fraction digits (`1700000000.0`, 3 → `1700000000.0000003`).
+/// `None` when n exceeds 30 or the integer part overflows.
+fn spread_epoch(e: &Epoch, k: u64) -> Option<Epoch> {
+    let dotted = e.with_dot();
+    let (int, frac) = dotted.as_str().split_once('.')?;
+    let digits = frac.len().max(7);
+    if digits > 30 {
+        return None;
     }
-    if climb_from.is_none() {
-        let bisected = events[i].epoch.inc_towards(&events[i - 1].epoch);
-        if bisected.as_str().len() <= MAX_BISECTED_LEN {
-            return (bisected, i);
-        }
-    }
-    let mut j = climb_from.unwrap_or(i);
-    loop {
-        let next = events[j].epoch.inc();
-        if j == 0 || next < events[j - 1].epoch {
-            return (next, j);
-        }
-        j -= 1;
-    }
+    let scale = 10u128.pow(digits as u32);
+    let f: u128 = format!("{frac:0<digits$}").parse().ok()?;
+    let sum = f.checked_add(u128::from(k))?;
+    let int: u64 = int.parse().ok()?;
+    let int = int.checked_add(u64::try_from(sum / scale).ok()?)?;
+    Epoch::parse(&format!("{int}.{:0digits$}", sum % scale)).ok()
 }
 
 /// Why a path given to `update` cannot be recorded.
@@ -259,23 +280,6 @@ mod tests {
     }
 
     #[test]
-    fn many_equal_mtimes_stay_short_and_fast() {
-        let mut rf = Recentfile::default();
-        let changes: Vec<Change> = (0..3000).map(|i| change(&format!("f{i}"), Some("1700000000"))).collect();
-        let mut more = changes.clone();
-        more.push(change("newer", Some("1700000001")));
-        batch_update(&mut rf, 3600, &more, &e("1700000100.5"));
-        assert_eq!(rf.events.len(), 3001);
-        assert!(rf.events.windows(2).all(|w| w[0].epoch > w[1].epoch));
-        assert!(
-            rf.events.iter().all(|ev| ev.epoch.as_str().len() <= 32),
-            "{:?}",
-            rf.events.iter().map(|e| e.epoch.as_str().len()).max()
-        );
-        assert_eq!(rf.events.last().unwrap().epoch.as_str(), "1700000000.0");
-    }
-
-    #[test]
     fn repeated_dirty_update_keeps_one_event() {
         let mut rf = Recentfile::default();
         let now = e("1700000100.5");
@@ -291,6 +295,24 @@ mod tests {
         assert!(o.dirty);
         assert_eq!(epochs(&rf), ["1700000100.5"]);
         assert_eq!(rf.meta.dirtymark.as_ref().unwrap().as_str(), "1700000100.5");
+    }
+
+    #[test]
+    fn many_files_of_one_mtime_stay_fast_unique_and_short() {
+        let mut rf = Recentfile::default();
+        let changes: Vec<Change> = (0..3000).map(|i| change(&format!("f{i}"), Some("1700000000"))).collect();
+        let o = batch_update(&mut rf, 3600, &changes, &e("1700000100.5"));
+        assert_eq!(o.inserted, 3000);
+        assert_eq!(rf.events.len(), 3000);
+        assert!(rf.events.windows(2).all(|w| w[0].epoch > w[1].epoch));
+        assert!(rf.events.iter().all(|ev| ev.epoch.as_str().len() <= 64));
+        assert_eq!(rf.events.last().unwrap().epoch.as_str(), "1700000000.0");
+        // The first collisions are the reference's bumps.
+        let mut small = Recentfile::default();
+        batch_update(&mut small, 3600, &changes[..3], &e("1700000100.5"));
+        assert_eq!(epochs(&small), ["1700000000.0000001", "1700000000.00000005", "1700000000.0"]);
+        assert_eq!(spread_epoch(&e("1700000000"), 3).unwrap().as_str(), "1700000000.0000003");
+        assert_eq!(spread_epoch(&e("1.99999999"), 1).unwrap().as_str(), "2.00000000");
     }
 
     #[test]

@@ -114,11 +114,8 @@ fn print(files: &[Recentfile], filter: &NewsFilter, json: bool, perl_format: boo
     for e in news.finish(filter) {
         if perl_format {
             writeln!(out, "{}", crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), &e.path))?;
-        } else if json {
-            let line = serde_json::json!({"epoch": e.epoch.as_str(), "type": e.kind.as_str(), "path": e.path});
-            writeln!(out, "{line}")?;
         } else {
-            writeln!(out, "{}\t{}\t{}", e.epoch, e.kind, crate::recentfile::escape_path(&e.path))?;
+            crate::query::write_news_line(out, e, json)?;
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 
 use crate::collection::Collection;
 use crate::query::{overview_table, FileSummary};
+use crate::store;
 use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,11 +14,14 @@ pub struct Options {
     pub json: bool,
 }
 
+/// One row per existing file. Reads only meta, count, newest and oldest
+/// ([`store::read_outline`]): a Z file's million events are checked as
+/// they stream by, never kept.
 pub fn summaries(coll: &Collection) -> Result<Vec<FileSummary>> {
     let mut rows = Vec::new();
     for iv in &coll.intervals {
-        if let Some(rf) = coll.read(iv)? {
-            rows.push(FileSummary::of(iv, &rf));
+        if let Some(o) = store::read_outline(&coll.path_of(iv))? {
+            rows.push(FileSummary::from_outline(iv, &o));
         }
     }
     Ok(rows)

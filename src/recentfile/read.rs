@@ -153,6 +153,27 @@ pub struct RawDoc {
     pub events: Vec<RawEvent>,
 }
 
+/// What `overview` needs of a recentfile: its meta, the number of events
+/// and the newest and oldest epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outline {
+    pub meta: Meta,
+    pub count: usize,
+    pub newest: Option<Epoch>,
+    pub oldest: Option<Epoch>,
+}
+
+impl Outline {
+    pub fn of(rf: &Recentfile) -> Outline {
+        Outline {
+            meta: rf.meta.clone(),
+            count: rf.events.len(),
+            newest: rf.newest().map(|e| e.epoch.clone()),
+            oldest: rf.oldest().map(|e| e.epoch.clone()),
+        }
+    }
+}
+
 /// Parse and validate a recentfile's bytes.
 pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
@@ -162,6 +183,11 @@ pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError
         let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
         ReadError::at(line, "not valid UTF-8 (paths must be UTF-8)".into())
     })?;
+    if format == Format::Yaml {
+        if let Some(rf) = super::yaml::parse_syck(text) {
+            return Ok(rf);
+        }
+    }
     let raw = match format {
         Format::Yaml => super::yaml::parse(text)?,
         Format::Json => super::json::parse(text)?,
@@ -228,7 +254,7 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
     Ok(rf)
 }
 
-fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
+pub(crate) fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
     let t = |x: Option<Text>| x.map(|t| t.0);
     let merged = match m.merged {
         None => Merged::Absent,

@@ -4,23 +4,46 @@
 //! `--- ` header, sorted keys, two-space indentation, `- ` on its own line
 //! before a list item that is a map, `{}`/`[]` followed by an empty line.
 //!
-//! Reading has two paths. A Z file holds a million events, so the `recent`
-//! list of a file in the Syck layout is read line by line (no YAML machinery),
-//! while `meta` is small and goes through serde-saphyr. Anything the fast path
-//! does not recognise (flow style, anchors, comments, other key orders,
-//! multi-line scalars, 2008's unquoted epochs are fine) falls back to a full
-//! serde-saphyr parse of the whole document, whose budget stops alias bombs.
+//! Reading has three paths. A Z file holds a million events, so the `recent`
+//! list is never given to YAML machinery when it has Syck's layout:
+//! - [`parse_syck`], the strict path: exactly Syck's item blocks
+//!   (`  - ` / `    epoch: ` / `    path: ` / `    type: `, in that order),
+//!   validated as it goes straight into [`Event`]s. It gives up (`None`) on
+//!   anything else, including every kind of bad input, so that errors are
+//!   always reported by the paths below;
+//! - [`parse`], the line reader: any key order, compact `  - key:` items,
+//!   double-quoted scalars, into raw text that [`super::read::validate`]
+//!   checks with line numbers;
+//! - a full serde-saphyr parse of the whole document for anything else
+//!   (flow style, anchors, comments, multi-line scalars), whose budget
+//!   stops alias bombs.
+//!
+//! `meta` is small and always goes through serde-saphyr. [`outline`] reads
+//! only what `overview` needs (meta, count, newest, oldest) from a stream,
+//! checking the layout of every item without keeping any.
 
-use super::read::{RawDoc, RawEvent, RawMeta, ReadError, Text};
+use super::read::{meta_from_raw, Outline, RawDoc, RawEvent, RawMeta, ReadError, Text};
 use super::syck::scalar;
-use super::{Merged, Producer, Recentfile};
+use super::{Event, EventKind, Merged, Producer, Recentfile};
+use crate::epoch::{cmp_epochs, Epoch};
 use serde::Deserialize;
+use std::cmp::Ordering;
 use std::fmt::Write as _;
+use std::io::Read;
 
 /// The YAML text of `rf`, as YAML::Syck 1.34 would write it.
 pub fn emit(rf: &Recentfile, producer: &Producer) -> String {
+    let body: usize = rf.events.iter().map(|e| e.epoch.as_str().len() + e.path.len() + 48).sum();
+    let mut out = Vec::with_capacity(1024 + body);
+    emit_to(rf, producer, &mut out).expect("writing to a Vec cannot fail");
+    String::from_utf8(out).expect("built from strings")
+}
+
+/// [`emit`] into a writer, in pieces of about [`WRITE_PIECE`] bytes (a Z
+/// file is never held in memory as text).
+pub fn emit_to(rf: &Recentfile, producer: &Producer, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let m = &rf.meta;
-    let mut out = String::with_capacity(256 + rf.events.len() * 96);
+    let mut out = String::with_capacity(WRITE_PIECE + 8192);
     out.push_str("--- \nmeta: \n  Producers: \n");
     kv(&mut out, 4, "$0", &producer.program);
     kv(&mut out, 4, "rrr", env!("CARGO_PKG_VERSION"));
@@ -62,15 +85,91 @@ pub fn emit(rf: &Recentfile, producer: &Producer) -> String {
         out.push_str("recent: \n");
         for e in &rf.events {
             out.push_str("  - \n    epoch: ");
-            out.push_str(&scalar(e.epoch.as_str()));
+            push_epoch(&mut out, e.epoch.as_str());
             out.push_str("\n    path: ");
-            out.push_str(&scalar(&e.path));
+            push_path(&mut out, &e.path);
             out.push_str("\n    type: ");
             out.push_str(e.kind.as_str());
             out.push('\n');
+            if out.len() >= WRITE_PIECE {
+                w.write_all(out.as_bytes())?;
+                out.clear();
+            }
         }
     }
-    out
+    w.write_all(out.as_bytes())
+}
+
+/// How much [`emit_to`] gathers before each write.
+const WRITE_PIECE: usize = 1 << 18;
+
+/// `scalar(epoch)` without allocating: a dotted decimal (`1700000000.5`)
+/// is a float to a YAML reader, so Syck single-quotes it; anything else
+/// (a dot-less epoch may stay plain) goes through [`scalar`].
+fn push_epoch(out: &mut String, epoch: &str) {
+    if is_dotted_decimal(epoch) {
+        out.push('\'');
+        out.push_str(epoch);
+        out.push('\'');
+    } else {
+        out.push_str(&scalar(epoch));
+    }
+}
+
+/// `digits.digits`, both sides non-empty.
+fn is_dotted_decimal(s: &str) -> bool {
+    dotted_decimal_dot(s).is_some()
+}
+
+/// The index of the dot of a `digits.digits` string.
+#[inline]
+fn dotted_decimal_dot(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut dot = None;
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'.' {
+            if dot.is_some() {
+                return None;
+            }
+            dot = Some(i);
+        } else if !c.is_ascii_digit() {
+            return None;
+        }
+    }
+    dot.filter(|&d| d > 0 && d + 1 < b.len())
+}
+
+/// `a < b` by [`cmp_epochs`], for epochs whose dots are at `da` and `db`
+/// (`None`: not known to be dotted decimals). With the dots at the same
+/// index the reference order is byte order (see [`cmp_epochs`]), and
+/// neighbouring epochs nearly always differ in their first eight bytes.
+#[inline]
+fn epoch_lt(a: &str, da: Option<usize>, b: &str, db: Option<usize>) -> bool {
+    if da.is_some() && da == db && a.len() >= 8 && b.len() >= 8 {
+        let word = |s: &str| u64::from_be_bytes(s.as_bytes()[..8].try_into().expect("8 bytes"));
+        let (x, y) = (word(a), word(b));
+        if x != y {
+            return x < y;
+        }
+    }
+    cmp_epochs(a, b) == Ordering::Less
+}
+
+/// `scalar(path)` without its searches for the common path: one that
+/// starts with a letter or digit, has a `/` (so no reader types it as a
+/// number, bool or null) and no space, control character or DEL (so
+/// nothing calls for double quotes). Such a path is written plain.
+fn push_path(out: &mut String, path: &str) {
+    if is_plain_path(path) {
+        out.push_str(path);
+    } else {
+        out.push_str(&scalar(path));
+    }
+}
+
+fn is_plain_path(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty() && b[0].is_ascii_alphanumeric() && b.iter().all(|&c| c > b' ' && c != 0x7f) && b.contains(&b'/')
 }
 
 fn kv(out: &mut String, indent: usize, key: &str, value: &str) {
@@ -93,6 +192,457 @@ pub fn parse(text: &str) -> Result<RawDoc, ReadError> {
     match fast_parse(text)? {
         Some(doc) => Ok(doc),
         None => general_parse(text),
+    }
+}
+
+/// The strict path (see the module docs): a recentfile exactly in Syck's
+/// layout, validated, or `None` when anything differs or would be an error
+/// or a skipped event; the caller then uses [`parse`] and
+/// [`super::read::validate`], which report the problem with its line.
+pub fn parse_syck(text: &str) -> Option<Recentfile> {
+    read_syck(text.as_bytes()).ok().flatten()
+}
+
+/// [`parse_syck`] from a stream, through one small buffer (a Z file is
+/// never held in memory as text). `Ok(None)`: not for the strict path.
+pub fn read_syck(r: impl Read) -> std::io::Result<Option<Recentfile>> {
+    let Some((mut items, meta)) = Items::open(r)? else { return Ok(None) };
+    let mut rf = Recentfile { meta, ..Recentfile::default() };
+    let mut prev_dot = None;
+    let complete = items.scan(|it| {
+        let Some(Ok(epoch)) = unquote_epoch(it.epoch).map(Epoch::parse) else { return false };
+        let dot = dotted_decimal_dot(epoch.as_str());
+        if rf.events.last().is_some_and(|prev| !epoch_lt(epoch.as_str(), dot, prev.epoch.as_str(), prev_dot)) {
+            return false;
+        }
+        prev_dot = dot;
+        let Some(path) = decode_path(it.path, it.path_special) else { return false };
+        if path.len() > MAX_PATH {
+            return false;
+        }
+        rf.events.push(Event { epoch, path, kind: it.kind });
+        true
+    })?;
+    Ok(complete.then_some(rf))
+}
+
+/// Longest path the reader accepts (as [`super::read::validate`]).
+const MAX_PATH: usize = 4096;
+
+/// Split at the top-level `recent:` line: (meta text, what follows
+/// `recent:` on its line, the rest). `None` without such a line or
+/// without a `meta:` line before it.
+fn split_head(text: &str) -> Option<(&str, &str, &str)> {
+    let mut offset = 0;
+    loop {
+        let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+        let line = &text[offset..line_end];
+        if let Some(rest) = line.strip_prefix("recent:") {
+            let head = &text[..offset];
+            if !head.lines().any(|l| l.starts_with("meta:")) {
+                return None;
+            }
+            let body = &text[(line_end + 1).min(text.len())..];
+            return Some((head, rest.trim(), body));
+        }
+        if line_end >= text.len() || offset > MAX_HEAD {
+            return None;
+        }
+        offset = line_end + 1;
+    }
+}
+
+/// How far [`split_head`] looks for `recent:`.
+const MAX_HEAD: usize = CHUNK;
+
+fn parse_meta(head: &str) -> Option<super::Meta> {
+    let meta: MetaOnly = serde_saphyr::from_str(head).ok()?;
+    meta_from_raw(meta.meta).ok()
+}
+
+/// One item block `  - ` / `    epoch: ` / `    path: ` / `    type: ` (byte ranges of the values).
+struct Item {
+    epoch: std::ops::Range<usize>,
+    path: std::ops::Range<usize>,
+    /// Whether the path holds a `:` or `#`.
+    path_special: bool,
+    kind: EventKind,
+    next: usize,
+}
+
+enum Scan {
+    Item(Item),
+    /// The block is cut off at the end of the buffer (only when not at EOF).
+    More,
+    /// Not Syck's layout.
+    Bad,
+}
+
+/// The item block at `p`. At `eof` the last line may lack its newline.
+#[inline]
+fn next_item(b: &[u8], mut p: usize, eof: bool) -> Scan {
+    // `  - ` and the first key are one 16-byte string, the other keys 10 bytes.
+    const KEYS: [&[u8]; 3] = [b"  - \n    epoch: ", b"    path: ", b"    type: "];
+    let mut values = [0..0, 0..0, 0..0];
+    let mut path_special = false;
+    for (k, (key, value)) in KEYS.iter().zip(values.iter_mut()).enumerate() {
+        if b.len() - p < key.len() {
+            return if eof || !key.starts_with(&b[p..]) { Scan::Bad } else { Scan::More };
+        }
+        if !has_at(b, p, key) {
+            return Scan::Bad;
+        }
+        let start = p + key.len();
+        if k == 2 {
+            // The type line is `new` or `delete`, nearly always with its newline.
+            let rest = &b[start..];
+            let kind = if rest.starts_with(b"new\n") {
+                Some((EventKind::New, 4))
+            } else if rest.starts_with(b"delete\n") {
+                Some((EventKind::Delete, 7))
+            } else {
+                None
+            };
+            if let Some((kind, len)) = kind {
+                let [epoch, path, _] = values;
+                return Scan::Item(Item { epoch, path, path_special, kind, next: start + len });
+            }
+        }
+        let (nl, special) = if k == 1 { find_nl_flag(b, start) } else { (find_nl(b, start), false) };
+        let end = match nl {
+            Some(nl) => nl,
+            None if eof => b.len(),
+            None => return Scan::More,
+        };
+        if k == 1 {
+            path_special = special || (nl.is_none() && has_colon_or_hash(&b[start..end]));
+        }
+        *value = start..end;
+        p = (end + 1).min(b.len());
+    }
+    let kind = match &b[values[2].clone()] {
+        b"new" => EventKind::New,
+        b"delete" => EventKind::Delete,
+        _ => return Scan::Bad,
+    };
+    let [epoch, path, _] = values;
+    Scan::Item(Item { epoch, path, path_special, kind, next: p })
+}
+
+/// `b[p..]` starts with `key` (8 to 16 bytes long, and `b` has room):
+/// two overlapping 8-byte compares instead of a `memcmp` call.
+#[inline(always)]
+fn has_at(b: &[u8], p: usize, key: &[u8]) -> bool {
+    let n = key.len();
+    debug_assert!((8..=16).contains(&n) && p + n <= b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    word(b, p) == word(key, 0) && word(b, p + n - 8) == word(key, n - 8)
+}
+
+/// The first `\n` at or after `from`, eight bytes at a time.
+#[inline]
+fn find_nl(b: &[u8], from: usize) -> Option<usize> {
+    const NL: u64 = u64::from_le_bytes([b'\n'; 8]);
+    const LOW: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let v = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes")) ^ NL;
+        // The lowest set bit marks the first zero byte of v, the first '\n'.
+        let zero = v.wrapping_sub(LOW) & !v & HIGH;
+        if zero != 0 {
+            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == b'\n').map(|k| i + k)
+}
+
+/// [`find_nl`], and whether a `:` or `#` comes before the newline (or
+/// the end), in the same pass.
+#[inline]
+fn find_nl_flag(b: &[u8], from: usize) -> (Option<usize>, bool) {
+    const NL: u64 = u64::from_le_bytes([b'\n'; 8]);
+    const COLON: u64 = u64::from_le_bytes([b':'; 8]);
+    const HASH: u64 = u64::from_le_bytes([b'#'; 8]);
+    const LOW: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    // High bit set in the bytes of v that are zero; spurious bits only
+    // above a true zero byte, so the lowest bit, and any bit below a true
+    // match of another search, is exact.
+    let zero = |v: u64| v.wrapping_sub(LOW) & !v & HIGH;
+    let mut special = false;
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let v = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let nl = zero(v ^ NL);
+        let sp = zero(v ^ COLON) | zero(v ^ HASH);
+        if nl != 0 {
+            let below = (nl & nl.wrapping_neg()) - 1;
+            return (Some(i + (nl.trailing_zeros() / 8) as usize), special || sp & below != 0);
+        }
+        special |= sp != 0;
+        i += 8;
+    }
+    for (k, &c) in b[i..].iter().enumerate() {
+        match c {
+            b'\n' => return (Some(i + k), special),
+            b':' | b'#' => special = true,
+            _ => {}
+        }
+    }
+    (None, special)
+}
+
+/// Whether `b` holds a `:` or a `#`, eight bytes at a time (paths rarely do).
+#[inline]
+fn has_colon_or_hash(b: &[u8]) -> bool {
+    const COLON: u64 = u64::from_le_bytes([b':'; 8]);
+    const HASH: u64 = u64::from_le_bytes([b'#'; 8]);
+    const LOW: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let zero = |v: u64| v.wrapping_sub(LOW) & !v & HIGH;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        if zero(v ^ COLON) | zero(v ^ HASH) != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&c| c == b':' || c == b'#')
+}
+
+/// An epoch value: `'digits.digits'` (1.34) or plain digits (2008).
+fn unquote_epoch(v: &str) -> Option<&str> {
+    let b = v.as_bytes();
+    let inner = match b.first()? {
+        b'\'' if b.len() >= 2 && b[b.len() - 1] == b'\'' => &v[1..v.len() - 1],
+        c if c.is_ascii_digit() => v,
+        _ => return None,
+    };
+    (!inner.bytes().any(|c| c == b'\'')).then_some(inner)
+}
+
+/// A plain path value the line reader reads as is (so the strict path
+/// may too), given whether it holds a `:` or `#`: it starts with a
+/// letter, digit, non-ASCII character, `.` or `_`, and has no `: `, ` #`,
+/// trailing space or CR.
+#[inline]
+fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
+    let b = v.as_bytes();
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else { return false };
+    if !(first.is_ascii_alphanumeric() || first >= 0x80 || first == b'.' || first == b'_')
+        || last == b' '
+        || last == b'\r'
+    {
+        return false;
+    }
+    if colon_or_hash {
+        for (i, &c) in b.iter().enumerate() {
+            match c {
+                b':' if b.get(i + 1) == Some(&b' ') => return false,
+                b'#' if i > 0 && b[i - 1] == b' ' => return false,
+                _ => {}
+            }
+        }
+    }
+    v != "null"
+}
+
+/// A path value decoded as the line reader decodes it, or `None`.
+fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
+    if plain_path_ok_with(v, colon_or_hash) {
+        return Some(v.to_string());
+    }
+    match v.as_bytes().first()? {
+        b'\'' | b'"' => fast_scalar(v),
+        _ => None,
+    }
+}
+
+/// Whether [`decode_path`] would succeed, without allocating in the common cases.
+fn path_ok(v: &str, colon_or_hash: bool) -> bool {
+    if plain_path_ok_with(v, colon_or_hash) {
+        return true;
+    }
+    match v.as_bytes().first() {
+        Some(b'\'') if v.len() >= 2 && v.ends_with('\'') && !v[1..v.len() - 1].contains('\'') => true,
+        Some(b'\'' | b'"') => fast_scalar(v).is_some(),
+        _ => false,
+    }
+}
+
+/// Size of the buffer the strict path reads through; a head or an item
+/// block longer than this goes to the line reader.
+const CHUNK: usize = 1 << 20;
+
+/// What `overview` needs of a YAML recentfile (meta, number of events,
+/// newest and oldest epoch), read in chunks without keeping the events.
+/// Every item is checked as the strict path would check it (layout, known
+/// type, decimal epochs in strictly decreasing order, decodable path,
+/// UTF-8), so the answer is the full read's; `Ok(None)` when the strict
+/// path would give up, and the caller then reads the file in full.
+pub fn outline(r: impl Read) -> std::io::Result<Option<Outline>> {
+    let Some((mut items, meta)) = Items::open(r)? else { return Ok(None) };
+    let mut out = Outline { meta, count: 0, newest: None, oldest: None };
+    // The previous epoch's text (the buffer moves on).
+    let mut prev = String::new();
+    let mut prev_dot = None;
+    let complete = items.scan(|it| {
+        // The common case, `'digits.digits'`, in one pass: a dotted decimal
+        // of at most 64 characters is a valid epoch. Anything else the long way.
+        let quoted = it.epoch.len() > 2 && it.epoch.starts_with('\'') && it.epoch.ends_with('\'');
+        let inner = if quoted { &it.epoch[1..it.epoch.len() - 1] } else { it.epoch };
+        let dot = dotted_decimal_dot(inner).filter(|_| inner.len() <= 64);
+        let epoch = match dot {
+            Some(_) => inner,
+            None => match unquote_epoch(it.epoch) {
+                Some(e) if Epoch::parse(e).is_ok() => e,
+                _ => return false,
+            },
+        };
+        if out.count > 0 && !epoch_lt(epoch, dot, &prev, prev_dot) {
+            return false;
+        }
+        prev_dot = dot;
+        if it.path.len() > MAX_PATH || !path_ok(it.path, it.path_special) {
+            return false;
+        }
+        if out.count == 0 {
+            out.newest = Epoch::parse(epoch).ok();
+        }
+        prev.clear();
+        prev.push_str(epoch);
+        out.count += 1;
+        true
+    })?;
+    if !complete {
+        return Ok(None);
+    }
+    if out.count > 0 {
+        out.oldest = Epoch::parse(&prev).ok();
+    }
+    Ok(Some(out))
+}
+
+/// Syck item blocks read from a stream through one buffer.
+struct Items<R> {
+    r: R,
+    buf: Vec<u8>,
+    filled: usize,
+    p: usize,
+    eof: bool,
+}
+
+/// The value texts of one item block.
+struct ItemText<'a> {
+    epoch: &'a str,
+    path: &'a str,
+    /// Whether the path holds a `:` or `#`.
+    path_special: bool,
+    kind: EventKind,
+}
+
+impl<R: Read> Items<R> {
+    /// Read up to the `recent:` line (it must lie in the first chunk) and
+    /// parse meta. `None` when that is not Syck's layout.
+    fn open(r: R) -> std::io::Result<Option<(Items<R>, super::Meta)>> {
+        let mut it = Items { r, buf: vec![0u8; CHUNK], filled: 0, p: 0, eof: false };
+        it.fill()?;
+        let Some(text) = utf8_prefix(&it.buf[..it.filled]) else { return Ok(None) };
+        // Only lines known to be complete count: the last one may be cut.
+        let complete = if it.eof { text } else { &text[..text.rfind('\n').map_or(0, |i| i + 1)] };
+        let Some((head, rest, body)) = split_head(complete) else { return Ok(None) };
+        let Some(meta) = parse_meta(head) else { return Ok(None) };
+        it.p = complete.len() - body.len();
+        match rest {
+            "" => Ok(Some((it, meta))),
+            "[]" => {
+                // Nothing but blank space may follow, to the end of the file.
+                loop {
+                    if !it.buf[it.p..it.filled].iter().all(u8::is_ascii_whitespace) {
+                        return Ok(None);
+                    }
+                    if it.eof {
+                        it.p = it.filled;
+                        return Ok(Some((it, meta)));
+                    }
+                    it.p = 0;
+                    it.filled = 0;
+                    it.fill()?;
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Read until the buffer is full or the stream ends.
+    fn fill(&mut self) -> std::io::Result<()> {
+        while self.filled < self.buf.len() {
+            let n = match self.r.read(&mut self.buf[self.filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                self.eof = true;
+                break;
+            }
+            self.filled += n;
+        }
+        Ok(())
+    }
+
+    /// Call `each` with every item block, in order. `Ok(false)` when a
+    /// block is not in the strict layout (or not UTF-8, or longer than the
+    /// buffer), or `each` said no.
+    fn scan(&mut self, mut each: impl FnMut(ItemText<'_>) -> bool) -> std::io::Result<bool> {
+        loop {
+            // Validate what is in the buffer once; a character cut at its end waits for the next fill.
+            let Some(text) = utf8_prefix(&self.buf[self.p..self.filled]) else { return Ok(false) };
+            let eof = self.eof && text.len() == self.filled - self.p;
+            let b = text.as_bytes();
+            let mut p = 0;
+            while p < b.len() {
+                match next_item(b, p, eof) {
+                    Scan::Item(item) => {
+                        let it = ItemText {
+                            epoch: &text[item.epoch],
+                            path: &text[item.path],
+                            path_special: item.path_special,
+                            kind: item.kind,
+                        };
+                        if !each(it) {
+                            return Ok(false);
+                        }
+                        p = item.next;
+                    }
+                    Scan::Bad => return Ok(false),
+                    Scan::More => break,
+                }
+            }
+            self.p += p;
+            if self.eof && self.p >= self.filled {
+                return Ok(true);
+            }
+            if self.p == 0 {
+                // A block longer than the whole buffer.
+                return Ok(false);
+            }
+            self.buf.copy_within(self.p..self.filled, 0);
+            self.filled -= self.p;
+            self.p = 0;
+            self.fill()?;
+        }
+    }
+}
+
+/// The longest valid UTF-8 prefix, if what follows could be a cut character.
+fn utf8_prefix(b: &[u8]) -> Option<&str> {
+    match std::str::from_utf8(b) {
+        Ok(s) => Some(s),
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&b[..e.valid_up_to()]).ok(),
+        Err(_) => None,
     }
 }
 
@@ -338,5 +888,137 @@ mod tests {
         assert_eq!(fast_scalar("id/A/x.tar.gz").as_deref(), Some("id/A/x.tar.gz"));
         assert_eq!(fast_scalar("a #comment"), None);
         assert_eq!(fast_scalar("&anchor x"), None);
+    }
+
+    /// What the line reader and the validator make of `text`.
+    fn slow(text: &str) -> Result<Recentfile, ReadError> {
+        super::super::read::validate(parse(text)?)
+    }
+
+    fn outline_of(text: &str) -> Option<Outline> {
+        outline(text.as_bytes()).unwrap()
+    }
+
+    const HEAD: &str = "--- \nmeta: \n  dirtymark: '1700000000.5'\n  interval: 1h\n  protocol: 1\nrecent: \n";
+
+    fn item(epoch: &str, path: &str, kind: &str) -> String {
+        format!("  - \n    epoch: {epoch}\n    path: {path}\n    type: {kind}\n")
+    }
+
+    fn every_fixture() -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "yaml") {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn strict_path_agrees_with_line_reader_on_every_fixture() {
+        let files = every_fixture();
+        assert!(files.len() > 50);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let strict = parse_syck(&text).unwrap_or_else(|| panic!("{}: not taken by the strict path", f.display()));
+            assert_eq!(strict, slow(&text).unwrap(), "{}", f.display());
+            assert_eq!(outline_of(&text), Some(Outline::of(&strict)), "{}", f.display());
+        }
+    }
+
+    #[test]
+    fn strict_path_takes_both_syck_styles_and_quoted_paths() {
+        for body in [
+            item("'1700000002.5'", "id/A/AB/ABC/Foo-1.0.tar.gz", "new") + &item("'1700000001.0'", "b", "delete"),
+            item("1225000000.94011", "authors/id/A/x", "new") + &item("1225000000", "y", "new"),
+            item("'1700000002.5'", "\"a: b\"", "new") + &item("'1700000001.5'", "'it''s'", "new"),
+            item("'1700000002.5'", "\"x\\x7F\\ty\"", "new") + &item("'1700000001.5'", "'123'", "new"),
+            item("'1700000002.5'", "ünïcödé/päth", "new"),
+            String::new(),
+        ] {
+            let text = format!("{HEAD}{body}");
+            let strict = parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text}"));
+            assert_eq!(strict, slow(&text).unwrap(), "{text}");
+            assert_eq!(outline_of(&text), Some(Outline::of(&strict)), "{text}");
+        }
+        let empty = HEAD.replace("recent: \n", "recent: []\n\n");
+        assert_eq!(parse_syck(&empty), Some(slow(&empty).unwrap()));
+        assert_eq!(outline_of(&empty).unwrap().count, 0);
+    }
+
+    #[test]
+    fn strict_path_leaves_everything_else_to_the_other_readers() {
+        let ok = item("'1700000002.5'", "a", "new");
+        for body in [
+            ok.replace('\n', "\r\n"),                                         // CRLF
+            ok.clone() + "# comment\n",                                       // comment
+            "  - epoch: '1700000002.5'\n    path: a\n    type: new\n".into(), // compact item
+            ok.replace("    type: new\n", "    type: new\n    extra: 1\n"),   // extra key
+            ok.replace("new", "brandnew"),                                    // skipped type
+            ok.clone() + &item("'1700000003.5'", "b", "new"),                 // unsorted
+            ok.clone() + &item("'1700000002.5'", "b", "new"),                 // duplicate
+            item("'17000x'", "a", "new"),                                     // bad epoch
+            item("'1700000002.5'", " a", "new"),                              // leading space
+            item("'1700000002.5'", "a ", "new"),                              // trailing space
+            item("'1700000002.5'", "a #c", "new"),                            // comment
+            item("'1700000002.5'", "~", "new"),                               // null
+            item("'1700000002.5'", &"x".repeat(5000), "new"),                 // long path
+            ok[..ok.len() - 5].to_string(),                                   // truncated
+            ok.clone() + "\n",                                                // blank line
+        ] {
+            let text = format!("{HEAD}{body}");
+            assert_eq!(parse_syck(&text), None, "{text:?}");
+            assert_eq!(outline_of(&text), None, "{text:?}");
+        }
+        let trailing = HEAD.replace("recent: \n", "recent: []\n") + &ok;
+        assert_eq!(parse_syck(&trailing), None);
+        assert_eq!(outline_of(&trailing), None);
+        assert_eq!(parse_syck("[1, 2]"), None);
+        assert_eq!(outline_of("- epoch: 1\n"), None);
+    }
+
+    #[test]
+    fn chunk_boundaries_do_not_matter() {
+        // Over three buffers of items, some with two-byte characters, so
+        // that blocks and characters are cut at the buffer's end.
+        let mut text = HEAD.to_string();
+        let mut n = 0;
+        while text.len() < 3 * CHUNK + 1000 {
+            let path = if n % 3 == 0 { format!("id/ü/{n}ä") } else { format!("id/A/{n}.tar.gz") };
+            text.push_str(&item(&format!("'{}.5'", 1_800_000_000 - n), &path, "new"));
+            n += 1;
+        }
+        for cut in 0..7 {
+            let t = &text[..text.len() - cut];
+            let Some(strict) = parse_syck(t) else {
+                assert!(slow(t).is_err() || cut > 0, "cut {cut}");
+                continue;
+            };
+            assert_eq!(strict, slow(t).unwrap(), "cut {cut}");
+            assert_eq!(outline_of(t), Some(Outline::of(&strict)), "cut {cut}");
+        }
+        assert_eq!(parse_syck(&text).unwrap().events.len(), n as usize);
+        assert_eq!(outline_of(&text).unwrap().count, n as usize);
+    }
+
+    #[test]
+    fn emitter_shortcuts_match_syck_scalars() {
+        for s in ["1700000000.5", "0.5", "1700000000", "5", "007.5", "1.", ".5", "1.5.5", "12345678901"] {
+            let mut out = String::new();
+            push_epoch(&mut out, s);
+            assert_eq!(out, scalar(s), "{s}");
+        }
+        for s in ["id/A/AB/Foo-1.tar.gz", "a/b: c", "a/ #b", "-/x", "y", "1/2", "a/\u{7f}", "ä/b", "0x/1e5", "a b/c"] {
+            let mut out = String::new();
+            push_path(&mut out, s);
+            assert_eq!(out, scalar(s), "{s}");
+        }
     }
 }

@@ -178,11 +178,6 @@ impl Batch {
         self.changes.len() + self.created.values().filter(|c| !c.opened).count() + self.forgotten.len()
     }
 
-    /// Changes recorded so far (the size trigger).
-    pub fn changes(&self) -> usize {
-        self.changes.len()
-    }
-
     /// Whether the batch must be flushed now: `size` changes, or the oldest
     /// waited `delay`.
     pub fn due(&self, now: Instant, size: usize, delay: Duration) -> bool {

@@ -369,11 +369,15 @@ impl Daemon<'_> {
                     while let Ok(ev) = self.rx.try_recv() {
                         self.on_event(ev)?;
                         n += 1;
-                        // Size on every event; the clock and the signal flag every 256.
+                        // While a backlog is read, only the clock flushes (every
+                        // 256 events we look): each record rewrites the whole
+                        // principal, so a daemon that fell behind catches up with
+                        // fewer, larger batches instead of falling further behind.
+                        // The size trigger applies once the backlog is read.
                         let check_time = n.is_multiple_of(256);
-                        if (check_time || self.batch.changes() >= self.opts.batch_size)
+                        if check_time
                             && self.flush_allowed()
-                            && self.batch.due(Instant::now(), self.opts.batch_size, self.opts.batch_delay)
+                            && self.batch.due(Instant::now(), usize::MAX, self.opts.batch_delay)
                         {
                             self.flush(false);
                         }

@@ -984,26 +984,28 @@ impl<'a> Mirror<'a> {
                 continue;
             }
             let target = self.cfg.localroot.join(&p.path);
-            match fs::symlink_metadata(&target) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => on_done(&p, false),
-                Ok(m) if m.is_dir() => dirs.push((p, target)),
-                Ok(_) => match fs::remove_file(&target) {
-                    Ok(()) => {
-                        self.deletes_this_run += 1;
-                        rep.deleted += 1;
-                        self.state.counters.deletes += 1;
-                        self.state.note_applied(&p.epoch);
-                        on_done(&p, true);
-                    }
-                    Err(e) => {
-                        let msg = format!("cannot delete {}: {e}", target.display());
-                        eprintln!("rrr: rmirror: {msg}");
-                        self.state.error("delete");
-                        rep.errors.push(msg);
-                        left.push(p);
-                    }
-                },
-                Err(e) => {
+            let unlinked = match fs::symlink_metadata(&target) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    on_done(&p, false);
+                    None
+                }
+                Ok(m) if m.is_dir() => {
+                    dirs.push((p.clone(), target.clone()));
+                    None
+                }
+                Ok(_) => Some(fs::remove_file(&target)),
+                Err(e) => Some(Err(e)),
+            };
+            match unlinked {
+                None => {}
+                Some(Ok(())) => {
+                    self.deletes_this_run += 1;
+                    rep.deleted += 1;
+                    self.state.counters.deletes += 1;
+                    self.state.note_applied(&p.epoch);
+                    on_done(&p, true);
+                }
+                Some(Err(e)) => {
                     let msg = format!("cannot delete {}: {e}", target.display());
                     eprintln!("rrr: rmirror: {msg}");
                     self.state.error("delete");

@@ -30,21 +30,12 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
 /// of [`recentfile::yaml`]); anything else is read whole and parsed by the
 /// general readers, which also report every error with its line.
 pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
-    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
-    if format == Format::Yaml {
-        let file = match fs::File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
-        };
-        if file.metadata().is_ok_and(|m| m.is_file() && m.len() <= recentfile::read::MAX_FILE_BYTES) {
-            match recentfile::yaml::read_syck(&file) {
-                Ok(Some(rf)) => return Ok(Some(rf)),
-                Ok(None) => {}
-                Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
-            }
-        }
+    match fast_yaml(path, |f| recentfile::yaml::read_syck(f))? {
+        Fast::Done(rf) => return Ok(Some(rf)),
+        Fast::Missing => return Ok(None),
+        Fast::Fallback => {}
     }
+    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
     let bytes = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -53,26 +44,46 @@ pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
     recentfile::parse_bytes(&bytes, format).map(Some).map_err(|e| e.in_file(path))
 }
 
+/// What a fast Syck-layout scan of a YAML recentfile gave.
+enum Fast<T> {
+    Done(T),
+    Missing,
+    /// Not YAML, not a regular file of sane size, or a layout the scan does
+    /// not take: read it with the general readers.
+    Fallback,
+}
+
+/// Run `scan` on a YAML recentfile (the strict streaming paths of
+/// [`recentfile::yaml`]).
+fn fast_yaml<T>(path: &Path, scan: impl FnOnce(&fs::File) -> io::Result<Option<T>>) -> Result<Fast<T>, ReadError> {
+    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
+    if format != Format::Yaml {
+        return Ok(Fast::Fallback);
+    }
+    let file = match fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Fast::Missing),
+        Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file() && m.len() <= recentfile::read::MAX_FILE_BYTES) {
+        return Ok(Fast::Fallback);
+    }
+    match scan(&file) {
+        Ok(Some(t)) => Ok(Fast::Done(t)),
+        Ok(None) => Ok(Fast::Fallback),
+        Err(e) => Err(ReadError::general(e.to_string()).in_file(path)),
+    }
+}
+
 /// What `overview` needs of one recentfile, without keeping its events
 /// (see [`recentfile::yaml::outline`]); a file the fast scan does not take
 /// is read in full. `Ok(None)` when it does not exist.
 pub fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
-    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
-    if format == Format::Yaml {
-        let file = match fs::File::open(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
-        };
-        if file.metadata().is_ok_and(|m| m.is_file() && m.len() <= recentfile::read::MAX_FILE_BYTES) {
-            match recentfile::yaml::outline(&file) {
-                Ok(Some(o)) => return Ok(Some(o)),
-                Ok(None) => {}
-                Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
-            }
-        }
+    match fast_yaml(path, |f| recentfile::yaml::outline(f))? {
+        Fast::Done(o) => Ok(Some(o)),
+        Fast::Missing => Ok(None),
+        Fast::Fallback => Ok(read_file(path)?.map(|rf| Outline::of(&rf))),
     }
-    Ok(read_file(path)?.map(|rf| Outline::of(&rf)))
 }
 
 /// The serializer named by a file's suffix.

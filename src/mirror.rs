@@ -409,7 +409,10 @@ impl<'a> Mirror<'a> {
     fn rsync_temp_dir(&self) -> Result<PathBuf> {
         let d = self.cfg.state_dir().join("tmp");
         fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
-        Ok(d)
+        // Absolute: rsync resolves a relative --temp-dir against the
+        // destination directory, not the cwd, so a relative --localroot
+        // made every transfer fail ("The temp-dir does not exist").
+        std::path::absolute(&d).with_context(|| format!("cannot resolve {}", d.display()))
     }
 
     fn fetch_dir(&self) -> Result<FetchDir> {
@@ -417,7 +420,7 @@ impl<'a> Mirror<'a> {
             // Change nothing in the target: fetch into the system temp dir.
             return FetchDir::new(&std::env::temp_dir());
         }
-        FetchDir::new(&self.cfg.state_dir())
+        Ok(FetchDir::new(&self.cfg.state_dir())?.with_basis(&self.cfg.localroot))
     }
 
     /// Fetch `names` into `dir`, with retries.

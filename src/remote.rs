@@ -230,6 +230,12 @@ impl RsyncSettings {
 /// A hidden temporary directory for fetched recentfiles.
 pub struct FetchDir {
     dir: tempfile::TempDir,
+    /// The mirror's own copies of the recentfiles (its localroot): passed
+    /// to rsync as `--copy-dest`, so a recentfile that changed at the
+    /// remote is fetched as a delta against the copy installed by the last
+    /// pass instead of whole (the principal can be megabytes, and over a
+    /// slow link its full transfer dominated an incremental pass).
+    basis: Option<PathBuf>,
 }
 
 /// The prefix of fetch directories under `<localroot>/.rrr/`.
@@ -242,7 +248,13 @@ impl FetchDir {
             .prefix(FETCH_PREFIX)
             .tempdir_in(state_dir)
             .with_context(|| format!("cannot create a temp dir in {}", state_dir.display()))?;
-        Ok(FetchDir { dir })
+        Ok(FetchDir { dir, basis: None })
+    }
+
+    /// Use the files of `dir` (if it exists) as rsync basis files.
+    pub fn with_basis(mut self, dir: &Path) -> FetchDir {
+        self.basis = std::path::absolute(dir).ok().filter(|d| d.is_dir());
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -258,6 +270,9 @@ impl FetchDir {
     pub fn fetch(&self, remote: &Remote, settings: &RsyncSettings, names: &[&str]) -> Result<(), RsyncError> {
         let mut r = settings.command(remote.transport);
         r.arg("-lt");
+        if let Some(b) = &self.basis {
+            r.arg(format!("--copy-dest={}", b.display()));
+        }
         for n in names {
             r.arg(remote.source(n));
         }

@@ -207,6 +207,29 @@ fn full_mirror_then_incremental_news_and_deletes() {
 }
 
 #[test]
+fn relative_localroot_bootstraps_and_updates() {
+    // rsync resolves a relative --temp-dir against the destination, so the
+    // temp dir under a relative --localroot must be passed absolute.
+    let t = Setup::new(10);
+    let cwd = t.target.parent().unwrap();
+    let run = || {
+        let o = Command::new(rrr_bin())
+            .current_dir(cwd)
+            .args(["rmirror", "--remote", &t.src(), "--localroot", "target", "--json"])
+            .env("TERM", "dumb")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
+    };
+    run();
+    assert_same_tree(&t.origin, &t.target);
+    change(&t.origin, &["id/N/rel1.txt"], &[]);
+    run();
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
+#[test]
 fn skip_deletes_keeps_files_and_dry_run_changes_nothing() {
     let t = Setup::new(10);
     pass(&t.src(), &t.target, &[], 0);

@@ -29,6 +29,7 @@
 # on the front port itself, in phase wan the daemon moves to a back port and
 # the proxy takes the front port.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 N=${1:-300000}
 REPS=${2:-3}
 DELAY_MS=${DELAY_MS:-20}
@@ -88,21 +89,10 @@ s=$(now); "$RRR" aggregate --force "$O/RECENT.recent" >/dev/null; T_AGG=$(el "$s
 echo "tree: $N files in $(find "$O/authors" -type d | wc -l) dirs, $(du -sh "$O" | cut -f1) on disk;" \
      "generate ${T_GEN}s, rrr init ${T_INIT}s, aggregate --force ${T_AGG}s"
 echo "recentfiles: $(cd "$O" && for f in RECENT-*.yaml; do printf '%s=%s ' "$f" "$(grep -c '^  *path:' "$f" || true)"; done)"
-echo "rsync $(rsync --version | head -1 | awk '{print $3}'); rrr $RRR; nproc $(nproc); load $(load)"
+echo "rsync $(rsync --version | sed -n 1p | awk '{print $3}'); rrr $RRR; nproc $(nproc); load $(load)"
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 FRONT=$(freeport); BACK=$(freeport)
-cat > "$W/rsyncd.conf" <<CONF
-pid file = $W/rsyncd.pid
-log file = $W/rsyncd.log
-use chroot = no
-uid = $(id -u)
-gid = $(id -g)
-read only = yes
-reverse lookup = no
-[origin]
-    path = $O
-CONF
+write_rsyncd_conf "$W" "$O"
 waitport() { for _ in $(seq 1 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 not up"; exit 1; }
 daemon() {  # daemon PORT
     [ -n "$DPID" ] && { kill "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=; }

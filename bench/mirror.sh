@@ -15,6 +15,7 @@
 # Each variant has its own target, in sync before each repetition. Page cache
 # warm; fsync counts. Prints per-run seconds and the medians as a table.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 N=${1:-10000}
 REPS=${2:-3}
 RRR=${RRR:-$(cd "$(dirname "$0")/.." && pwd)/target/release/rrr}
@@ -41,18 +42,8 @@ mkdir -p "$W/empty"
 mv "$W"/empty/RECENT* "$O/"
 (cd "$O" && find authors -type f | sort | sed 's/^/new /') | "$RRR" update --stdin "$O/RECENT.recent"
 "$RRR" aggregate --force "$O/RECENT.recent"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$W/rsyncd.conf" <<CONF
-pid file = $W/rsyncd.pid
-log file = $W/rsyncd.log
-use chroot = no
-uid = $(id -u)
-gid = $(id -g)
-read only = yes
-reverse lookup = no
-[origin]
-    path = $O
-CONF
+PORT=$(freeport)
+write_rsyncd_conf "$W" "$O"
 rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$W/rsyncd.conf" &
 DPID=$!
 sleep 0.5
@@ -61,7 +52,7 @@ URL=rsync://127.0.0.1:$PORT/origin
 now() { date +%s.%N; }
 t() { local s; s=$(now); "$@" >/dev/null 2>&1; python3 -c "print(f'{$(now)-$s:.3f}')"; }
 
-echo "tree: $N files, $(du -sh "$O" | cut -f1); rsync $(rsync --version | head -1 | awk '{print $3}'); rrr $RRR"
+echo "tree: $N files, $(du -sh "$O" | cut -f1); rsync $(rsync --version | sed -n 1p | awk '{print $3}'); rrr $RRR"
 declare -a A_RRR A_RS B_RRR B_LIM B_FULL
 for r in $(seq 1 "$REPS"); do
     rm -rf "$W/a1" "$W/a2"

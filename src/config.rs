@@ -33,7 +33,10 @@ pub struct TreeOptions {
     pub password_file: Option<PathBuf>,
 }
 
-/// One `[[tree]]`.
+/// One `[[tree]]`. The option fields repeat those of [`MirrorConfig`]
+/// (the defaults) rather than sharing a `#[serde(flatten)]` struct:
+/// serde's `deny_unknown_fields` does not work through `flatten`, and a
+/// misspelt key must be an error.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Tree {

@@ -17,6 +17,17 @@ fn tree(n: usize) -> tempfile::TempDir {
     tmp
 }
 
+/// Run `rrr ARGS` under a pseudo-terminal (`script`); what the terminal showed.
+fn under_pty(args: &str) -> (bool, String) {
+    let out = Command::new("script")
+        .args(["-qec", &format!("{} {args}", rrr_bin()), "/dev/null"])
+        .env_remove("CI")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Under a pseudo-terminal (`script`), `rrr init` draws its progress bar on
 /// stderr; through a pipe it prints none.
 #[test]
@@ -26,29 +37,16 @@ fn progress_bar_only_on_a_terminal() {
     }
     let tmp = tree(200);
     let root = tmp.path().join("t");
-    let cmd = format!("{} init {}", rrr_bin(), root.display());
-    let out = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .env_remove("CI")
-        .env("TERM", "xterm")
-        .output()
-        .unwrap();
-    let on_tty = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{on_tty}");
+    let (ok, on_tty) = under_pty(&format!("init {}", root.display()));
+    assert!(ok, "{on_tty}");
     assert!(on_tty.contains("indexing"), "bar expected on a terminal: {on_tty:?}");
     let piped = rrr(&["init", "--force", root.to_str().unwrap()]);
     assert!(piped.status.success());
     assert!(!stderr(&piped).contains("indexing"), "no bar through a pipe: {}", stderr(&piped));
     assert!(!stderr(&piped).contains('\u{1b}'), "no escape codes through a pipe");
     // --quiet silences it on a terminal too.
-    let cmd = format!("{} init --quiet --force {}", rrr_bin(), root.display());
-    let out = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .env_remove("CI")
-        .env("TERM", "xterm")
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("indexing"));
+    let (ok, quiet) = under_pty(&format!("init --quiet --force {}", root.display()));
+    assert!(ok && !quiet.contains("indexing"), "{quiet}");
 }
 
 #[test]

@@ -1,0 +1,16 @@
+# Shared by the bench scripts: a free loopback port and an rsync daemon
+# config (use chroot = no, the current user, read only) serving $2 as [origin].
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+write_rsyncd_conf() {  # write_rsyncd_conf DIR ORIGIN_PATH
+    cat > "$1/rsyncd.conf" <<CONF
+pid file = $1/rsyncd.pid
+log file = $1/rsyncd.log
+use chroot = no
+uid = $(id -u)
+gid = $(id -g)
+read only = yes
+reverse lookup = no
+[origin]
+    path = $2
+CONF
+}

@@ -10,8 +10,7 @@
 
 use crate::epoch::Epoch;
 use crate::interval::Interval;
-use crate::recentfile::{Event, EventKind, Merged, Recentfile};
-use std::collections::HashSet;
+use crate::recentfile::{first_of_each_path, path_set, Event, EventKind, Merged, PathSet, Recentfile};
 
 /// Merge `small` (interval `small_iv`) into `big` (interval `big_iv`) at
 /// clock `now`. Returns true when something was done: then both files
@@ -50,19 +49,16 @@ pub fn merge(
     }
     let is_z = big_iv.is_z();
     let big_newest = big.newest().map(|e| e.epoch.clone());
-    // Paths of the incoming events (deletes headed for Z included): they
-    // replace the target's events of the same path. Borrowed, not cloned:
-    // a merge into Z sees a million paths.
-    let mut seen: HashSet<&str> = HashSet::with_capacity(small.events.len());
+    // The incoming events: the source's list down to the bound (a prefix:
+    // the list is sorted). They replace the target's events of the same path.
+    debug_assert!(small.events.is_sorted_by(|a, b| a.epoch > b.epoch));
+    let n_in = bound.as_ref().map_or(small.events.len(), |b| small.events.partition_point(|ev| ev.epoch >= *b));
+    // First of its path across (incoming, target): later ones are dropped.
+    let mut first = first_of_each_path(&[&small.events[..n_in], &big.events]);
     let mut incoming: Vec<Event> = Vec::new();
-    let mut z_deletes: HashSet<&str> = HashSet::new();
-    for ev in &small.events {
-        if bound.as_ref().is_some_and(|b| ev.epoch < *b) {
-            continue;
-        }
-        if !seen.insert(ev.path.as_str()) {
-            continue;
-        }
+    // Deletes headed for Z: they only remove the path's events there.
+    let mut z_deletes: PathSet = path_set(0);
+    for (ev, _) in small.events[..n_in].iter().zip(&first).filter(|(_, f)| **f) {
         if is_z && ev.kind == EventKind::Delete && !keep_deletes {
             z_deletes.insert(ev.path.as_str());
             continue;
@@ -79,15 +75,12 @@ pub fn merge(
     if !done {
         return false;
     }
+    drop(z_deletes);
     let old = std::mem::take(&mut big.events);
     // Which of the target's events stay: not replaced by an incoming path,
     // and the first (newest) of its path.
-    let keep: Vec<bool> = {
-        let mut kept: HashSet<&str> = HashSet::with_capacity(old.len());
-        old.iter().map(|y| !seen.contains(y.path.as_str()) && kept.insert(y.path.as_str())).collect()
-    };
-    drop(seen);
-    drop(z_deletes);
+    let keep = first.split_off(n_in);
+    drop(first);
     let mut merged = Vec::with_capacity(old.len() + incoming.len());
     let mut a = incoming.into_iter().peekable();
     let mut b = old.into_iter().zip(keep).filter_map(|(y, k)| k.then_some(y)).peekable();

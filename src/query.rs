@@ -10,8 +10,7 @@
 use crate::epoch::Epoch;
 use crate::interval::Interval;
 use crate::recentfile::read::Outline;
-use crate::recentfile::{Event, EventKind, Merged, Recentfile};
-use std::collections::HashSet;
+use crate::recentfile::{first_of_each_path, Event, EventKind, Merged, Recentfile};
 
 /// Filters of `rrr news`, applied to each path's newest event.
 #[derive(Clone, Debug, Default)]
@@ -42,13 +41,12 @@ impl NewsFilter {
 ///
 /// Lazy: `add` only keeps the file unless `--max` needs the merged view to
 /// know whether it may stop; the merge (first occurrence of each path,
-/// newest first) is done once, for the files not merged yet.
+/// newest first) is done over all files kept, when needed.
 #[derive(Default)]
 pub struct News<'a> {
     files: Vec<&'a Recentfile>,
-    /// `files[..merged]` are in `seen` and `events`.
+    /// The merge of `files[..merged]`.
     merged: usize,
-    seen: PathSet<'a>,
     events: Vec<&'a Event>,
     /// Whether `--contains-path`'s path is in a file added so far.
     path_found: bool,
@@ -74,7 +72,7 @@ impl<'a> News<'a> {
             return true;
         }
         if let Some(max) = filter.max {
-            self.merge_pending();
+            self.merge();
             // Events at or above this file's oldest epoch are settled.
             let settled =
                 self.events.iter().take_while(|e| e.epoch >= oldest.epoch).filter(|e| filter.accepts(e)).count();
@@ -85,53 +83,30 @@ impl<'a> News<'a> {
         false
     }
 
-    fn merge_pending(&mut self) {
-        let start = self.events.len();
-        for f in &self.files[self.merged..] {
-            first_occurrences(f, &mut self.seen, &mut self.events);
+    /// Bring `events` up to date: the first occurrence of each path over
+    /// all files, newest first.
+    fn merge(&mut self) {
+        if self.merged == self.files.len() {
+            return;
         }
-        self.merged = self.files.len();
+        let lists: Vec<&[Event]> = self.files.iter().map(|f| f.events.as_slice()).collect();
+        let first = first_of_each_path(&lists);
+        let all = self.files.iter().flat_map(|f| f.events.iter());
+        self.events = all.zip(first).filter_map(|(e, keep)| keep.then_some(e)).collect();
         // Each file's list is sorted; a stable sort merges the runs.
-        if start > 0 && self.events.len() > start {
-            sort_newest_first(&mut self.events);
-        }
+        sort_newest_first(&mut self.events);
+        self.merged = self.files.len();
     }
 
     /// The answer: each path once, newest first, filtered and capped.
-    pub fn finish(&self, filter: &NewsFilter) -> Vec<&'a Event> {
-        let merged;
-        let events = if self.merged == self.files.len() {
-            &self.events
-        } else {
-            let total = self.files.iter().map(|f| f.events.len()).sum();
-            let mut seen = PathSet::with_capacity(total);
-            let mut all = Vec::with_capacity(total);
-            for f in &self.files {
-                first_occurrences(f, &mut seen, &mut all);
-            }
-            merged = all;
-            &merged
-        };
-        // Filtering first keeps the order a stable sort gives.
-        let mut out: Vec<&'a Event> = events.iter().copied().filter(|e| filter.accepts(e)).collect();
-        sort_newest_first(&mut out);
+    pub fn finish(mut self, filter: &NewsFilter) -> Vec<&'a Event> {
+        self.merge();
+        let mut out = self.events;
+        out.retain(|e| filter.accepts(e));
         if let Some(n) = filter.max {
             out.truncate(n);
         }
         out
-    }
-}
-
-/// The set of paths news keeps: a million of them for a full listing.
-type PathSet<'a> = HashSet<&'a str>;
-
-/// Append the events of `file` whose path is not in `seen` yet.
-fn first_occurrences<'a>(file: &'a Recentfile, seen: &mut PathSet<'a>, out: &mut Vec<&'a Event>) {
-    seen.reserve(file.events.len());
-    for e in &file.events {
-        if seen.insert(e.path.as_str()) {
-            out.push(e);
-        }
     }
 }
 
@@ -158,18 +133,16 @@ pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> s
         serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::other)?;
         return out.write_all(b"\n");
     }
-    let mut line = Vec::with_capacity(e.epoch.as_str().len() + e.path.len() + 10);
-    line.extend_from_slice(e.epoch.as_str().as_bytes());
-    line.push(b'\t');
-    line.extend_from_slice(e.kind.as_str().as_bytes());
-    line.push(b'\t');
+    // Pieces straight into the (buffered) writer: a full listing is a
+    // million lines.
+    out.write_all(e.epoch.as_str().as_bytes())?;
+    out.write_all(if e.kind == EventKind::New { &b"\tnew\t"[..] } else { &b"\tdelete\t"[..] })?;
     if e.path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\') {
-        line.extend_from_slice(crate::recentfile::escape_path(&e.path).as_bytes());
+        out.write_all(crate::recentfile::escape_path(&e.path).as_bytes())?;
     } else {
-        line.extend_from_slice(e.path.as_bytes());
+        out.write_all(e.path.as_bytes())?;
     }
-    line.push(b'\n');
-    out.write_all(&line)
+    out.write_all(b"\n")
 }
 
 /// Newest event per path over whole files, newest first (no filter).

@@ -36,6 +36,46 @@ use std::fmt;
 
 pub use read::{parse_bytes, ReadError};
 
+/// A set of paths borrowed from events. foldhash is several times faster
+/// than std's SipHash on such keys and still seeded per process, so paths
+/// from a hostile upstream file cannot be chosen to collide.
+pub type PathSet<'a> = foldhash::HashSet<&'a str>;
+
+/// An empty [`PathSet`] with room for `n` paths.
+pub fn path_set<'a>(n: usize) -> PathSet<'a> {
+    PathSet::with_capacity_and_hasher(n, Default::default())
+}
+
+/// For the events of `lists` taken in order (as if concatenated), whether
+/// each is the first of its path. News and merges ask this of a million
+/// events at once; a hash set of that size spends its time on cache
+/// misses, so this sorts (hash, position) pairs instead and compares the
+/// paths of equal hashes exactly. Linear in the duplicates of one path,
+/// however many (a hostile file may list one path a million times).
+pub fn first_of_each_path(lists: &[&[Event]]) -> Vec<bool> {
+    use std::hash::BuildHasher;
+    let all: Vec<&Event> = lists.iter().flat_map(|l| l.iter()).collect();
+    let hasher = foldhash::fast::RandomState::default();
+    let mut keyed: Vec<(u64, usize)> = all.iter().enumerate().map(|(i, e)| (hasher.hash_one(&e.path), i)).collect();
+    // Equal hashes end up adjacent, in list order.
+    keyed.sort_unstable();
+    let mut first = vec![true; all.len()];
+    // The distinct paths of the current run of equal hashes (one, unless
+    // two paths collide), by position.
+    let mut run_paths: Vec<usize> = Vec::new();
+    for (k, &(hash, i)) in keyed.iter().enumerate() {
+        if k == 0 || keyed[k - 1].0 != hash {
+            run_paths.clear();
+            run_paths.push(i);
+        } else if run_paths.iter().any(|&j| all[j].path == all[i].path) {
+            first[i] = false;
+        } else {
+            run_paths.push(i);
+        }
+    }
+    first
+}
+
 /// `new` (created or changed) or `delete`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -256,6 +296,39 @@ pub fn escape_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn events(paths: &[&str]) -> Vec<Event> {
+        paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Event::new(Epoch::from_whole_seconds(1000 - i as i64), *p, EventKind::New))
+            .collect()
+    }
+
+    #[test]
+    fn first_of_each_path_across_lists() {
+        let a = events(&["x", "y", "x"]);
+        let b = events(&["z", "y", "w", "z"]);
+        assert_eq!(first_of_each_path(&[&a, &b]), [true, true, false, true, false, true, false]);
+        assert_eq!(first_of_each_path(&[]), Vec::<bool>::new());
+        let same = events(&["p"; 5000]);
+        let flags = first_of_each_path(&[&same]);
+        assert!(flags[0] && flags[1..].iter().all(|f| !f));
+    }
+
+    proptest! {
+        /// The sorting version agrees with a plain hash set walk.
+        #[test]
+        fn first_of_each_path_is_a_set_walk(lists in proptest::collection::vec(
+            proptest::collection::vec("[a-d]{1,2}", 0..30), 0..4)) {
+            let lists: Vec<Vec<Event>> = lists.iter().map(|l| events(&l.iter().map(String::as_str).collect::<Vec<_>>())).collect();
+            let slices: Vec<&[Event]> = lists.iter().map(Vec::as_slice).collect();
+            let mut seen = std::collections::HashSet::new();
+            let expected: Vec<bool> = slices.iter().flat_map(|l| l.iter()).map(|e| seen.insert(e.path.clone())).collect();
+            prop_assert_eq!(first_of_each_path(&slices), expected);
+        }
+    }
 
     #[test]
     fn relative_path_checks() {

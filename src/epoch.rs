@@ -91,7 +91,58 @@ const MAX_DOTLESS_DIGITS: usize = 19;
 /// Equality and order follow [`cmp_epochs`], so `1700000000` equals
 /// `1700000000.0`; use [`Epoch::as_str`] for identity.
 #[derive(Clone, Debug)]
-pub struct Epoch(String);
+pub struct Epoch(EpochText);
+
+/// An epoch's text, inline when it fits, as nearly every epoch does
+/// (`1700000000.123456` is 17 bytes). A Z file holds a million epochs:
+/// inline they cost no allocation each and compare without a pointer chase.
+#[derive(Clone)]
+enum EpochText {
+    Inline { len: u8, bytes: [u8; INLINE_MAX] },
+    Heap(Box<str>),
+}
+
+/// Longest epoch text stored inline (the enum stays the size of a `String`).
+const INLINE_MAX: usize = 22;
+
+impl EpochText {
+    fn new(s: &str) -> EpochText {
+        if s.len() <= INLINE_MAX {
+            let mut bytes = [0; INLINE_MAX];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            EpochText::Inline { len: s.len() as u8, bytes }
+        } else {
+            EpochText::Heap(s.into())
+        }
+    }
+}
+
+impl From<String> for EpochText {
+    fn from(s: String) -> EpochText {
+        if s.len() <= INLINE_MAX {
+            EpochText::new(&s)
+        } else {
+            EpochText::Heap(s.into_boxed_str())
+        }
+    }
+}
+
+impl std::ops::Deref for EpochText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            // SAFETY: `bytes[..len]` is a copy of a whole `&str` (`EpochText::new`).
+            EpochText::Inline { len, bytes } => unsafe { std::str::from_utf8_unchecked(&bytes[..*len as usize]) },
+            EpochText::Heap(s) => s,
+        }
+    }
+}
+
+impl fmt::Debug for EpochText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
 
 /// Why a string is not an epoch. The message quotes the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +167,7 @@ impl Epoch {
     /// control characters escaped, shortened to 40 characters.
     pub fn parse(s: &str) -> Result<Epoch, EpochError> {
         check(s)?;
-        Ok(Epoch(s.to_owned()))
+        Ok(Epoch(EpochText::new(s)))
     }
 
     /// The exact text.
@@ -126,7 +177,7 @@ impl Epoch {
 
     /// The exact text, by value.
     pub fn into_string(self) -> String {
-        self.0
+        self.0.to_string()
     }
 
     /// A clock reading as the reference prints it: C's `%.15g` of the
@@ -143,18 +194,18 @@ impl Epoch {
     pub fn from_clock(secs: f64) -> Epoch {
         debug_assert!(secs.is_finite() && secs >= 0.0, "Epoch::from_clock({secs}): not a clock reading");
         if secs.is_nan() || secs <= 0.0 {
-            return Epoch("0".to_owned());
+            return Epoch(EpochText::new("0"));
         }
         let secs = secs.min(9.99999999999999e18);
         let text = format_g15(secs);
         if !text.contains('e') {
-            return Epoch(text);
+            return Epoch(text.into());
         }
         let plain = g15_plain(secs);
         if plain.len() <= MAX_LEN {
-            Epoch(plain)
+            Epoch(plain.into())
         } else {
-            Epoch("0".to_owned())
+            Epoch(EpochText::new("0"))
         }
     }
 
@@ -164,7 +215,7 @@ impl Epoch {
     /// Epochs cannot be negative: a negative value (an mtime before 1970)
     /// gives `0.0`.
     pub fn from_whole_seconds(secs: i64) -> Epoch {
-        Epoch(format!("{}.0", secs.max(0)))
+        Epoch(format!("{}.0", secs.max(0)).into())
     }
 
     /// This epoch with `.0` appended if it has no dot. This is the in-place
@@ -174,7 +225,7 @@ impl Epoch {
         if self.has_dot() {
             self.clone()
         } else {
-            Epoch(format!("{}.0", self.0))
+            Epoch(format!("{}.0", self.as_str()).into())
         }
     }
 
@@ -201,7 +252,7 @@ impl Epoch {
     pub fn inc(&self) -> Epoch {
         let s = increase_a_bit(&self.0, None);
         if is_valid(&s) && cmp_epochs(&self.0, &s) == Ordering::Less {
-            return Epoch(s);
+            return Epoch(s.into());
         }
         fallback_above(&self.0)
     }
@@ -228,18 +279,18 @@ impl Epoch {
         assert!(
             cmp_epochs(&self.0, &upper.0) == Ordering::Less,
             "Epoch::inc_towards({}, {}): upper neighbour is not greater",
-            self.0,
-            upper.0
+            self.as_str(),
+            upper.as_str()
         );
         let s = increase_a_bit(&self.0, Some(&upper.0));
         if is_valid(&s) && strictly_between(&self.0, &s, &upper.0) {
-            return Epoch(s);
+            return Epoch(s.into());
         }
         if let Some(between) = fallback_between(&self.0, &upper.0) {
             return between;
         }
         if is_valid(&s) {
-            Epoch(s)
+            Epoch(s.into())
         } else {
             self.inc()
         }
@@ -859,9 +910,9 @@ fn with_dot_str(s: &str) -> String {
 fn fallback_above(l: &str) -> Epoch {
     let appended = format!("{}1", with_dot_str(l));
     if appended.len() <= MAX_LEN {
-        return Epoch(appended);
+        return Epoch(appended.into());
     }
-    Epoch(increment_last_place(l))
+    Epoch(increment_last_place(l).into())
 }
 
 /// `l` (which has a dot: dot-less epochs are short) plus one unit in its
@@ -902,7 +953,7 @@ fn fallback_between(l: &str, r: &str) -> Option<Epoch> {
     if l.contains('.') {
         candidates.push(increment_last_place(l));
     }
-    candidates.into_iter().find(|c| is_valid(c) && strictly_between(l, c, r)).map(Epoch)
+    candidates.into_iter().find(|c| is_valid(c) && strictly_between(l, c, r)).map(|c| Epoch(c.into()))
 }
 
 // ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
 /// of [`recentfile::yaml`]); anything else is read whole and parsed by the
 /// general readers, which also report every error with its line.
 pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
-    match fast_yaml(path, |f| recentfile::yaml::read_syck(f))? {
+    match fast_yaml(path, recentfile::yaml::read_syck_file)? {
         Fast::Done(rf) => return Ok(Some(rf)),
         Fast::Missing => return Ok(None),
         Fast::Fallback => {}

@@ -208,11 +208,96 @@ pub fn parse_syck(text: &str) -> Option<Recentfile> {
 pub fn read_syck(r: impl Read) -> std::io::Result<Option<Recentfile>> {
     let Some((mut items, meta)) = Items::open(r)? else { return Ok(None) };
     let mut rf = Recentfile { meta, ..Recentfile::default() };
+    let complete = strict_events(&mut items, &mut rf.events)?;
+    Ok(complete.then_some(rf))
+}
+
+/// Files at least this big are read by [`read_syck_file`] on two threads.
+const SPLIT_MIN_BYTES: u64 = 4 << 20;
+
+/// [`read_syck`] of a whole file. A big file (a Z file is 100 MB) is cut
+/// at an item boundary near its middle and the halves are parsed on two
+/// threads, which halves the time on two cores. The result is the
+/// sequential one: the first half must end with a complete item exactly
+/// at the cut and the epochs must decrease across it, else the file is
+/// read sequentially.
+pub fn read_syck_file(file: &std::fs::File) -> std::io::Result<Option<Recentfile>> {
+    read_syck_split(file, SPLIT_MIN_BYTES)
+}
+
+/// [`read_syck_file`], splitting files of at least `split_min` bytes.
+fn read_syck_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Option<Recentfile>> {
+    let len = file.metadata()?.len();
+    let whole = || read_syck(ReadAt { file, pos: 0, end: len });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if len < split_min || cores < 2 {
+        return whole();
+    }
+    let Some(cut) = item_start_after(file, len / 2)? else { return whole() };
+    let (first, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| -> std::io::Result<Option<Vec<Event>>> {
+            let mut items = Items::body(ReadAt { file, pos: cut, end: len })?;
+            let mut events = Vec::new();
+            Ok(strict_events(&mut items, &mut events)?.then_some(events))
+        });
+        let first = read_syck(ReadAt { file, pos: 0, end: cut });
+        (first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    });
+    let (Some(mut rf), Some(rest)) = (first?, second?) else { return whole() };
+    match (rf.events.last(), rest.first()) {
+        (Some(a), Some(b)) if b.epoch < a.epoch => {}
+        _ => return whole(),
+    }
+    rf.events.extend(rest);
+    Ok(Some(rf))
+}
+
+/// The offset of the first item block (`\n  - \n    epoch: `) that starts
+/// after `from`, looked for in the next 64 KiB (an item is at most a few
+/// KiB). In Syck's layout no other line is exactly `  - `.
+fn item_start_after(file: &std::fs::File, from: u64) -> std::io::Result<Option<u64>> {
+    const MARK: &[u8] = b"\n  - \n    epoch: ";
+    let mut window = vec![0u8; 64 << 10];
+    let mut r = ReadAt { file, pos: from, end: from + window.len() as u64 };
+    let mut n = 0;
+    while n < window.len() {
+        match r.read(&mut window[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(window[..n].windows(MARK.len()).position(|w| w == MARK).map(|i| from + i as u64 + 1))
+}
+
+/// Reads `file[pos..end]` with `pread`, so two threads can share one file.
+struct ReadAt<'a> {
+    file: &'a std::fs::File,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let want = (self.end.saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let got = self.file.read_at(&mut buf[..want], self.pos)?;
+        self.pos += got as u64;
+        Ok(got)
+    }
+}
+
+/// The strict path's events of `items`, checked as they come (decimal
+/// epochs, strictly decreasing, sane paths). `Ok(false)`: not for the
+/// strict path.
+fn strict_events<R: Read>(items: &mut Items<R>, events: &mut Vec<Event>) -> std::io::Result<bool> {
     let mut prev_dot = None;
-    let complete = items.scan(|it| {
+    items.scan(|it| {
         let Some(Ok(epoch)) = unquote_epoch(it.epoch).map(Epoch::parse) else { return false };
         let dot = dotted_decimal_dot(epoch.as_str());
-        if rf.events.last().is_some_and(|prev| !epoch_lt(epoch.as_str(), dot, prev.epoch.as_str(), prev_dot)) {
+        if events.last().is_some_and(|prev| !epoch_lt(epoch.as_str(), dot, prev.epoch.as_str(), prev_dot)) {
             return false;
         }
         prev_dot = dot;
@@ -220,10 +305,9 @@ pub fn read_syck(r: impl Read) -> std::io::Result<Option<Recentfile>> {
         if path.len() > MAX_PATH {
             return false;
         }
-        rf.events.push(Event { epoch, path, kind: it.kind });
+        events.push(Event { epoch, path, kind: it.kind });
         true
-    })?;
-    Ok(complete.then_some(rf))
+    })
 }
 
 /// Longest path the reader accepts (as [`super::read::validate`]).
@@ -574,6 +658,14 @@ impl<R: Read> Items<R> {
             }
             _ => Ok(None),
         }
+    }
+
+    /// Item blocks from the first byte of `r` on (the second half of a
+    /// file cut by [`read_syck_file`]).
+    fn body(r: R) -> std::io::Result<Items<R>> {
+        let mut it = Items { r, buf: vec![0u8; CHUNK], filled: 0, p: 0, eof: false };
+        it.fill()?;
+        Ok(it)
     }
 
     /// Read until the buffer is full or the stream ends.
@@ -1006,6 +1098,34 @@ mod tests {
         }
         assert_eq!(parse_syck(&text).unwrap().events.len(), n as usize);
         assert_eq!(outline_of(&text).unwrap().count, n as usize);
+    }
+
+    /// A file of `n` strict items (epochs down from 1.8e9) in a temp file.
+    fn strict_file(n: u64, edit: impl Fn(u64, String) -> String) -> tempfile::NamedTempFile {
+        let mut text = HEAD.to_string();
+        for i in 0..n {
+            text.push_str(&edit(i, item(&format!("'{}.5'", 1_800_000_000 - i), &format!("id/A/{i}ü.tar.gz"), "new")));
+        }
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn two_thread_read_is_the_sequential_read() {
+        let f = strict_file(3000, |_, it| it);
+        let split = read_syck_split(f.as_file(), 1).unwrap().unwrap();
+        assert_eq!(split.events.len(), 3000);
+        assert_eq!(Some(split), read_syck(std::fs::File::open(f.path()).unwrap()).unwrap());
+        // Epochs that do not decrease (around the cut, so one case is the
+        // first item after it), or a bad item in the second half: the
+        // strict path declines, as it does sequentially.
+        for bad in (1490..1510).chain([2900]) {
+            let f = strict_file(3000, |i, it| if i == bad { item("'1800000000.5'", "x", "new") } else { it });
+            assert_eq!(read_syck_split(f.as_file(), 1).unwrap(), None, "item {bad}");
+            let f = strict_file(3000, |i, it| if i == bad { it.replace("type: new", "type: brandnew") } else { it });
+            assert_eq!(read_syck_split(f.as_file(), 1).unwrap(), None, "item {bad}");
+        }
     }
 
     #[test]

@@ -193,6 +193,24 @@ fn z_paths(root: &Path) -> Vec<(String, String)> {
     z.events.iter().map(|e| (e.path.clone(), e.kind.to_string())).collect()
 }
 
+/// An aggregate with nothing due stops before the big files (a broken Z
+/// does not matter then); a forced one reads Z, on its second thread, and
+/// its error names the file.
+#[test]
+fn aggregate_reads_z_only_when_the_cascade_reaches_it() {
+    let (_tmp, root) = small_origin(3);
+    let z = root.join("RECENT-Z.yaml");
+    fs::write(&z, "--- \nmeta: [broken\n").unwrap();
+    set_mtime(&z, 1_700_000_001);
+    touch(&root, "d/new", None);
+    at("1700000100.5", &["update", &principal(&root), "d/new"]);
+    at("1700000101.5", &["aggregate", &principal(&root)]);
+    let o = rrr(&["--now", "1700000102.5", "aggregate", "--force", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("RECENT-Z.yaml"), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(&z).unwrap(), "--- \nmeta: [broken\n", "Z untouched");
+}
+
 /// Spec 9.4 fixed: a delete that is the only change reaching Z removes the
 /// path from Z, and the path does not come back after the delete ages out.
 #[test]

@@ -33,34 +33,48 @@ pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer)
     let mut report = Report::default();
     let ivs = &coll.intervals;
     let now = w.clock.now();
-    let mut small = origin::load(coll, &ivs[0], w)?;
-    if batch_update(&mut small.rf, ivs[0].seconds(), &[], &now).write {
-        small.save(coll, w)?;
-        report.written.push(ivs[0].spec().to_string());
-    }
-    for i in 0..ivs.len().saturating_sub(1) {
-        let target = coll.path_of(&ivs[i + 1]);
-        let age = std::fs::metadata(&target)
-            .and_then(|m| m.modified())
-            .ok()
-            .map(|t| now.to_f64() - t.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()));
-        if !merge_due(i, ivs, force, age) {
-            break;
-        }
-        let mut big = origin::load(coll, &ivs[i + 1], w)?;
-        if merge(&mut big.rf, &ivs[i + 1], &mut small.rf, &ivs[i], &now, keep_deletes) {
-            big.save(coll, w)?;
+    let last = ivs.len() - 1;
+    let due = |i: usize| merge_due(i, ivs, force, target_age(coll, &ivs[i + 1], &now));
+    std::thread::scope(|scope| -> Result<Report> {
+        // The largest file is most of the reading (Z: 100 MB at a million
+        // events). When the cascade will reach it (the ages, from `stat`,
+        // do not change before then), it is read under its lock on another
+        // thread while the smaller merges run; locks are still taken
+        // smallest first, as every writer does.
+        let mut prefetch = (last > 0 && (0..last).all(due)).then(|| scope.spawn(|| origin::load(coll, &ivs[last], w)));
+        let mut small = origin::load(coll, &ivs[0], w)?;
+        if batch_update(&mut small.rf, ivs[0].seconds(), &[], &now).write {
             small.save(coll, w)?;
-            report.merges += 1;
-            for s in [ivs[i + 1].spec(), ivs[i].spec()] {
-                if !report.written.iter().any(|x| x == s) {
-                    report.written.push(s.to_string());
+            report.written.push(ivs[0].spec().to_string());
+        }
+        for i in 0..last {
+            if !due(i) {
+                break;
+            }
+            let mut big = match prefetch.take_if(|_| i + 1 == last) {
+                Some(handle) => handle.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?,
+                None => origin::load(coll, &ivs[i + 1], w)?,
+            };
+            if merge(&mut big.rf, &ivs[i + 1], &mut small.rf, &ivs[i], &now, keep_deletes) {
+                big.save(coll, w)?;
+                small.save(coll, w)?;
+                report.merges += 1;
+                for s in [ivs[i + 1].spec(), ivs[i].spec()] {
+                    if !report.written.iter().any(|x| x == s) {
+                        report.written.push(s.to_string());
+                    }
                 }
             }
+            small = big;
         }
-        small = big;
-    }
-    drop(small);
-    origin::ensure_principal_link(coll)?;
-    Ok(report)
+        drop(small);
+        origin::ensure_principal_link(coll)?;
+        Ok(report)
+    })
+}
+
+/// Seconds since `iv`'s file was last written (`None`: no such file).
+fn target_age(coll: &Collection, iv: &crate::interval::Interval, now: &crate::epoch::Epoch) -> Option<f64> {
+    let mtime = std::fs::metadata(coll.path_of(iv)).and_then(|m| m.modified()).ok()?;
+    Some(now.to_f64() - mtime.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()))
 }

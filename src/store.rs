@@ -79,7 +79,7 @@ fn fast_yaml<T>(path: &Path, scan: impl FnOnce(&fs::File) -> io::Result<Option<T
 /// (see [`recentfile::yaml::outline`]); a file the fast scan does not take
 /// is read in full. `Ok(None)` when it does not exist.
 pub fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
-    match fast_yaml(path, |f| recentfile::yaml::outline(f))? {
+    match fast_yaml(path, recentfile::yaml::outline_file)? {
         Fast::Done(o) => Ok(Some(o)),
         Fast::Missing => Ok(None),
         Fast::Fallback => Ok(read_file(path)?.map(|rf| Outline::of(&rf))),

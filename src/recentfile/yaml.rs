@@ -227,29 +227,61 @@ pub fn read_syck_file(file: &std::fs::File) -> std::io::Result<Option<Recentfile
 
 /// [`read_syck_file`], splitting files of at least `split_min` bytes.
 fn read_syck_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Option<Recentfile>> {
+    split_scan(
+        file,
+        split_min,
+        read_syck,
+        |r| {
+            let mut items = Items::body(r)?;
+            let mut rest = Recentfile::default();
+            Ok(strict_events(&mut items, &mut rest.events)?.then_some(rest))
+        },
+        |mut first, rest| {
+            match (first.events.last(), rest.events.first()) {
+                (Some(a), Some(b)) if b.epoch < a.epoch => {}
+                _ => return None,
+            }
+            first.events.extend(rest.events);
+            Some(first)
+        },
+    )
+}
+
+/// A scan of a Syck-layout file, on two threads when the file has at
+/// least `split_min` bytes: it is cut at an item boundary near its middle,
+/// `head` reads up to the cut (meta and the first items), `body` the items
+/// after it, and `join` puts the halves together, or says they do not fit
+/// (epochs not decreasing across the cut). The result is the sequential
+/// one, `head` of the whole file, which is what runs whenever the halves
+/// do not both succeed: `head` must end with a complete item exactly at
+/// the cut (it sees the end of its input there), so the cut is where the
+/// sequential scan would be between two items.
+fn split_scan<'f, T: Send>(
+    file: &'f std::fs::File,
+    split_min: u64,
+    head: impl Fn(ReadAt<'f>) -> std::io::Result<Option<T>>,
+    body: impl FnOnce(ReadAt<'f>) -> std::io::Result<Option<T>> + Send,
+    join: impl FnOnce(T, T) -> Option<T>,
+) -> std::io::Result<Option<T>> {
     let len = file.metadata()?.len();
-    let whole = || read_syck(ReadAt { file, pos: 0, end: len });
+    let whole = || head(ReadAt { file, pos: 0, end: len });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if len < split_min || cores < 2 {
         return whole();
     }
     let Some(cut) = item_start_after(file, len / 2)? else { return whole() };
     let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| -> std::io::Result<Option<Vec<Event>>> {
-            let mut items = Items::body(ReadAt { file, pos: cut, end: len })?;
-            let mut events = Vec::new();
-            Ok(strict_events(&mut items, &mut events)?.then_some(events))
-        });
-        let first = read_syck(ReadAt { file, pos: 0, end: cut });
+        let second = scope.spawn(|| body(ReadAt { file, pos: cut, end: len }));
+        let first = head(ReadAt { file, pos: 0, end: cut });
         (first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     });
-    let (Some(mut rf), Some(rest)) = (first?, second?) else { return whole() };
-    match (rf.events.last(), rest.first()) {
-        (Some(a), Some(b)) if b.epoch < a.epoch => {}
-        _ => return whole(),
+    match (first?, second?) {
+        (Some(a), Some(b)) => match join(a, b) {
+            Some(t) => Ok(Some(t)),
+            None => whole(),
+        },
+        _ => whole(),
     }
-    rf.events.extend(rest);
-    Ok(Some(rf))
 }
 
 /// The offset of the first item block (`\n  - \n    epoch: `) that starts
@@ -569,6 +601,41 @@ const CHUNK: usize = 1 << 20;
 pub fn outline(r: impl Read) -> std::io::Result<Option<Outline>> {
     let Some((mut items, meta)) = Items::open(r)? else { return Ok(None) };
     let mut out = Outline { meta, count: 0, newest: None, oldest: None };
+    Ok(outline_items(&mut items, &mut out)?.then_some(out))
+}
+
+/// [`outline`] of a whole file, on two threads when it is big (see
+/// [`split_scan`]): overview of a 1M-event collection is mostly this scan of Z.
+pub fn outline_file(file: &std::fs::File) -> std::io::Result<Option<Outline>> {
+    outline_split(file, SPLIT_MIN_BYTES)
+}
+
+/// [`outline_file`], splitting files of at least `split_min` bytes.
+fn outline_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Option<Outline>> {
+    split_scan(
+        file,
+        split_min,
+        outline,
+        |r| {
+            let mut items = Items::body(r)?;
+            let mut rest = Outline { meta: super::Meta::default(), count: 0, newest: None, oldest: None };
+            Ok(outline_items(&mut items, &mut rest)?.then_some(rest))
+        },
+        |mut first, rest| {
+            match (&first.oldest, &rest.newest) {
+                (Some(a), Some(b)) if b < a => {}
+                _ => return None,
+            }
+            first.count += rest.count;
+            first.oldest = rest.oldest;
+            Some(first)
+        },
+    )
+}
+
+/// Count and check the items of `items` into `out` (newest, oldest).
+/// `Ok(false)`: not for the strict path.
+fn outline_items<R: Read>(items: &mut Items<R>, out: &mut Outline) -> std::io::Result<bool> {
     // The previous epoch's text (the buffer moves on).
     let mut prev = String::new();
     let mut prev_dot = None;
@@ -600,13 +667,10 @@ pub fn outline(r: impl Read) -> std::io::Result<Option<Outline>> {
         out.count += 1;
         true
     })?;
-    if !complete {
-        return Ok(None);
-    }
-    if out.count > 0 {
+    if complete && out.count > 0 {
         out.oldest = Epoch::parse(&prev).ok();
     }
-    Ok(Some(out))
+    Ok(complete)
 }
 
 /// Syck item blocks read from a stream through one buffer.
@@ -1112,10 +1176,12 @@ mod tests {
     }
 
     #[test]
-    fn two_thread_read_is_the_sequential_read() {
+    fn two_thread_scans_are_the_sequential_scans() {
         let f = strict_file(3000, |_, it| it);
         let split = read_syck_split(f.as_file(), 1).unwrap().unwrap();
         assert_eq!(split.events.len(), 3000);
+        let outline = outline_split(f.as_file(), 1).unwrap();
+        assert_eq!(outline, Some(Outline::of(&split)));
         assert_eq!(Some(split), read_syck(std::fs::File::open(f.path()).unwrap()).unwrap());
         // Epochs that do not decrease (around the cut, so one case is the
         // first item after it), or a bad item in the second half: the
@@ -1123,8 +1189,10 @@ mod tests {
         for bad in (1490..1510).chain([2900]) {
             let f = strict_file(3000, |i, it| if i == bad { item("'1800000000.5'", "x", "new") } else { it });
             assert_eq!(read_syck_split(f.as_file(), 1).unwrap(), None, "item {bad}");
+            assert_eq!(outline_split(f.as_file(), 1).unwrap(), None, "item {bad}");
             let f = strict_file(3000, |i, it| if i == bad { it.replace("type: new", "type: brandnew") } else { it });
             assert_eq!(read_syck_split(f.as_file(), 1).unwrap(), None, "item {bad}");
+            assert_eq!(outline_split(f.as_file(), 1).unwrap(), None, "item {bad}");
         }
     }
 

@@ -75,6 +75,9 @@ measure "init --force, 200k files" $R --quiet --now $NOW init --force "$B/tree20
 RUNS=$RUNS_SAVED
 
 echo
+python3 bench/update_ratio.py "$R" "$B" 60
+
+echo
 echo "Z write, split (gen_collection write, $RUNS runs):"
 i=0; while [ $i -lt $RUNS ]; do $G write $Z "$B/Z-out.yaml"; i=$((i + 1)); done
 if command -v strace >/dev/null; then

@@ -36,6 +36,12 @@ pub struct Loaded {
 /// Lock and read one file of the collection (a missing file loads empty,
 /// with meta cloned from the collection).
 pub fn load(coll: &Collection, iv: &Interval, w: &Writer) -> Result<Loaded> {
+    load_after(coll, iv, w, None)
+}
+
+/// [`load`], taking the content from `early` (read before the lock) when
+/// the file is still the one that was read.
+pub fn load_after(coll: &Collection, iv: &Interval, w: &Writer, early: Option<store::EarlyRead>) -> Result<Loaded> {
     let path = coll.path_of(iv);
     let lock = Lock::acquire(&path, w.lock_timeout)?;
     let mtime = std::fs::metadata(&path)
@@ -43,7 +49,11 @@ pub fn load(coll: &Collection, iv: &Interval, w: &Writer) -> Result<Loaded> {
         .and_then(|m| m.modified().ok())
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| d.as_secs().to_string());
-    let (rf, existed) = match store::read_file(&path)? {
+    let read = match early.and_then(|e| e.if_current(&path)) {
+        Some(read) => read,
+        None => store::read_file(&path)?,
+    };
+    let (rf, existed) = match read {
         Some(rf) => (rf, true),
         None => (blank(coll, iv), false),
     };

@@ -30,59 +30,104 @@ pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
 /// of [`recentfile::yaml`]); anything else is read whole and parsed by the
 /// general readers, which also report every error with its line.
 pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
-    match fast_yaml(path, recentfile::yaml::read_syck_file)? {
-        Fast::Done(rf) => return Ok(Some(rf)),
-        Fast::Missing => return Ok(None),
-        Fast::Fallback => {}
-    }
-    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
-    };
-    recentfile::parse_bytes(&bytes, format).map(Some).map_err(|e| e.in_file(path))
-}
-
-/// What a fast Syck-layout scan of a YAML recentfile gave.
-enum Fast<T> {
-    Done(T),
-    Missing,
-    /// Not YAML, not a regular file of sane size, or a layout the scan does
-    /// not take: read it with the general readers.
-    Fallback,
-}
-
-/// Run `scan` on a YAML recentfile (the strict streaming paths of
-/// [`recentfile::yaml`]).
-fn fast_yaml<T>(path: &Path, scan: impl FnOnce(&fs::File) -> io::Result<Option<T>>) -> Result<Fast<T>, ReadError> {
-    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
-    if format != Format::Yaml {
-        return Ok(Fast::Fallback);
-    }
-    let file = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Fast::Missing),
-        Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
-    };
-    if !file.metadata().is_ok_and(|m| m.is_file() && m.len() <= recentfile::read::MAX_FILE_BYTES) {
-        return Ok(Fast::Fallback);
-    }
-    match scan(&file) {
-        Ok(Some(t)) => Ok(Fast::Done(t)),
-        Ok(None) => Ok(Fast::Fallback),
-        Err(e) => Err(ReadError::general(e.to_string()).in_file(path)),
-    }
+    let Some(file) = open_recentfile(path)? else { return Ok(None) };
+    read_open(&file, path).map(Some)
 }
 
 /// What `overview` needs of one recentfile, without keeping its events
 /// (see [`recentfile::yaml::outline`]); a file the fast scan does not take
 /// is read in full. `Ok(None)` when it does not exist.
 pub fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
-    match fast_yaml(path, recentfile::yaml::outline_file)? {
-        Fast::Done(o) => Ok(Some(o)),
-        Fast::Missing => Ok(None),
-        Fast::Fallback => Ok(read_file(path)?.map(|rf| Outline::of(&rf))),
+    let Some(file) = open_recentfile(path)? else { return Ok(None) };
+    if format_of(path).map_err(|m| ReadError::general(m).in_file(path))? == Format::Yaml {
+        match recentfile::yaml::outline_file(&file) {
+            Ok(Some(o)) => return Ok(Some(o)),
+            Ok(None) => {}
+            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+        }
+    }
+    read_open(&file, path).map(|rf| Some(Outline::of(&rf)))
+}
+
+/// Open a recentfile for reading; `Ok(None)` when it does not exist. A
+/// FIFO, device or directory, or a file over [`recentfile::read::MAX_FILE_BYTES`],
+/// is an error before any byte is read (opened non-blocking, so a FIFO
+/// cannot hang the reader).
+fn open_recentfile(path: &Path) -> Result<Option<fs::File>, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+    };
+    let meta = file.metadata().map_err(|e| ReadError::general(e.to_string()).in_file(path))?;
+    if !meta.is_file() {
+        return Err(ReadError::general("not a regular file".into()).in_file(path));
+    }
+    let limit = recentfile::read::MAX_FILE_BYTES;
+    if meta.len() > limit {
+        return Err(ReadError::general(format!("file is {} bytes (limit {limit})", meta.len())).in_file(path));
+    }
+    Ok(Some(file))
+}
+
+/// Read the recentfile open as `file` (`path` names it in errors), every
+/// byte from this one open file.
+fn read_open(file: &fs::File, path: &Path) -> Result<Recentfile, ReadError> {
+    use std::io::Read;
+    let format = format_of(path).map_err(|m| ReadError::general(m).in_file(path))?;
+    if format == Format::Yaml {
+        match recentfile::yaml::read_syck_file(file) {
+            Ok(Some(rf)) => return Ok(rf),
+            Ok(None) => {}
+            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+        }
+    }
+    // From the start: the strict path reads with pread and leaves the offset alone.
+    let mut bytes = Vec::new();
+    file.take(recentfile::read::MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadError::general(e.to_string()).in_file(path))?;
+    recentfile::parse_bytes(&bytes, format).map_err(|e| e.in_file(path))
+}
+
+/// A recentfile read without its lock, ahead of need: aggregate reads the
+/// cascade's largest file on another thread while it merges the smaller
+/// ones, and takes that file's lock only in its turn (locks go smallest
+/// first). Once the lock is held, [`EarlyRead::if_current`] says whether
+/// the name still refers to what was read: writers replace a recentfile
+/// only by a rename under the lock, and the open file keeps its inode
+/// from being reused.
+pub struct EarlyRead {
+    /// The file as opened and its metadata then; `None`: it did not exist.
+    read: Option<(fs::File, fs::Metadata, Recentfile)>,
+}
+
+/// Read `path` ahead of its lock (see [`EarlyRead`]).
+pub fn read_early(path: &Path) -> Result<EarlyRead, ReadError> {
+    let Some(file) = open_recentfile(path)? else { return Ok(EarlyRead { read: None }) };
+    let meta = file.metadata().map_err(|e| ReadError::general(e.to_string()).in_file(path))?;
+    let rf = read_open(&file, path)?;
+    Ok(EarlyRead { read: Some((file, meta, rf)) })
+}
+
+impl EarlyRead {
+    /// What [`read_file`] would give now, if `path` (checked under its
+    /// lock) is still the file that was read, unchanged in size and mtime;
+    /// `None`: read it again.
+    pub fn if_current(self, path: &Path) -> Option<Option<Recentfile>> {
+        use std::os::unix::fs::MetadataExt;
+        match (self.read, fs::metadata(path)) {
+            (None, Err(e)) if e.kind() == io::ErrorKind::NotFound => Some(None),
+            (Some((_file, then, rf)), Ok(now)) => {
+                let same = then.dev() == now.dev()
+                    && then.ino() == now.ino()
+                    && then.len() == now.len()
+                    && then.modified().ok() == now.modified().ok();
+                same.then_some(Some(rf))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -288,6 +333,51 @@ pub fn ensure_symlink(root: &Path, link_name: &str, target: &str) -> io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one_event_file(path: &Path, epoch: &str) {
+        let rf = Recentfile::from_events(vec![recentfile::Event::new(
+            crate::epoch::Epoch::parse(epoch).unwrap(),
+            "a/b",
+            recentfile::EventKind::New,
+        )]);
+        let producer =
+            recentfile::Producer { program: "test".into(), time: crate::epoch::Epoch::parse("1.0").unwrap() };
+        write_atomic(path, &recentfile::serialize(&rf, Format::Yaml, &producer), None).unwrap();
+    }
+
+    #[test]
+    fn early_read_is_used_only_while_the_file_is_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let z = dir.path().join("RECENT-Z.yaml");
+        one_event_file(&z, "100.5");
+        let early = read_early(&z).unwrap();
+        assert_eq!(early.if_current(&z), Some(read_file(&z).unwrap()));
+        // Replaced (by rename, as every writer does) after the early read.
+        let early = read_early(&z).unwrap();
+        one_event_file(&z, "200.5");
+        assert_eq!(early.if_current(&z), None);
+        // Missing then and now; missing then, present now.
+        let gone = dir.path().join("RECENT-1Y.yaml");
+        assert_eq!(read_early(&gone).unwrap().if_current(&gone), Some(None));
+        let early = read_early(&gone).unwrap();
+        one_event_file(&gone, "1.5");
+        assert_eq!(early.if_current(&gone), None);
+    }
+
+    #[test]
+    fn only_regular_files_of_sane_size_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("RECENT-1h.yaml");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = read_file(&fifo).unwrap_err().to_string();
+        assert!(err.contains("RECENT-1h.yaml") && err.contains("not a regular file"), "{err}");
+        let huge = dir.path().join("RECENT-6h.yaml");
+        fs::File::create(&huge).unwrap().set_len(recentfile::read::MAX_FILE_BYTES + 1).unwrap();
+        let err = read_file(&huge).unwrap_err().to_string();
+        assert!(err.contains("RECENT-6h.yaml") && err.contains("limit"), "{err}");
+    }
 
     #[test]
     fn lock_excludes_and_releases() {

@@ -211,6 +211,34 @@ fn aggregate_reads_z_only_when_the_cascade_reaches_it() {
     assert_eq!(fs::read_to_string(&z).unwrap(), "--- \nmeta: [broken\n", "Z untouched");
 }
 
+/// Locks go smallest first for every writer. aggregate reads Z ahead on a
+/// second thread, but must not take Z's lock before its turn: holding Z
+/// while waiting for 1d could deadlock with a writer holding 1d and waiting
+/// for Z. Here a live process holds 1d's lock; Z's lock stays free until
+/// it lets go, then the aggregate completes.
+#[test]
+fn aggregate_takes_locks_smallest_first() {
+    let (_tmp, root) = small_origin(3);
+    let mut holder = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    let lock = root.join("RECENT-1d.yaml.lock");
+    fs::create_dir(&lock).unwrap();
+    fs::write(lock.join("process"), format!("{}\n", holder.id())).unwrap();
+    let mut agg = std::process::Command::new(rrr_bin())
+        .args(["--now", "1700000101.5", "--locktimeout", "60", "aggregate", "--force", &principal(&root)])
+        .spawn()
+        .unwrap();
+    let z_lock = root.join("RECENT-Z.yaml.lock");
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(agg.try_wait().unwrap().is_none(), "aggregate did not wait for the 1d lock");
+        assert!(!z_lock.exists(), "Z locked while waiting for 1d");
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(agg.wait().unwrap().success());
+    assert!(!z_lock.exists() && !lock.exists());
+}
+
 /// Spec 9.4 fixed: a delete that is the only change reaching Z removes the
 /// path from Z, and the path does not come back after the delete ages out.
 #[test]

@@ -35,13 +35,19 @@ pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer)
     let now = w.clock.now();
     let last = ivs.len() - 1;
     let due = |i: usize| merge_due(i, ivs, force, target_age(coll, &ivs[i + 1], &now));
+    let last_path = coll.path_of(&ivs[last]);
     std::thread::scope(|scope| -> Result<Report> {
         // The largest file is most of the reading (Z: 100 MB at a million
         // events). When the cascade will reach it (the ages, from `stat`,
-        // do not change before then), it is read under its lock on another
-        // thread while the smaller merges run; locks are still taken
-        // smallest first, as every writer does.
-        let mut prefetch = (last > 0 && (0..last).all(due)).then(|| scope.spawn(|| origin::load(coll, &ivs[last], w)));
+        // do not change before then), it is read on another thread while
+        // the smaller merges run, without its lock: the lock is taken in
+        // its turn, smallest first as every writer does, and the early
+        // read is used only if the file is still the one read. Any problem
+        // with the early read (or no thread) means the usual read under
+        // the lock, which reports it.
+        let mut prefetch = (last > 0 && (0..last).all(due))
+            .then(|| std::thread::Builder::new().spawn_scoped(scope, || crate::store::read_early(&last_path).ok()).ok())
+            .flatten();
         let mut small = origin::load(coll, &ivs[0], w)?;
         if batch_update(&mut small.rf, ivs[0].seconds(), &[], &now).write {
             small.save(coll, w)?;
@@ -51,10 +57,10 @@ pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer)
             if !due(i) {
                 break;
             }
-            let mut big = match prefetch.take_if(|_| i + 1 == last) {
-                Some(handle) => handle.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?,
-                None => origin::load(coll, &ivs[i + 1], w)?,
-            };
+            let early = prefetch
+                .take_if(|_| i + 1 == last)
+                .and_then(|handle| handle.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            let mut big = origin::load_after(coll, &ivs[i + 1], w, early)?;
             if merge(&mut big.rf, &ivs[i + 1], &mut small.rf, &ivs[i], &now, keep_deletes) {
                 big.save(coll, w)?;
                 small.save(coll, w)?;

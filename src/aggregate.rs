@@ -51,7 +51,7 @@ pub fn merge(
     let big_newest = big.newest().map(|e| e.epoch.clone());
     // The incoming events: the source's list down to the bound (a prefix:
     // the list is sorted). They replace the target's events of the same path.
-    debug_assert!(small.events.is_sorted_by(|a, b| a.epoch > b.epoch));
+    debug_assert!(small.events.is_sorted_by(|a, b| a.epoch >= b.epoch));
     let n_in = bound.as_ref().map_or(small.events.len(), |b| small.events.partition_point(|ev| ev.epoch >= *b));
     // First of its path across (incoming, target): later ones are dropped.
     let mut first = first_of_each_path(&[&small.events[..n_in], &big.events]);

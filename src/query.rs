@@ -39,17 +39,24 @@ impl NewsFilter {
 
 /// Accumulates files smallest first and answers news.
 ///
-/// Lazy: `add` only keeps the file unless `--max` needs the merged view to
-/// know whether it may stop; the merge (first occurrence of each path,
-/// newest first) is done over all files kept, when needed.
+/// Lazy: the merge (first occurrence of each path, newest first) is done
+/// once, when asked for, over all files added.
 #[derive(Default)]
 pub struct News<'a> {
     files: Vec<&'a Recentfile>,
     /// The merge of `files[..merged]`.
     merged: usize,
     events: Vec<&'a Event>,
-    /// Whether `--contains-path`'s path is in a file added so far.
-    path_found: bool,
+}
+
+/// Whether news over `files` (smallest first) is settled for `filter`:
+/// no larger file can change the answer, so a reader may stop there.
+pub fn is_settled(files: &[Recentfile], filter: &NewsFilter) -> bool {
+    let mut news = News::new();
+    for f in files {
+        news.add(f);
+    }
+    news.settled(filter)
 }
 
 impl<'a> News<'a> {
@@ -57,16 +64,21 @@ impl<'a> News<'a> {
         News::default()
     }
 
-    /// Add the next (larger) file. Returns true when, given `filter`, no
-    /// larger file can change the answer, so the caller may stop reading.
-    pub fn add(&mut self, file: &'a Recentfile, filter: &NewsFilter) -> bool {
+    /// Add the next (larger) file.
+    pub fn add(&mut self, file: &'a Recentfile) {
         self.files.push(file);
+    }
+
+    /// Whether, given `filter`, no file larger than those added can change
+    /// the answer: `--contains-path`'s path was found, `--after` lies
+    /// within the files, or `--max` events are settled above the oldest
+    /// event of the last file.
+    pub fn settled(&mut self, filter: &NewsFilter) -> bool {
+        let Some(oldest) = self.files.last().and_then(|f| f.oldest()) else { return false };
         if let Some(p) = &filter.contains_path {
-            self.path_found = self.path_found || file.events.iter().any(|e| &e.path == p);
-        }
-        let Some(oldest) = file.oldest() else { return false };
-        if self.path_found {
-            return true;
+            if self.files.iter().any(|f| f.events.iter().any(|e| &e.path == p)) {
+                return true;
+            }
         }
         if filter.after.as_ref().is_some_and(|a| oldest.epoch <= *a) {
             return true;
@@ -150,7 +162,7 @@ pub fn newest_per_path<'a>(files: impl IntoIterator<Item = &'a Recentfile>) -> V
     let mut news = News::new();
     let all = NewsFilter::default();
     for f in files {
-        news.add(f, &all);
+        news.add(f);
     }
     news.finish(&all)
 }

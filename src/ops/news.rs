@@ -3,7 +3,7 @@
 //! window reads the principal alone).
 
 use crate::collection::Collection;
-use crate::query::{News, NewsFilter};
+use crate::query::{is_settled, News, NewsFilter};
 use crate::recentfile::Recentfile;
 use crate::remote::{self, FetchDir, Remote, RsyncSettings};
 use crate::store;
@@ -35,12 +35,7 @@ pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>
             );
         }
         files.push(rf);
-        let mut news = News::new();
-        let mut done = false;
-        for f in &files {
-            done = news.add(f, filter);
-        }
-        if done {
+        if is_settled(&files, filter) {
             break;
         }
     }
@@ -95,12 +90,7 @@ pub fn run_remote(
     let layout = remote::check_meta(&name, &principal)?;
     let mut files = vec![principal];
     for iv in layout.intervals.iter().skip(1) {
-        let mut news = News::new();
-        let mut settled = false;
-        for f in &files {
-            settled = news.add(f, filter);
-        }
-        if settled {
+        if is_settled(&files, filter) {
             break;
         }
         let n = layout.name_of(iv);
@@ -119,7 +109,7 @@ pub fn run_remote(
 fn print(files: &[Recentfile], filter: &NewsFilter, json: bool, perl_format: bool, out: &mut dyn Write) -> Result<()> {
     let mut news = News::new();
     for f in files {
-        news.add(f, filter);
+        news.add(f);
     }
     for e in news.finish(filter) {
         if perl_format {

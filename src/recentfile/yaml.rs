@@ -270,13 +270,16 @@ fn split_scan<'f, T: Send>(
         return whole();
     }
     let Some(cut) = item_start_after(file, len / 2)? else { return whole() };
-    let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| body(ReadAt { file, pos: cut, end: len }));
+    let halves = std::thread::scope(|scope| {
+        let second = std::thread::Builder::new().spawn_scoped(scope, || body(ReadAt { file, pos: cut, end: len }));
+        let Ok(second) = second else { return None };
         let first = head(ReadAt { file, pos: 0, end: cut });
-        (first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        Some((first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
     });
-    match (first?, second?) {
-        (Some(a), Some(b)) => match join(a, b) {
+    // Whatever goes wrong with the halves (no thread, a half declined or
+    // failed, no fit), the sequential scan decides, errors included.
+    match halves {
+        Some((Ok(Some(a)), Ok(Some(b)))) => match join(a, b) {
             Some(t) => Ok(Some(t)),
             None => whole(),
         },

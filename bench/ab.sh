@@ -1,7 +1,7 @@
 #!/bin/sh
 # A/B of the heavy origin commands at 1M events (news, overview, aggregate):
-# a baseline rrr binary
-# against this checkout's, runs interleaved so both see the same load.
+# a baseline rrr binary against this checkout's, runs interleaved so both
+# see the same load.
 # Usage: bench/ab.sh BASELINE_RRR [RUNS]   (RUNS default 9)
 #   e.g. git worktree add /tmp/base 9a5b2dd && (cd /tmp/base && cargo build --release)
 #        bench/ab.sh /tmp/base/target/release/rrr

@@ -37,43 +37,31 @@ impl NewsFilter {
     }
 }
 
-/// Accumulates files smallest first and answers news.
+/// The files read so far, smallest first, and the news they give.
 ///
-/// Lazy: the merge (first occurrence of each path, newest first) is done
-/// once, when asked for, over all files added.
-#[derive(Default)]
+/// The merge (first occurrence of each path, newest first) is done when
+/// asked for, over all files.
 pub struct News<'a> {
     files: Vec<&'a Recentfile>,
-    /// The merge of `files[..merged]`.
-    merged: usize,
-    events: Vec<&'a Event>,
 }
 
 /// Whether news over `files` (smallest first) is settled for `filter`:
 /// no larger file can change the answer, so a reader may stop there.
 pub fn is_settled(files: &[Recentfile], filter: &NewsFilter) -> bool {
-    let mut news = News::new();
-    for f in files {
-        news.add(f);
-    }
-    news.settled(filter)
+    News::of(files).settled(filter)
 }
 
 impl<'a> News<'a> {
-    pub fn new() -> Self {
-        News::default()
+    /// News over `files`, smallest first.
+    pub fn of(files: impl IntoIterator<Item = &'a Recentfile>) -> Self {
+        News { files: files.into_iter().collect() }
     }
 
-    /// Add the next (larger) file.
-    pub fn add(&mut self, file: &'a Recentfile) {
-        self.files.push(file);
-    }
-
-    /// Whether, given `filter`, no file larger than those added can change
-    /// the answer: `--contains-path`'s path was found, `--after` lies
-    /// within the files, or `--max` events are settled above the oldest
-    /// event of the last file.
-    pub fn settled(&mut self, filter: &NewsFilter) -> bool {
+    /// Whether, given `filter`, no file larger than these can change the
+    /// answer: `--contains-path`'s path was found, `--after` lies within
+    /// the files, or `--max` events are settled above the oldest event of
+    /// the last file.
+    pub fn settled(&self, filter: &NewsFilter) -> bool {
         let Some(oldest) = self.files.last().and_then(|f| f.oldest()) else { return false };
         if let Some(p) = &filter.contains_path {
             if self.files.iter().any(|f| f.events.iter().any(|e| &e.path == p)) {
@@ -84,10 +72,9 @@ impl<'a> News<'a> {
             return true;
         }
         if let Some(max) = filter.max {
-            self.merge();
             // Events at or above this file's oldest epoch are settled.
             let settled =
-                self.events.iter().take_while(|e| e.epoch >= oldest.epoch).filter(|e| filter.accepts(e)).count();
+                self.merged().into_iter().take_while(|e| e.epoch >= oldest.epoch).filter(|e| filter.accepts(e)).count();
             if settled >= max {
                 return true;
             }
@@ -95,25 +82,20 @@ impl<'a> News<'a> {
         false
     }
 
-    /// Bring `events` up to date: the first occurrence of each path over
-    /// all files, newest first.
-    fn merge(&mut self) {
-        if self.merged == self.files.len() {
-            return;
-        }
+    /// The first occurrence of each path over all files, newest first.
+    fn merged(&self) -> Vec<&'a Event> {
         let lists: Vec<&[Event]> = self.files.iter().map(|f| f.events.as_slice()).collect();
         let first = first_of_each_path(&lists);
         let all = self.files.iter().flat_map(|f| f.events.iter());
-        self.events = all.zip(first).filter_map(|(e, keep)| keep.then_some(e)).collect();
+        let mut events: Vec<&'a Event> = all.zip(first).filter_map(|(e, keep)| keep.then_some(e)).collect();
         // Each file's list is sorted; a stable sort merges the runs.
-        sort_newest_first(&mut self.events);
-        self.merged = self.files.len();
+        sort_newest_first(&mut events);
+        events
     }
 
     /// The answer: each path once, newest first, filtered and capped.
-    pub fn finish(mut self, filter: &NewsFilter) -> Vec<&'a Event> {
-        self.merge();
-        let mut out = self.events;
+    pub fn finish(&self, filter: &NewsFilter) -> Vec<&'a Event> {
+        let mut out = self.merged();
         out.retain(|e| filter.accepts(e));
         if let Some(n) = filter.max {
             out.truncate(n);
@@ -159,12 +141,7 @@ pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> s
 
 /// Newest event per path over whole files, newest first (no filter).
 pub fn newest_per_path<'a>(files: impl IntoIterator<Item = &'a Recentfile>) -> Vec<&'a Event> {
-    let mut news = News::new();
-    let all = NewsFilter::default();
-    for f in files {
-        news.add(f);
-    }
-    news.finish(&all)
+    News::of(files).finish(&NewsFilter::default())
 }
 
 /// What overview needs of one file (it can be read without the events).

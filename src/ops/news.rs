@@ -107,11 +107,7 @@ pub fn run_remote(
 }
 
 fn print(files: &[Recentfile], filter: &NewsFilter, json: bool, perl_format: bool, out: &mut dyn Write) -> Result<()> {
-    let mut news = News::new();
-    for f in files {
-        news.add(f);
-    }
-    for e in news.finish(filter) {
+    for e in News::of(files).finish(filter) {
         if perl_format {
             writeln!(out, "{}", crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), &e.path))?;
         } else {

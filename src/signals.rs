@@ -1,6 +1,9 @@
-//! SIGINT/SIGTERM for the long-running commands (`rmirror`, `watch`): the
-//! handler only records the signal; the loops look at it at safe points,
-//! save their state and exit (130 for rmirror, 0 for watch).
+//! SIGINT/SIGTERM: the handler only records the signal; the code looks at
+//! it at safe points. The long-running commands (`rmirror`, `watch`) save
+//! their state and exit (130 for rmirror, 0 for watch); the short writers
+//! (`update`, `init`, `aggregate`) stop where nothing is half done (a lock
+//! wait, the walk, between merges) and otherwise finish what they commit,
+//! so a signal is deferred across every rename.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -22,6 +25,22 @@ pub fn install() {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
     }
+}
+
+/// Set by commands whose lock waits a signal may end (`update`, `init`,
+/// `aggregate`): they have written nothing yet when they wait. The
+/// daemons leave it unset, since they still flush after a stop request.
+static INTERRUPTS_WAITS: AtomicBool = AtomicBool::new(false);
+
+/// [`install`], and let a stop request end lock waits.
+pub fn install_for_short_command() {
+    INTERRUPTS_WAITS.store(true, Ordering::SeqCst);
+    install();
+}
+
+/// Whether a lock wait should give up now.
+pub fn wait_interrupted() -> bool {
+    INTERRUPTS_WAITS.load(Ordering::SeqCst) && stop_requested()
 }
 
 /// Whether a stop was asked for.

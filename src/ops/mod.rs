@@ -19,17 +19,36 @@ pub enum Exit {
     Interrupted = 130,
 }
 
-/// Exit status for an error: 75 when a lock could not be had, else 2.
+/// Exit status for an error: 75 when another process holds a lock we
+/// need (it will be free later), 130 when a signal ended the wait, else 2
+/// (a stale lock we may not remove needs the operator: 2, not 75).
 pub fn exit_for_error(err: &anyhow::Error) -> Exit {
-    if err
-        .chain()
-        .any(|e| matches!(e.downcast_ref::<crate::store::LockError>(), Some(crate::store::LockError::Timeout { .. })))
-    {
-        Exit::Locked
-    } else {
-        Exit::Error
+    use crate::store::LockError;
+    for e in err.chain() {
+        match e.downcast_ref::<LockError>() {
+            Some(LockError::Timeout { .. } | LockError::Busy { .. }) => return Exit::Locked,
+            Some(LockError::Interrupted { .. }) => return Exit::Interrupted,
+            _ => {}
+        }
+        if e.downcast_ref::<Interrupted>().is_some() {
+            return Exit::Interrupted;
+        }
+    }
+    Exit::Error
+}
+
+/// A signal asked the command to stop at a point where nothing is half
+/// done (the callers say what was left as it was).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted by a signal")
     }
 }
+
+impl std::error::Error for Interrupted {}
 
 pub mod aggregate;
 pub mod fsck;

@@ -1,12 +1,9 @@
 //! Recentfiles on disk: reading with the file name in every error, the
-//! reference's lock protocol, atomic writes, and the principal symlink.
+//! locks ([`lock`]: the reference's lock directory, made safe to break,
+//! and rrr's own flock run locks), atomic writes, and the principal
+//! symlink.
 //!
-//! The lock is `<recentfile>.lock/` holding `process` = `<pid>\n` (spec 8.1),
-//! so rrr and the Perl tools exclude each other on one tree. A lock whose
-//! process is gone is broken; unlike the reference, a live process of
-//! another user (EPERM from `kill 0`) counts as alive, and a lock directory
-//! left without its `process` file for more than [`ORPHAN_LOCK_SECS`] is
-//! broken too. Every write goes to `<recentfile>.new` (the reference's name,
+//! Every write goes to `<recentfile>.new` (the reference's name,
 //! which a Perl `rrr-server` ignores), is fsynced, renamed, and the
 //! directory fsynced, so a crash at any instant leaves a readable file.
 //! Reading never locks: it relies on the atomic rename.
@@ -16,13 +13,17 @@ use crate::recentfile::{self, Format, ReadError, Recentfile};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
-/// A lock directory without `process` older than this is stale.
-pub const ORPHAN_LOCK_SECS: u64 = 10;
+pub mod lock;
+pub use lock::{
+    lock_dir, process_alive, remove_legacy_lock_dir, Lock, LockError, RunLock, DEFAULT_LOCK_TIMEOUT, ORPHAN_LOCK_SECS,
+};
 
-/// Default time to wait for a lock (the reference's `locktimeout`).
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
+/// A line for the operator on stderr (locks broken, long waits).
+pub(crate) fn notice(msg: &str) {
+    eprintln!("rrr: {msg}");
+}
 
 /// Read and validate one recentfile. `Ok(None)` when it does not exist.
 ///
@@ -139,123 +140,6 @@ pub fn format_of(path: &Path) -> Result<Format, String> {
         .ok_or_else(|| format!("unsupported serializer suffix {suffix:?} (rrr reads .yaml and .json)"))
 }
 
-/// Why a lock could not be taken.
-#[derive(Debug)]
-pub enum LockError {
-    Timeout { lock: PathBuf, holder: Option<u32> },
-    Io { lock: PathBuf, err: io::Error },
-}
-
-impl std::fmt::Display for LockError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LockError::Timeout { lock, holder: Some(pid) } => {
-                write!(f, "timed out waiting for lock {} held by process {pid}", lock.display())
-            }
-            LockError::Timeout { lock, holder: None } => write!(f, "timed out waiting for lock {}", lock.display()),
-            LockError::Io { lock, err } => write!(f, "cannot take lock {}: {err}", lock.display()),
-        }
-    }
-}
-
-impl std::error::Error for LockError {}
-
-/// A held lock directory; released on drop.
-#[derive(Debug)]
-pub struct Lock {
-    dir: PathBuf,
-}
-
-impl Lock {
-    /// Take the lock of `rfile` (`<rfile>.lock/`), waiting up to `timeout`.
-    pub fn acquire(rfile: &Path, timeout: Duration) -> Result<Lock, LockError> {
-        let dir = lock_dir(rfile);
-        let me = std::process::id();
-        let start = Instant::now();
-        let mut warned: Option<Option<u32>> = None;
-        loop {
-            match fs::create_dir(&dir) {
-                Ok(()) => return Lock::claim(dir, me),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(err) => return Err(LockError::Io { lock: dir, err }),
-            }
-            let holder = fs::read_to_string(dir.join("process")).ok().and_then(|s| s.trim().parse::<u32>().ok());
-            match holder {
-                Some(pid) if pid == me => return Lock::claim(dir, me),
-                Some(pid) if !process_alive(pid) => {
-                    eprintln!("rrr: breaking lock {} held by process {pid} (not running)", dir.display());
-                    return Lock::claim(dir, me);
-                }
-                None if is_orphan(&dir) => {
-                    eprintln!("rrr: breaking lock {} without a process file", dir.display());
-                    return Lock::claim(dir, me);
-                }
-                _ => {}
-            }
-            if warned != Some(holder) && start.elapsed() > Duration::from_millis(200) {
-                {
-                    match holder {
-                        Some(pid) => eprintln!("rrr: waiting for lock {} held by process {pid}", dir.display()),
-                        None => eprintln!("rrr: waiting for lock {} held by an unknown process", dir.display()),
-                    }
-                    warned = Some(holder);
-                }
-            }
-            if start.elapsed() >= timeout {
-                return Err(LockError::Timeout { lock: dir, holder });
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn claim(dir: PathBuf, me: u32) -> Result<Lock, LockError> {
-        let _ = fs::create_dir(&dir);
-        let tmp = dir.join(format!("process.{me}"));
-        let res = fs::write(&tmp, format!("{me}\n")).and_then(|_| fs::rename(&tmp, dir.join("process")));
-        match res {
-            Ok(()) => Ok(Lock { dir }),
-            Err(err) => Err(LockError::Io { lock: dir, err }),
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(self.dir.join("process"));
-        let _ = fs::remove_dir(&self.dir);
-    }
-}
-
-/// `<rfile>.lock`
-pub fn lock_dir(rfile: &Path) -> PathBuf {
-    let mut s = rfile.as_os_str().to_owned();
-    s.push(".lock");
-    PathBuf::from(s)
-}
-
-fn is_orphan(dir: &Path) -> bool {
-    fs::metadata(dir)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| SystemTime::now().duration_since(t).ok())
-        .is_some_and(|age| age.as_secs() > ORPHAN_LOCK_SECS)
-}
-
-/// `kill 0`; EPERM means alive (another user's process).
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 /// `<rfile>.new`: the writer's temp file (DECISIONS.md).
 pub fn temp_path(rfile: &Path) -> PathBuf {
     let mut s = rfile.as_os_str().to_owned();
@@ -266,7 +150,7 @@ pub fn temp_path(rfile: &Path) -> PathBuf {
 /// Write `bytes` to `rfile` atomically: `<rfile>.new`, fsync, rename, fsync
 /// the directory. With `mtime` (the pinned clock), the file gets that mtime.
 /// The caller holds the lock.
-pub fn write_atomic(rfile: &Path, bytes: &[u8], mtime: Option<SystemTime>) -> io::Result<()> {
+pub fn write_atomic(rfile: &Path, bytes: &[u8], mtime: Option<SystemTime>) -> Result<(), WriteError> {
     write_atomic_with(rfile, mtime, |w| w.write_all(bytes))
 }
 
@@ -276,26 +160,60 @@ pub fn write_atomic_with(
     rfile: &Path,
     mtime: Option<SystemTime>,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
+) -> Result<(), WriteError> {
     let tmp = temp_path(rfile);
-    let res = (|| {
+    let failed = |file: &Path, source| WriteError { file: file.to_path_buf(), committed: false, source };
+    let written = (|| {
         let mut f = fs::File::create(&tmp)?;
         fill(&mut f)?;
         if let Some(t) = mtime {
             f.set_modified(t)?;
         }
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, rfile)?;
-        sync_dir(rfile)
+        f.sync_all()
     })();
-    if res.is_err() {
+    if let Err(e) =
+        written.map_err(|e| failed(&tmp, e)).and_then(|()| fs::rename(&tmp, rfile).map_err(|e| failed(rfile, e)))
+    {
         let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    res.map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", rfile.display())))
+    sync_dir(rfile).map_err(|source| WriteError { file: rfile.to_path_buf(), committed: true, source })
 }
 
-fn sync_dir(file: &Path) -> io::Result<()> {
+/// A failed [`write_atomic`]: the file that failed and the cause.
+#[derive(Debug)]
+pub struct WriteError {
+    /// The temp file (creating, writing, syncing it) or the target (the
+    /// rename, the directory sync).
+    pub file: PathBuf,
+    /// The rename happened: readers see the new content, but the directory
+    /// sync failed, so a crash may still lose it.
+    pub committed: bool,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.committed {
+            write!(
+                f,
+                "{} was replaced, but syncing its directory failed, so a crash may still undo it",
+                self.file.display()
+            )
+        } else {
+            write!(f, "cannot write {}", self.file.display())
+        }
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// fsync the directory holding `file`, so that a rename into it is durable.
+pub fn sync_dir(file: &Path) -> io::Result<()> {
     let dir = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -333,6 +251,7 @@ pub fn ensure_symlink(root: &Path, link_name: &str, target: &str) -> io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn one_event_file(path: &Path, epoch: &str) {
         let rf = Recentfile::from_events(vec![recentfile::Event::new(
@@ -377,35 +296,6 @@ mod tests {
         fs::File::create(&huge).unwrap().set_len(recentfile::read::MAX_FILE_BYTES + 1).unwrap();
         let err = read_file(&huge).unwrap_err().to_string();
         assert!(err.contains("RECENT-6h.yaml") && err.contains("limit"), "{err}");
-    }
-
-    #[test]
-    fn lock_excludes_and_releases() {
-        let dir = tempfile::tempdir().unwrap();
-        let rf = dir.path().join("RECENT-1h.yaml");
-        let l = Lock::acquire(&rf, Duration::from_secs(1)).unwrap();
-        assert_eq!(fs::read_to_string(l.path().join("process")).unwrap(), format!("{}\n", std::process::id()));
-        drop(l);
-        assert!(!lock_dir(&rf).exists());
-    }
-
-    #[test]
-    fn live_foreign_lock_times_out_and_dead_one_is_broken() {
-        let dir = tempfile::tempdir().unwrap();
-        let rf = dir.path().join("RECENT-1h.yaml");
-        fs::create_dir(lock_dir(&rf)).unwrap();
-        // pid 1 is alive in every namespace.
-        fs::write(lock_dir(&rf).join("process"), "1\n").unwrap();
-        match Lock::acquire(&rf, Duration::from_millis(50)) {
-            Err(LockError::Timeout { holder: Some(1), .. }) => {}
-            other => panic!("expected timeout, got {other:?}"),
-        }
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = child.id();
-        child.wait().unwrap();
-        fs::write(lock_dir(&rf).join("process"), format!("{dead}\n")).unwrap();
-        let l = Lock::acquire(&rf, Duration::from_secs(1)).unwrap();
-        drop(l);
     }
 
     #[test]

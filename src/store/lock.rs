@@ -1,0 +1,743 @@
+//! Locks: the recentfile lock shared with the Perl tools, and rrr's own run
+//! locks.
+//!
+//! **The recentfile lock** is the reference's `<recentfile>.lock/`
+//! directory holding `process` = `<pid>\n` (spec 8.1): whoever creates the
+//! directory holds the lock, so rrr and the Perl tools exclude each other
+//! on one tree. The reference breaks a lock whose pid is not running by
+//! writing its own `process` file into the directory; by then the holder
+//! may have released it and a third process taken it again, and both go
+//! on writing. rrr breaks a stale lock so that at most one process can win
+//! and nothing is written into a directory that another process may hold:
+//!
+//! 1. an rrr holder keeps its lock directory open with an exclusive
+//!    `flock(2)` on it, so another rrr process tells a held directory from
+//!    a stale one without trusting a pid (and pid reuse cannot fool it);
+//! 2. a waiter opens the directory (that instance of it), takes its flock
+//!    without waiting (failing: a live rrr holder), checks that the path
+//!    still names the instance it opened, and reads the holder through the
+//!    open directory. Only one process holds the flock of an instance, so
+//!    only one can break it;
+//! 3. the holder is stale when its pid is not running (a zombie counts as
+//!    not running), or is running but started after the `process` file was
+//!    written (a reused pid: every take-over rewrites that file); a lock
+//!    left without `process` is stale when a `process.<pid>` leftover of an
+//!    interrupted rrr claim names a dead pid, or after
+//!    [`ORPHAN_LOCK_SECS`]. A live pid that started earlier is a holder
+//!    (a Perl writer): rrr never takes a lock that a live process holds;
+//! 4. the break checks once more that the path names the instance and that
+//!    `process` is what was judged, empties the directory through the open
+//!    descriptor and removes it; `rmdir` fails on a directory that somebody
+//!    wrote into meanwhile, and then the waiter simply looks again. After a
+//!    break everybody competes with `mkdir` again.
+//!
+//! A stale lock that rrr may not remove (another user's) is refused with
+//! the command its owner must run. Waits are silent for [`WAIT_NOTICE`],
+//! then say once who holds the lock. A signal ends a wait when the command
+//! asked for that ([`crate::signals::install_for_short_command`]).
+//!
+//! **Run locks** (`.rrr/rmirror.flock`, `.rrr/watch.flock`) are plain
+//! `flock(2)` locks on a file that records the holder for messages: they
+//! vanish with their process, so nothing stale can stop the next run.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// A lock directory without `process` (and without a leftover naming its
+/// claimant) older than this is stale.
+pub const ORPHAN_LOCK_SECS: u64 = 10;
+
+/// Default time to wait for a lock (the reference's `locktimeout`).
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Waiting shorter than this is ordinary contention and says nothing.
+pub const WAIT_NOTICE: Duration = Duration::from_secs(5);
+
+/// A process start time this much later than the `process` file's mtime
+/// means a reused pid (boot time in /proc/stat has whole seconds).
+const REUSE_SLACK: Duration = Duration::from_secs(2);
+
+/// Why a lock could not be taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// The recentfile lock stayed held for the whole timeout.
+    Timeout { lock: PathBuf, holder: Option<u32>, waited: Duration },
+    /// A run lock is held by another process (described from its file).
+    Busy { lock: PathBuf, holder: String },
+    /// A stale lock that this user may not remove.
+    NotOwner { lock: PathBuf, why: String, owner: String },
+    /// A signal asked the command to stop while it waited.
+    Interrupted { lock: PathBuf },
+    /// The lock could not be created, read or removed.
+    Io { lock: PathBuf, err: io::Error },
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Timeout { lock, holder, waited } => {
+                write!(f, "timed out after {} s waiting for lock {}", waited.as_secs(), lock.display())?;
+                match holder {
+                    Some(pid) => write!(f, " held by {}", describe_pid(*pid)),
+                    None => write!(f, " (holder unknown)"),
+                }
+            }
+            LockError::Busy { lock, holder } => write!(f, "lock {} is held by {holder}", lock.display()),
+            LockError::NotOwner { lock, why, owner } => write!(
+                f,
+                "lock {} is stale ({why}) but belongs to {owner}, and this user may not remove it; as {owner}, run: rm -r -- {}",
+                lock.display(),
+                shell_quote(&lock.to_string_lossy())
+            ),
+            LockError::Interrupted { lock } => write!(f, "interrupted while waiting for lock {}", lock.display()),
+            LockError::Io { lock, err } => write!(f, "cannot take lock {}: {err}", lock.display()),
+        }
+    }
+}
+
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LockError::Io { err, .. } => Some(err),
+            _ => None,
+        }
+    }
+}
+
+/// A held recentfile lock; released on drop.
+#[derive(Debug)]
+pub struct Lock {
+    dir: PathBuf,
+    /// The lock directory, open and flocked for as long as it is held.
+    handle: OwnedFd,
+}
+
+/// What the `process` file of a lock directory says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Holder {
+    Pid(u32),
+    /// No `process` file.
+    Missing,
+    /// Not a pid (yet: a Perl writer between `open` and `print`).
+    Unreadable,
+}
+
+/// What a waiter concluded about a lock directory it looked at.
+enum Verdict {
+    /// Released meanwhile: try `mkdir` at once.
+    Gone,
+    Held(Option<u32>),
+    /// Stale, with the reason; the open directory (flocked) and what was
+    /// judged, for the break.
+    Stale {
+        why: String,
+        dir: OwnedFd,
+        judged: Holder,
+        leftovers: Vec<std::ffi::OsString>,
+    },
+}
+
+impl Lock {
+    /// Take the lock of `rfile` (`<rfile>.lock/`), waiting up to `timeout`.
+    pub fn acquire(rfile: &Path, timeout: Duration) -> Result<Lock, LockError> {
+        let dir = lock_dir(rfile);
+        let me = std::process::id();
+        let start = Instant::now();
+        let mut told: Option<Option<u32>> = None;
+        loop {
+            match fs::create_dir(&dir) {
+                Ok(()) => match claim(&dir, me)? {
+                    Some(lock) => return Ok(lock),
+                    None => continue,
+                },
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(err) => return Err(LockError::Io { lock: dir, err }),
+            }
+            let holder = match inspect(&dir, me)? {
+                Verdict::Gone => continue,
+                Verdict::Held(holder) => holder,
+                Verdict::Stale { why, dir: fd, judged, leftovers } => {
+                    if break_stale(&dir, &fd, &judged, &leftovers, &why)? {
+                        crate::store::notice(&format!("removed stale lock {}: {why}", dir.display()));
+                    }
+                    continue;
+                }
+            };
+            let waited = start.elapsed();
+            if waited >= timeout {
+                return Err(LockError::Timeout { lock: dir, holder, waited });
+            }
+            if crate::signals::wait_interrupted() {
+                return Err(LockError::Interrupted { lock: dir });
+            }
+            if waited >= WAIT_NOTICE && told != Some(holder) {
+                let who = holder.map_or_else(|| "an unknown process".to_string(), describe_pid);
+                crate::store::notice(&format!(
+                    "waiting for lock {} held by {who} ({} s so far, timeout {} s)",
+                    dir.display(),
+                    waited.as_secs(),
+                    timeout.as_secs()
+                ));
+                told = Some(holder);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // Remove only what is ours: a Perl writer that broke this lock
+        // while we held it (it may, DECISIONS.md) removes its own.
+        match read_holder(&self.handle).0 {
+            Holder::Pid(p) if p == std::process::id() => {
+                let _ = unlink_at(&self.handle, "process");
+                let _ = fs::remove_dir(&self.dir);
+            }
+            other => crate::store::notice(&format!(
+                "lock {} was taken over while held (process file: {other:?}); left to its new holder",
+                self.dir.display()
+            )),
+        }
+    }
+}
+
+/// `<rfile>.lock`
+pub fn lock_dir(rfile: &Path) -> PathBuf {
+    let mut s = rfile.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+/// We created `dir`: flock it, then write `process` through it
+/// (`process.<pid>`, renamed). `None`: the directory was no longer ours.
+fn claim(dir: &Path, me: u32) -> Result<Option<Lock>, LockError> {
+    let io_err = |err| LockError::Io { lock: dir.to_path_buf(), err };
+    let handle = match open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(e)),
+    };
+    // Blocking: a waiter holds it only for the moment of its inspection.
+    flock(&handle, libc::LOCK_EX);
+    if !same_instance(&handle, dir) {
+        return Ok(None);
+    }
+    let tmp = format!("process.{me}");
+    let res = write_at(&handle, &tmp, format!("{me}\n").as_bytes()).and_then(|()| {
+        failpoint("LOCK_CLAIM");
+        rename_at(&handle, &tmp, "process")
+    });
+    if let Err(e) = res {
+        let _ = unlink_at(&handle, &tmp);
+        let _ = fs::remove_dir(dir);
+        return Err(io_err(e));
+    }
+    Ok(Some(Lock { dir: dir.to_path_buf(), handle }))
+}
+
+/// Look at a lock directory that exists (see the module doc).
+fn inspect(dir: &Path, me: u32) -> Result<Verdict, LockError> {
+    let fd = match open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Verdict::Gone),
+        // Cannot even look inside: treat it as held, the timeout reports it.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Ok(Verdict::Held(None)),
+        Err(err) => return Err(LockError::Io { lock: dir.to_path_buf(), err }),
+    };
+    if try_flock(&fd) == FlockTry::Held {
+        let holder = match read_holder(&fd).0 {
+            Holder::Pid(p) => Some(p),
+            _ => None,
+        };
+        return Ok(Verdict::Held(holder));
+    }
+    if !same_instance(&fd, dir) {
+        return Ok(Verdict::Gone);
+    }
+    let (holder, written) = read_holder(&fd);
+    failpoint("LOCK_DECIDE");
+    let leftovers = leftover_claims(dir);
+    let why = match &holder {
+        Holder::Pid(pid) if *pid == me => format!("process {pid} is this process, which does not hold it"),
+        Holder::Pid(pid) => match pid_state(*pid, written) {
+            PidState::Running => return Ok(Verdict::Held(Some(*pid))),
+            PidState::NotRunning => format!("process {pid} is not running"),
+            PidState::Reused => format!("process {pid} started after the lock was taken (a reused pid)"),
+        },
+        Holder::Missing if leftovers.is_empty() => {
+            if !older_than(&fd, ORPHAN_LOCK_SECS) {
+                return Ok(Verdict::Held(None));
+            }
+            format!("no process file for over {ORPHAN_LOCK_SECS} s")
+        }
+        Holder::Missing => {
+            // A claim interrupted between its temp file and the rename.
+            let live = leftovers
+                .iter()
+                .filter_map(|n| leftover_pid(n))
+                .find(|pid| *pid != me && pid_state(*pid, None) == PidState::Running);
+            if let Some(pid) = live {
+                return Ok(Verdict::Held(Some(pid)));
+            }
+            "an interrupted claim left it behind".to_string()
+        }
+        Holder::Unreadable if written.is_some_and(|t| age(t) > Duration::from_secs(ORPHAN_LOCK_SECS)) => {
+            "its process file holds no pid".to_string()
+        }
+        Holder::Unreadable => return Ok(Verdict::Held(None)),
+    };
+    Ok(Verdict::Stale { why, dir: fd, judged: holder, leftovers })
+}
+
+/// Remove a lock judged stale. `Ok(false)`: it changed meanwhile; look again.
+fn break_stale(
+    dir: &Path,
+    fd: &OwnedFd,
+    judged: &Holder,
+    leftovers: &[std::ffi::OsString],
+    why: &str,
+) -> Result<bool, LockError> {
+    if !same_instance(fd, dir) || read_holder(fd).0 != *judged {
+        return Ok(false);
+    }
+    let refused = |err: io::Error| match err.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => LockError::NotOwner {
+            lock: dir.to_path_buf(),
+            why: why.to_string(),
+            owner: fs::symlink_metadata(dir).map_or_else(|_| "its owner".to_string(), |m| user_name(m.uid())),
+        },
+        _ => LockError::Io { lock: dir.to_path_buf(), err },
+    };
+    let mut names: Vec<&[u8]> = vec![b"process"];
+    names.extend(leftovers.iter().map(|n| n.as_bytes()));
+    for name in names {
+        match unlink_at_bytes(fd, name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(refused(e)),
+        }
+    }
+    match fs::remove_dir(dir) {
+        Ok(()) => Ok(true),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST) | Some(libc::ENOENT)) => {
+            Ok(false)
+        }
+        Err(e) => Err(refused(e)),
+    }
+}
+
+/// `process.<pid>` files in the lock directory: claims interrupted
+/// between writing the temp file and renaming it.
+fn leftover_claims(dir: &Path) -> Vec<std::ffi::OsString> {
+    let Ok(rd) = fs::read_dir(dir) else { return Vec::new() };
+    rd.flatten().map(|e| e.file_name()).filter(|n| n.as_bytes().starts_with(b"process.")).collect()
+}
+
+fn leftover_pid(name: &std::ffi::OsStr) -> Option<u32> {
+    std::str::from_utf8(name.as_bytes().strip_prefix(b"process.")?).ok()?.parse().ok()
+}
+
+/// The holder named by `process` (read through the open directory) and
+/// that file's mtime.
+fn read_holder(dir: &OwnedFd) -> (Holder, Option<SystemTime>) {
+    let file = match open_at(dir, "process", libc::O_RDONLY) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (Holder::Missing, None),
+        Err(_) => return (Holder::Unreadable, None),
+    };
+    let written = file.metadata().and_then(|m| m.modified()).ok();
+    let mut text = String::new();
+    if file.take(64).read_to_string(&mut text).is_err() {
+        return (Holder::Unreadable, written);
+    }
+    match text.trim().parse::<u32>() {
+        Ok(pid) if pid > 0 => (Holder::Pid(pid), written),
+        _ => (Holder::Unreadable, written),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PidState {
+    Running,
+    NotRunning,
+    /// Running, but started after the lock was written.
+    Reused,
+}
+
+/// Whether `pid` can be the process that wrote a `process` file at
+/// `written`. `kill 0` failing with EPERM means alive (another user's).
+fn pid_state(pid: u32, written: Option<SystemTime>) -> PidState {
+    if !process_alive(pid) {
+        return PidState::NotRunning;
+    }
+    match read_proc_stat(pid) {
+        Some((state, _)) if state == 'Z' || state == 'X' => PidState::NotRunning,
+        Some((_, Some(started))) if written.is_some_and(|w| started > w + REUSE_SLACK) => PidState::Reused,
+        _ => PidState::Running,
+    }
+}
+
+/// `kill 0`; EPERM means alive (another user's process).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// State letter and start time of a process, from `/proc/PID/stat`
+/// (start = boot time + starttime ticks).
+fn read_proc_stat(pid: u32) -> Option<(char, Option<SystemTime>)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    // Field 22 of the whole line is the 20th after the name (field 3 = state).
+    let started = fields.get(19).and_then(|t| t.parse::<u64>().ok()).and_then(|ticks| {
+        let boot = fs::read_to_string("/proc/stat")
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok()))?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 1000 / hz))
+    });
+    Some((state, started))
+}
+
+/// `process N (command)` for messages.
+fn describe_pid(pid: u32) -> String {
+    match fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(raw) if !raw.is_empty() => {
+            let words: Vec<String> = raw
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            let mut cmd = words.join(" ");
+            if cmd.len() > 80 {
+                let cut = (0..=80).rev().find(|i| cmd.is_char_boundary(*i)).unwrap_or(0);
+                cmd.truncate(cut);
+                cmd.push('…');
+            }
+            format!("process {pid} ({})", crate::recentfile::escape_path(&cmd))
+        }
+        _ => format!("process {pid}"),
+    }
+}
+
+/// The user name of `uid` from /etc/passwd, or `uid N`.
+fn user_name(uid: u32) -> String {
+    let from_passwd = fs::read_to_string("/etc/passwd").ok().and_then(|text| {
+        text.lines().find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+        })
+    });
+    from_passwd.unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// Single-quote for a shell command line.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn age(t: SystemTime) -> Duration {
+    SystemTime::now().duration_since(t).unwrap_or_default()
+}
+
+fn older_than(fd: &OwnedFd, secs: u64) -> bool {
+    fstat(fd).and_then(|m| m.modified()).is_ok_and(|t| age(t) > Duration::from_secs(secs))
+}
+
+// --- the directory primitives, through an open descriptor -------------------
+
+fn cstr(s: &[u8]) -> io::Result<std::ffi::CString> {
+    std::ffi::CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a file name"))
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Open a directory (not a symlink to one) for `*at` calls and flock.
+fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+    let c = cstr(dir.as_os_str().as_bytes())?;
+    // SAFETY: a valid NUL-terminated path; the fd is owned below.
+    let fd = cvt(unsafe {
+        libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    })?;
+    // SAFETY: fd was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn fstat(fd: &OwnedFd) -> io::Result<fs::Metadata> {
+    // A File on a dup, only to reach std's fstat.
+    fs::File::from(fd.try_clone()?).metadata()
+}
+
+/// Whether `dir` still names the directory open as `fd`. While `fd` is
+/// open its inode cannot be reused, so equal (dev, ino) is proof.
+fn same_instance(fd: &OwnedFd, dir: &Path) -> bool {
+    match (fstat(fd), fs::symlink_metadata(dir)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum FlockTry {
+    Got,
+    Held,
+}
+
+/// Non-blocking exclusive flock. A filesystem without flock (some NFS)
+/// counts as "got": the pid rules alone then decide, as in the reference.
+fn try_flock(fd: &OwnedFd) -> FlockTry {
+    // SAFETY: flock on a valid fd.
+    match cvt(unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => FlockTry::Held,
+        _ => FlockTry::Got,
+    }
+}
+
+fn flock(fd: &OwnedFd, op: libc::c_int) {
+    loop {
+        // SAFETY: flock on a valid fd.
+        match cvt(unsafe { libc::flock(fd.as_raw_fd(), op) }) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            _ => return,
+        }
+    }
+}
+
+fn open_at(dir: &OwnedFd, name: &str, flags: libc::c_int) -> io::Result<fs::File> {
+    let c = cstr(name.as_bytes())?;
+    // SAFETY: valid fd and NUL-terminated name; the fd is owned below.
+    let fd =
+        cvt(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0o644) })?;
+    // SAFETY: fd was just opened.
+    Ok(unsafe { fs::File::from_raw_fd(fd) })
+}
+
+fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let mut f = open_at(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+    f.write_all(bytes)
+}
+
+fn rename_at(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
+    let (a, b) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
+    // SAFETY: valid fds and NUL-terminated names.
+    cvt(unsafe { libc::renameat(dir.as_raw_fd(), a.as_ptr(), dir.as_raw_fd(), b.as_ptr()) }).map(drop)
+}
+
+fn unlink_at(dir: &OwnedFd, name: &str) -> io::Result<()> {
+    unlink_at_bytes(dir, name.as_bytes())
+}
+
+fn unlink_at_bytes(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
+    let c = cstr(name)?;
+    // SAFETY: valid fd and NUL-terminated name.
+    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
+}
+
+/// Test failpoint (debug builds only): with `RRR_FAILPOINT_<NAME>=DIR`,
+/// announce `DIR/reached.<pid>` and wait for `DIR/go` (at most 60 s).
+fn failpoint(name: &str) {
+    #[cfg(debug_assertions)]
+    if let Some(dir) = std::env::var_os(format!("RRR_FAILPOINT_{name}")) {
+        let dir = PathBuf::from(dir);
+        let _ = fs::write(dir.join(format!("reached.{}", std::process::id())), "");
+        let start = Instant::now();
+        while !dir.join("go").exists() && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
+}
+
+// --- run locks -------------------------------------------------------------
+
+/// rrr's own lock on a file under `.rrr/` (`rmirror.flock`, `watch.flock`):
+/// an exclusive `flock(2)`, held until drop or the process's end. The
+/// file records the holder (`<pid>\n<command line>\n`) for the message a
+/// second run gives.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: fs::File,
+}
+
+impl RunLock {
+    /// Take the lock at `path` without waiting: `LockError::Busy` names
+    /// the holder. The parent directory must exist.
+    pub fn try_acquire(path: &Path) -> Result<RunLock, LockError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let io_err = |err| LockError::Io { lock: path.to_path_buf(), err };
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(path)
+            .map_err(io_err)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = (&file).take(4096).read_to_string(&mut text);
+                let mut lines = text.lines();
+                let holder = match lines.next().and_then(|p| p.trim().parse::<u32>().ok()) {
+                    Some(pid) => match lines.next() {
+                        Some(cmd) if !cmd.is_empty() => format!("process {pid} ({cmd})"),
+                        _ => format!("process {pid}"),
+                    },
+                    None => "another process".to_string(),
+                };
+                return Err(LockError::Busy { lock: path.to_path_buf(), holder });
+            }
+            Err(fs::TryLockError::Error(err)) => return Err(io_err(err)),
+        }
+        let cmd: Vec<String> = std::env::args().collect();
+        let record = format!("{}\n{}\n", std::process::id(), crate::recentfile::escape_path(&cmd.join(" ")));
+        file.set_len(0).and_then(|()| file.write_all(record.as_bytes())).map_err(io_err)?;
+        Ok(RunLock { _file: file })
+    }
+}
+
+/// Remove a lock directory left by an older rrr (`.rrr/rmirror.lock/`),
+/// whatever pid it names: call only while holding the run lock that
+/// replaced it.
+pub fn remove_legacy_lock_dir(dir: &Path) {
+    if let Ok(rd) = fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let _ = fs::remove_file(e.path());
+        }
+        let _ = fs::remove_dir(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_excludes_and_releases() {
+        let dir = tempfile::tempdir().unwrap();
+        let rf = dir.path().join("RECENT-1h.yaml");
+        let l = Lock::acquire(&rf, Duration::from_secs(1)).unwrap();
+        assert_eq!(fs::read_to_string(l.path().join("process")).unwrap(), format!("{}\n", std::process::id()));
+        // A second taker in this process sees the flock held and times out.
+        match Lock::acquire(&rf, Duration::from_millis(50)) {
+            Err(LockError::Timeout { .. }) => {}
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        drop(l);
+        assert!(!lock_dir(&rf).exists());
+    }
+
+    #[test]
+    fn live_foreign_lock_times_out_and_dead_one_is_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let rf = dir.path().join("RECENT-1h.yaml");
+        fs::create_dir(lock_dir(&rf)).unwrap();
+        // pid 1 is alive in every namespace, and started before this file.
+        fs::write(lock_dir(&rf).join("process"), "1\n").unwrap();
+        match Lock::acquire(&rf, Duration::from_millis(50)) {
+            Err(LockError::Timeout { holder: Some(1), .. }) => {}
+            other => panic!("expected timeout, got {other:?}"),
+        }
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        fs::write(lock_dir(&rf).join("process"), format!("{dead}\n")).unwrap();
+        let l = Lock::acquire(&rf, Duration::from_secs(1)).unwrap();
+        drop(l);
+    }
+
+    #[test]
+    fn reused_pid_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let rf = dir.path().join("RECENT-1h.yaml");
+        let lock = lock_dir(&rf);
+        fs::create_dir(&lock).unwrap();
+        let mut young = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        fs::write(lock.join("process"), format!("{}\n", young.id())).unwrap();
+        // Written an hour before the process started: its pid was reused.
+        let f = fs::File::options().write(true).open(lock.join("process")).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(3600)).unwrap();
+        drop(f);
+        let l = Lock::acquire(&rf, Duration::from_secs(2)).unwrap();
+        drop(l);
+        young.kill().unwrap();
+        young.wait().unwrap();
+    }
+
+    #[test]
+    fn zombie_holder_is_not_running() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not reaped yet: a zombie until wait().
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(pid_state(pid, None), PidState::NotRunning);
+        child.wait().unwrap();
+        assert_eq!(pid_state(pid, None), PidState::NotRunning);
+        assert_eq!(pid_state(std::process::id(), Some(SystemTime::now())), PidState::Running);
+    }
+
+    #[test]
+    fn interrupted_claim_is_cleaned_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let rf = dir.path().join("RECENT-1h.yaml");
+        let lock = lock_dir(&rf);
+        fs::create_dir(&lock).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        fs::write(lock.join(format!("process.{dead}")), format!("{dead}\n")).unwrap();
+        let start = Instant::now();
+        let l = Lock::acquire(&rf, Duration::from_secs(30)).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(ORPHAN_LOCK_SECS), "no orphan wait for a dead claimant");
+        let names: Vec<_> = fs::read_dir(&lock).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("process")]);
+        drop(l);
+        assert!(!lock.exists());
+    }
+
+    #[test]
+    fn run_lock_names_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rmirror.flock");
+        let held = RunLock::try_acquire(&p).unwrap();
+        match RunLock::try_acquire(&p) {
+            Err(LockError::Busy { holder, .. }) => {
+                assert!(holder.starts_with(&format!("process {} (", std::process::id())), "{holder}")
+            }
+            other => panic!("expected busy, got {other:?}"),
+        }
+        drop(held);
+        RunLock::try_acquire(&p).unwrap();
+    }
+}

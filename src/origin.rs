@@ -6,9 +6,9 @@ use crate::clock::Clock;
 use crate::collection::Collection;
 use crate::interval::Interval;
 use crate::recentfile::{self, Format, MinMax, Producer, Recentfile};
-use crate::store::{self, Lock};
+use crate::store::{self, Lock, RunLock};
 use anyhow::{Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// Who is writing, and when.
@@ -77,52 +77,68 @@ pub fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
 }
 
 impl Loaded {
-    /// Write the file atomically (the lock is held). Fills in a missing
-    /// dirtymark with the clock and maintains minmax (max and min never
-    /// move down; mtime is the previous version's).
+    /// Write the file atomically (the lock is held); see [`write_file`].
     pub fn save(&mut self, coll: &Collection, w: &Writer) -> Result<()> {
-        let now = w.clock.now();
-        let rf = &mut self.rf;
-        if rf.meta.dirtymark.is_none() {
-            rf.meta.dirtymark = Some(now.clone());
-        }
-        let mut mm = self.on_disk.clone().unwrap_or_default();
-        if let Some(first) = rf.newest() {
-            if mm.max.as_ref().is_none_or(|m| *m < first.epoch) {
-                mm.max = Some(first.epoch.clone());
-            }
-        }
-        if let Some(last) = rf.oldest() {
-            if mm.min.as_ref().is_none_or(|m| *m < last.epoch) {
-                mm.min = Some(last.epoch.clone());
-            }
-        }
-        rf.meta.minmax = Some(mm);
-        let producer = Producer { program: w.program.clone(), time: now };
-        let written = match coll.format {
-            // Streamed: a Z file is never in memory as text.
-            Format::Yaml => store::write_atomic_with(&self.path, w.clock.file_mtime(), |out| {
-                recentfile::yaml::emit_to(rf, &producer, out)
-            }),
-            Format::Json => {
-                let bytes = recentfile::serialize(rf, coll.format, &producer);
-                store::write_atomic(&self.path, &bytes, w.clock.file_mtime())
-            }
-        };
-        written.with_context(|| format!("cannot write recentfile {}", self.path.display()))?;
-        let mtime = std::fs::metadata(&self.path)
-            .ok()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_secs().to_string());
-        self.on_disk = Some(MinMax {
-            max: rf.newest().map(|e| e.epoch.clone()),
-            min: rf.oldest().map(|e| e.epoch.clone()),
-            mtime,
-        });
+        self.on_disk = Some(write_file(coll, w, &self.path, &mut self.rf, self.on_disk.clone())?);
         self.existed = true;
         Ok(())
     }
+}
+
+/// Write `rf` to `path` atomically, as the reference's `write_recent`
+/// does: a missing dirtymark becomes the clock; minmax starts from
+/// `on_disk` (the previous version's, see [`Loaded`]) and neither max nor
+/// min ever moves down. Returns the minmax base of the next write. The
+/// caller holds the lock, or `path` is a temp name nobody else uses.
+pub fn write_file(
+    coll: &Collection,
+    w: &Writer,
+    path: &Path,
+    rf: &mut Recentfile,
+    on_disk: Option<MinMax>,
+) -> Result<MinMax> {
+    let now = w.clock.now();
+    if rf.meta.dirtymark.is_none() {
+        rf.meta.dirtymark = Some(now.clone());
+    }
+    let mut mm = on_disk.unwrap_or_default();
+    if let Some(first) = rf.newest() {
+        if mm.max.as_ref().is_none_or(|m| *m < first.epoch) {
+            mm.max = Some(first.epoch.clone());
+        }
+    }
+    if let Some(last) = rf.oldest() {
+        if mm.min.as_ref().is_none_or(|m| *m < last.epoch) {
+            mm.min = Some(last.epoch.clone());
+        }
+    }
+    rf.meta.minmax = Some(mm);
+    let producer = Producer { program: w.program.clone(), time: now };
+    match coll.format {
+        // Streamed: a Z file is never in memory as text.
+        Format::Yaml => {
+            store::write_atomic_with(path, w.clock.file_mtime(), |out| recentfile::yaml::emit_to(rf, &producer, out))?
+        }
+        Format::Json => {
+            let bytes = recentfile::serialize(rf, coll.format, &producer);
+            store::write_atomic(path, &bytes, w.clock.file_mtime())?
+        }
+    }
+    let mtime = std::fs::metadata(path)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_secs().to_string());
+    Ok(MinMax { max: rf.newest().map(|e| e.epoch.clone()), min: rf.oldest().map(|e| e.epoch.clone()), mtime })
+}
+
+/// The lock that one `rrr watch` per tree holds (`<root>/.rrr/watch.flock`),
+/// also held by `init --force` while it replaces the index. A held lock is
+/// `LockError::Busy` (exit 75), naming the holder.
+pub fn watch_lock(root: &Path) -> Result<RunLock> {
+    let state_dir = root.join(".rrr");
+    std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
+    Ok(RunLock::try_acquire(&state_dir.join("watch.flock"))?)
 }
 
 /// Make `RECENT.recent` point at the principal.

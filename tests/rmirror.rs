@@ -465,15 +465,26 @@ fn local_path_source_and_news_remote() {
 #[test]
 fn lock_loop_and_signals() {
     let t = Setup::new(5);
-    // Another live run holds the lock: exit 75 at once.
-    let lock = t.target.join(".rrr/rmirror.lock");
-    fs::create_dir_all(&lock).unwrap();
-    fs::write(lock.join("process"), "1\n").unwrap();
+    // A lock directory of an older rrr naming a live unrelated pid (pid
+    // reuse after a reboot) stops nothing, and is removed.
+    let legacy = t.target.join(".rrr/rmirror.lock");
+    fs::create_dir_all(&legacy).unwrap();
+    fs::write(legacy.join("process"), "1\n").unwrap();
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!legacy.exists(), "legacy lock directory removed");
+    // Another live run holds the lock: exit 75 at once, naming it.
+    let lock = t.target.join(".rrr/rmirror.flock");
+    let held = fs::File::options().write(true).open(&lock).unwrap();
+    held.lock().unwrap();
+    fs::write(&lock, format!("{}\nrrr rmirror --loop\n", std::process::id())).unwrap();
     let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target)]);
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
-    fs::remove_dir_all(&lock).unwrap();
+    assert!(stderr(&o).contains(&format!("process {} (rrr rmirror --loop)", std::process::id())), "{}", stderr(&o));
+    drop(held);
 
     // --loop survives passes; SIGTERM stops it cleanly (130) with the state saved.
+    let before = state_passes(&t.target);
     let child = Command::new(rrr_bin())
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--loop", "--interval", "0.2", "--json"])
         .stdout(std::process::Stdio::piped())
@@ -481,7 +492,7 @@ fn lock_loop_and_signals() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while state_passes(&t.target) < 2 {
+    while state_passes(&t.target) < before + 2 {
         assert!(std::time::Instant::now() < deadline, "loop made no passes");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -490,7 +501,7 @@ fn lock_loop_and_signals() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stdout(&o).lines().count() >= 2);
-    assert!(!lock.exists(), "lock released");
+    assert!(fs::File::open(&lock).unwrap().try_lock().is_ok(), "lock released");
     assert_same_tree(&t.origin, &t.target);
 }
 

@@ -1,7 +1,7 @@
 //! `rrr rmirror`: keep a local tree in sync with a remote collection, one
-//! pass or `--loop`. Takes `<localroot>/.rrr/rmirror.lock` (the store's
-//! lock protocol) so two runs on one target never overlap: a second one
-//! exits 75 at once. SIGINT/SIGTERM set a flag; the pass stops at the next
+//! pass or `--loop`. Takes `<localroot>/.rrr/rmirror.flock` (a flock run
+//! lock) so two runs on one target never overlap: a second one exits 75
+//! at once, naming the holder. SIGINT/SIGTERM set a flag; the pass stops at the next
 //! safe point after saving its state and the run exits 130. A failed pass
 //! is reported (the exact rsync command and stderr) and, with `--loop`,
 //! followed by the next one.
@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::mirror::{Config, Interrupted, Mirror, PassReport};
 use crate::ops::Exit;
 use crate::remote::{Remote, RsyncSettings};
-use crate::store::Lock;
+use crate::store::{LockError, RunLock};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -65,6 +65,19 @@ pub fn summary_line(r: &PassReport) -> String {
     s
 }
 
+/// rmirror's run lock, `<localroot>/.rrr/rmirror.flock` (flock: it dies
+/// with its holder). A held lock is "another rmirror runs" (exit 75);
+/// any other failure (a full disk, permissions) says what it is. A
+/// `rmirror.lock/` directory of an older rrr is removed once this is held.
+pub fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
+    let lock = RunLock::try_acquire(&state_dir.join("rmirror.flock")).map_err(|e| match e {
+        LockError::Busy { .. } => anyhow::Error::new(e).context("another rmirror runs on this target"),
+        e => anyhow::Error::new(e),
+    })?;
+    crate::store::remove_legacy_lock_dir(&state_dir.join("rmirror.lock"));
+    Ok(lock)
+}
+
 pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
     let remote = Remote::parse(&opts.remote)?;
     let state_dir = opts.localroot.join(".rrr");
@@ -92,7 +105,7 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
         None
     } else {
         std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
-        Some(Lock::acquire(&state_dir.join("rmirror"), Duration::ZERO).context("another rmirror runs on this target")?)
+        Some(take_run_lock(&state_dir)?)
     };
     if !opts.dry_run {
         crate::remote::clean_stale(&state_dir);

@@ -154,6 +154,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
     let log = Log { json: opts.json_log };
+    let _run_lock = crate::origin::watch_lock(&root).context("another watch runs on this tree")?;
     crate::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
         None => None,

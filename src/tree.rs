@@ -102,6 +102,10 @@ pub struct Entry {
 /// order `walkdir` gives). Entries are stat'ed relative to their open
 /// directory (`fstatat`, as `find` does), not by their full path, which
 /// makes the walk of a deep tree about twice as fast.
+///
+/// In a short command ([`crate::signals::install_for_short_command`]) a
+/// SIGINT/SIGTERM ends the walk after the current directory with an
+/// `Interrupted` error.
 pub fn walk(
     root: &Path,
     ignore: &IgnoreSet,
@@ -119,6 +123,9 @@ pub fn walk(
     while let Some((dir, prefix)) = stack.last_mut() {
         let Some(next) = dir.next() else {
             stack.pop();
+            if crate::signals::wait_interrupted() {
+                return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted by a signal"));
+            }
             continue;
         };
         let de = match next {

@@ -25,6 +25,7 @@ pub struct Report {
 }
 
 pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
+    crate::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
     aggregate(&coll, opts.force, opts.keep_deletes, w)
 }
@@ -56,6 +57,10 @@ pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer)
         for i in 0..last {
             if !due(i) {
                 break;
+            }
+            // Between merges every file is whole: a signal may stop the cascade here.
+            if crate::signals::wait_interrupted() {
+                return Err(crate::ops::Interrupted.into());
             }
             let early = prefetch
                 .take_if(|_| i + 1 == last)

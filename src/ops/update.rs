@@ -86,13 +86,28 @@ pub fn changes(opts: &Options, coll: &Collection) -> Result<Vec<Change>> {
     Ok(out)
 }
 
-/// Record `changes` in the principal of `coll` under its lock.
+/// Record `changes` in the principal of `coll` under its lock, all or
+/// nothing: `Ok` only once the whole batch is durably in the principal.
+/// For the `update` command ([`crate::signals::install_for_short_command`])
+/// a SIGINT/SIGTERM before the write starts ends it with nothing written;
+/// one that arrives later waits until the batch is committed. The watch
+/// daemon's flush after a stop request goes through.
 pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outcome> {
     let principal = coll.principal().clone();
     let mut loaded = origin::load(coll, &principal, w)?;
+    if crate::signals::wait_interrupted() {
+        return Err(anyhow::Error::new(crate::ops::Interrupted).context("nothing was recorded"));
+    }
     let outcome = batch_update(&mut loaded.rf, principal.seconds(), changes, &w.clock.now());
     if outcome.write {
-        loaded.save(coll, w)?;
+        if let Err(e) = loaded.save(coll, w) {
+            let committed = e.downcast_ref::<crate::store::WriteError>().is_some_and(|w| w.committed);
+            return Err(if committed {
+                e.context(format!("the events were recorded in {}", loaded.path.display()))
+            } else {
+                e.context(format!("nothing was recorded in {}", loaded.path.display()))
+            });
+        }
     }
     drop(loaded);
     origin::ensure_principal_link(coll)?;
@@ -100,6 +115,7 @@ pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outco
 }
 
 pub fn run(opts: &Options, w: &Writer) -> Result<Outcome> {
+    crate::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
     let changes = changes(opts, &coll)?;
     if changes.is_empty() && (opts.stdin || !opts.paths.is_empty()) {

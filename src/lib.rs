@@ -25,6 +25,7 @@ pub mod interval;
 pub mod mirror;
 pub mod ops;
 pub mod origin;
+pub mod pattern;
 pub mod perl_compat;
 pub mod progress;
 pub mod query;

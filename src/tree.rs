@@ -5,26 +5,40 @@
 //! `.lock` directories and `.new` temp files), rrr's state directory
 //! `.rrr/`, rsync temp files (`.~tmp~/`, `.name.XXXXXX`), leftover
 //! `.FRMRecent-*` files of the Perl client, and the user's `--exclude`
-//! globs (matched against the relative path and against the file name).
+//! patterns, with rsync's semantics ([`crate::pattern`]), so that a
+//! pattern given to rrr and passed on to rsync means the same to both.
 //! Symlinks are entries of their own and are never followed.
 
 use crate::collection::is_recentfile_name;
+use crate::pattern::Pattern;
 use std::path::Path;
 
 /// What the tree walk and the watcher leave out.
 #[derive(Clone, Debug)]
 pub struct IgnoreSet {
     pub filenameroot: String,
-    pub excludes: Vec<String>,
+    excludes: Vec<Pattern>,
 }
 
 impl IgnoreSet {
+    /// The built-in rules plus the user's `--exclude` patterns (rsync's
+    /// syntax, see [`crate::pattern`]). The command line and the config
+    /// validate patterns with [`Pattern::parse`]; one that does not compile
+    /// here is left out.
     pub fn new(filenameroot: &str, excludes: &[String]) -> IgnoreSet {
-        IgnoreSet { filenameroot: filenameroot.to_string(), excludes: excludes.to_vec() }
+        let excludes = excludes.iter().filter_map(|p| Pattern::parse(p).ok()).collect();
+        IgnoreSet { filenameroot: filenameroot.to_string(), excludes }
     }
 
-    /// Whether `rel` (relative to the root, `/`-separated) is ignored.
+    /// Whether `rel` (relative to the root, `/`-separated; a file, or a
+    /// directory when that does not matter) is ignored.
     pub fn is_ignored(&self, rel: &str) -> bool {
+        self.is_ignored_entry(rel, false)
+    }
+
+    /// [`IgnoreSet::is_ignored`] for an entry known to be a directory or
+    /// not (patterns with a trailing `/` match directories only).
+    pub fn is_ignored_entry(&self, rel: &str, is_dir: bool) -> bool {
         if is_recentfile_name(rel, &self.filenameroot) || rel == ".rrr" || rel.starts_with(".rrr/") {
             return true;
         }
@@ -33,8 +47,7 @@ impl IgnoreSet {
                 return true;
             }
         }
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        self.excludes.iter().any(|g| glob_match(g, rel) || glob_match(g, name))
+        self.excludes.iter().any(|p| p.excludes(rel, is_dir))
     }
 }
 
@@ -45,42 +58,6 @@ fn is_rsync_temp(name: &str) -> bool {
         Some(i) if i > 0 => rest.len() - i - 1 == 6 && rest[i + 1..].bytes().all(|b| b.is_ascii_alphanumeric()),
         _ => false,
     }
-}
-
-/// Shell-style glob: `*` (not across `/`), `**` (across), `?`, `[abc]`.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    fn rec(p: &[u8], t: &[u8]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some(b'*') => {
-                let double = p.get(1) == Some(&b'*');
-                let rest = if double { &p[2..] } else { &p[1..] };
-                for i in 0..=t.len() {
-                    if rec(rest, &t[i..]) {
-                        return true;
-                    }
-                    if i < t.len() && t[i] == b'/' && !double {
-                        return false;
-                    }
-                }
-                false
-            }
-            Some(b'?') => !t.is_empty() && t[0] != b'/' && rec(&p[1..], &t[1..]),
-            Some(b'[') => {
-                let Some(end) = p.iter().position(|&c| c == b']') else {
-                    return !t.is_empty() && t[0] == b'[' && rec(&p[1..], &t[1..]);
-                };
-                let set = &p[1..end];
-                let (neg, set) = match set.first() {
-                    Some(b'!') | Some(b'^') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                !t.is_empty() && (set.contains(&t[0]) != neg) && rec(&p[end + 1..], &t[1..])
-            }
-            Some(&c) => !t.is_empty() && t[0] == c && rec(&p[1..], &t[1..]),
-        }
-    }
-    rec(pattern.as_bytes(), text.as_bytes())
 }
 
 /// One file (or symlink) of the tree.
@@ -149,7 +126,7 @@ pub fn walk(
                 continue;
             }
         };
-        if ignore.is_ignored(&rel) {
+        if ignore.is_ignored_entry(&rel, file_type.is_dir()) {
             continue;
         }
         if file_type.is_dir() {
@@ -195,15 +172,5 @@ mod tests {
         for no in ["id/A/RECENT-1h.yaml.txt", "a/Foo-1.tar.gz", ".hidden", "a/.Foo.tar.gz", "RECENT-notes"] {
             assert!(!ig.is_ignored(no), "{no}");
         }
-    }
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("*.gz", "a.gz"));
-        assert!(!glob_match("*.gz", "d/a.gz"));
-        assert!(glob_match("**.gz", "d/a.gz"));
-        assert!(glob_match("a?c", "abc"));
-        assert!(glob_match("[ab]x", "bx"));
-        assert!(!glob_match("[!ab]x", "bx"));
     }
 }

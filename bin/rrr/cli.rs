@@ -79,8 +79,9 @@ pub struct InitArgs {
     /// Run the first aggregate at once.
     #[arg(long)]
     pub aggregate: bool,
-    /// Leave out paths matching GLOB (relative path or file name).
-    #[arg(long, value_name = "GLOB")]
+    /// Leave out paths matching PATTERN, with rsync's --exclude rules
+    /// (`*` within a component, `**` across, a trailing `/` for directories).
+    #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
     pub exclude: Vec<String>,
     /// One JSON object describing the result.
     #[arg(long)]
@@ -179,8 +180,9 @@ pub struct FsckArgs {
     /// Record the differences as events at the current time.
     #[arg(long)]
     pub repair: bool,
-    /// Leave out paths matching GLOB.
-    #[arg(long, value_name = "GLOB")]
+    /// Leave out paths matching PATTERN, with rsync's --exclude rules
+    /// (`*` within a component, `**` across, a trailing `/` for directories).
+    #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
     pub exclude: Vec<String>,
     /// JSON Lines, one finding per line, then a summary.
     #[arg(long)]
@@ -286,8 +288,9 @@ pub struct WatchArgs {
     /// Run the cascade (aggregate) every S seconds.
     #[arg(long, value_name = "S", default_value_t = 60)]
     pub aggregate_every: u64,
-    /// Leave out paths matching GLOB (relative path or file name).
-    #[arg(long, value_name = "GLOB")]
+    /// Leave out paths matching PATTERN, with rsync's --exclude rules
+    /// (`*` within a component, `**` across, a trailing `/` for directories).
+    #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
     pub exclude: Vec<String>,
     /// Keep delete events in Z when aggregating.
     #[arg(long)]
@@ -295,4 +298,9 @@ pub struct WatchArgs {
     /// Log JSON Lines (one object per line, with a "kind" field) on stderr.
     #[arg(long)]
     pub json_log: bool,
+}
+
+/// An `--exclude` pattern that compiles (see `rrr::pattern`).
+fn exclude_pattern(s: &str) -> Result<String, String> {
+    rrr::pattern::Pattern::parse(s).map(|_| s.to_string())
 }

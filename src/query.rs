@@ -124,7 +124,8 @@ pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> s
             path: &'a str,
         }
         let line = Line { epoch: e.epoch.as_str(), kind: e.kind.as_str(), path: &e.path };
-        serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::other)?;
+        // An I/O error keeps its kind (a closed pipe ends a listing with 0).
+        serde_json::to_writer(&mut *out, &line).map_err(std::io::Error::from)?;
         return out.write_all(b"\n");
     }
     // Pieces straight into the (buffered) writer: a full listing is a

@@ -72,3 +72,30 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("takes no count"), "{}", stderr(&o));
 }
+
+/// A listing whose reader goes away (`| head -1`) ends with 0 and says
+/// nothing, for outputs far larger than a pipe buffer.
+#[test]
+fn closed_stdout_ends_a_listing_quietly() {
+    let tmp = tree(20_000);
+    let root = tmp.path().join("t");
+    ok(&["init", root.to_str().unwrap()]);
+    let p = root.join("RECENT.recent");
+    for args in [vec!["news", "--json"], vec!["news"], vec!["news", "--perl-format"]] {
+        let mut child = Command::new(rrr_bin())
+            .args(&args)
+            .args(["--local", p.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(!line.is_empty());
+        // The reader is gone (dropped above): the next writes fail with EPIPE.
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}

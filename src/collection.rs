@@ -71,8 +71,19 @@ impl Collection {
                 name = target.to_string();
             }
         }
-        let (froot, iv, suffix) =
-            split_name(&name).with_context(|| format!("{name:?} is not a recentfile name like RECENT-1h.yaml"))?;
+        let (froot, iv, suffix) = split_name(&name).with_context(|| {
+            if meta.file_type().is_file() && name.ends_with(".recent") {
+                // The usual cause: a copy that turned the link into a file.
+                format!(
+                    "{} is a regular file, not a symlink to the principal (e.g. RECENT-1h.yaml); \
+                     give the principal itself, or restore the link: ln -sf RECENT-1h.yaml {}",
+                    path.display(),
+                    path.display()
+                )
+            } else {
+                format!("{}: {name:?} is not a recentfile name like RECENT-1h.yaml", path.display())
+            }
+        })?;
         let format = Format::from_suffix(suffix)
             .with_context(|| format!("{name}: unsupported serializer suffix {suffix:?} (rrr reads .yaml and .json)"))?;
         let principal = Interval::parse(iv).map_err(anyhow::Error::msg).with_context(|| name.clone())?;

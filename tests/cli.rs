@@ -71,6 +71,19 @@ fn usage_errors_exit_2() {
     let o = rrr(&["init", "--interval", "5Z", "/tmp"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("takes no count"), "{}", stderr(&o));
+    // The message says what is wrong with what was given.
+    let tmp = tempfile::tempdir().unwrap();
+    let o = rrr(&["init", tmp.path().join("nonexistent").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("No such file or directory"), "{}", stderr(&o));
+    let flat = tmp.path().join("RECENT.recent");
+    fs::write(&flat, "copied without its link\n").unwrap();
+    let o = rrr(&["overview", flat.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is a regular file, not a symlink"), "{}", stderr(&o));
+    let o = rrr(&["fsck", "--exclude", "/", flat.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("matches nothing"), "{}", stderr(&o));
 }
 
 /// A listing whose reader goes away (`| head -1`) ends with 0 and says

@@ -383,12 +383,12 @@ impl<'a> Mirror<'a> {
             match f() {
                 Ok(v) => return Ok(v),
                 Err(e) => {
-                    self.state.error(e.class.as_str());
+                    self.state.error(e.kind());
                     if self.stopped() {
                         self.save()?;
                         return Err(Interrupted.into());
                     }
-                    if attempt >= self.cfg.attempts || !e.class.is_retryable() {
+                    if attempt >= self.cfg.attempts || !e.is_retryable() {
                         return Err(anyhow!(e)).with_context(|| format!("{what} (attempt {attempt})"));
                     }
                     eprintln!(

@@ -256,11 +256,7 @@ mod tests {
                 Facts { remote: coll("RECENT", "9.5"), ..with_state() },
                 Refuse(Refusal::OtherCollection),
             ),
-            (
-                "other collection, --adopt",
-                Facts { remote: coll("RECENT", "9.5"), adopt: true, ..with_state() },
-                Adopt,
-            ),
+            ("other collection, --adopt", Facts { remote: coll("RECENT", "9.5"), adopt: true, ..with_state() }, Adopt),
             (
                 "external state, marker matches",
                 Facts { external_state: true, marker: Some("abc".into()), same_remote: true, ..with_state() },

@@ -561,7 +561,11 @@ fn real_kill_9_mid_transfer_resumes_without_recopying() {
     let st = state(&t.target);
     let done: usize = news.iter().filter(|p| st_covers_path(&st, &t.origin, p)).count();
     let v = pass(&t.src(), &t.target, &["--max-files-per-connection", "5"], 0);
-    assert_eq!(v["transferred"].as_u64(), Some((30 - done) as u64), "done before the kill: {done}; {v}");
+    // `transferred` counts what rsync really sent: the files not marked
+    // done, but those of the killed chunk that had arrived already.
+    let sent = v["transferred"].as_u64().unwrap();
+    let owed = (30 - done) as u64;
+    assert!(sent <= owed && sent + 5 >= owed, "done before the kill: {done}; {v}");
     assert_same_tree(&t.origin, &t.target);
     assert_no_temp_left(&t.target);
 }

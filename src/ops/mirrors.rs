@@ -77,17 +77,16 @@ pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>,
     Ok(if missing { Exit::Differences } else { Exit::Ok })
 }
 
-/// `rrr check`: the worst level over all targets, one line each.
+/// `rrr check`: one line per target, the worst first (Nagios shows the
+/// first line); the worst level decides the exit status.
 pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Write) -> Result<Level> {
-    let mut worst = Level::Ok;
-    for (_, r) in reports(t, clock)? {
-        let (level, line) = status::check(r.as_ref(), warn, crit);
+    let mut lines: Vec<(Level, String)> =
+        reports(t, clock)?.iter().map(|(_, r)| status::check(r.as_ref(), warn, crit)).collect();
+    lines.sort_by_key(|(level, _)| std::cmp::Reverse(*level as i32));
+    for (_, line) in &lines {
         writeln!(out, "{line}")?;
-        if level as i32 > worst as i32 {
-            worst = level;
-        }
     }
-    Ok(worst)
+    Ok(lines.first().map_or(Level::Ok, |(level, _)| *level))
 }
 
 /// `rrr rmirror --config FILE`: one pass per tree per round; with

@@ -663,14 +663,18 @@ impl<'a> Mirror<'a> {
         let tree = ownership::tree_kind(&root)?;
         let decision = loop {
             let facts = self.facts(on_disk.as_ref(), adopt, tree);
-            match ownership::decide(&facts) {
-                Decision::NeedPrincipal if self.prefetched.is_none() => {
+            let verdict = ownership::decide(&facts);
+            // A tree that is not ours yet: the remote must answer with a
+            // valid principal before anything is created in it.
+            let needs_principal = !matches!(verdict, Decision::Owned | Decision::Refuse(_));
+            match verdict {
+                Decision::Refuse(r) => bail!(self.refusal_message(&r, on_disk.as_ref(), &facts)),
+                _ if needs_principal && self.prefetched.is_none() => {
                     let dir = FetchDir::new(&std::env::temp_dir())?;
                     let (p, l) = self.fetch_principal(&dir)?;
                     self.prefetched = Some((dir, p, l));
                 }
                 Decision::NeedPrincipal => bail!("internal error: ownership undecided with the principal fetched"),
-                Decision::Refuse(r) => bail!(self.refusal_message(&r, on_disk.as_ref(), &facts)),
                 d => break (d, facts),
             }
         };

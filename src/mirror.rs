@@ -391,6 +391,19 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The tree may not be mirrored into without `--adopt` (the message says
+/// why and how to proceed); nothing was written.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// `--max-delete` was reached in this run.
 const MAX_DELETE_MSG: &str = "--max-delete reached";
 
@@ -668,7 +681,7 @@ impl<'a> Mirror<'a> {
             // valid principal before anything is created in it.
             let needs_principal = !matches!(verdict, Decision::Owned | Decision::Refuse(_));
             match verdict {
-                Decision::Refuse(r) => bail!(self.refusal_message(&r, on_disk.as_ref(), &facts)),
+                Decision::Refuse(r) => return Err(Refused(self.refusal_message(&r, on_disk.as_ref(), &facts)).into()),
                 _ if needs_principal && self.prefetched.is_none() => {
                     let dir = FetchDir::new(&std::env::temp_dir())?;
                     let (p, l) = self.fetch_principal(&dir)?;
@@ -833,13 +846,14 @@ impl<'a> Mirror<'a> {
             r.run_with(&mut |l| seen.line(l))
         })?;
         if seen.deleted > max {
-            bail!(
+            return Err(Refused(format!(
                 "--adopt: making {} a mirror of {} would delete {} files or directories, more than \
                  --max-delete {max}; nothing was changed. List them with --dry-run --adopt.",
                 self.cfg.localroot.display(),
                 self.cfg.remote.src,
                 seen.deleted
-            );
+            ))
+            .into());
         }
         eprintln!("rrr: rmirror: --adopt: {} deletes, within --max-delete {max}", seen.deleted);
         Ok(())

@@ -11,7 +11,7 @@
 //! failed pass in a row.
 
 use crate::clock::Clock;
-use crate::mirror::{Config, Interrupted, Mirror, PassReport};
+use crate::mirror::{Config, Interrupted, Mirror, PassReport, Refused};
 use crate::ops::Exit;
 use crate::remote::{Remote, RsyncSettings};
 use crate::store::Lock;
@@ -101,26 +101,45 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
     m.full = opts.full;
     // Everything that can fail before the first byte (the remote answers,
     // its principal is valid, the tree may be mirrored into) runs before
-    // the localroot or `.rrr/` is created: a refusal writes nothing.
-    let settled = m.settle_ownership(opts.adopt, opts.dry_run).and_then(|()| {
-        if opts.dry_run {
-            return Ok(None);
+    // the localroot or `.rrr/` is created: a refusal writes nothing. With
+    // `--loop` a remote that does not answer yet is tried again (backing
+    // off); a refusal or a held lock ends the run.
+    let mut failed_passes = 0u32;
+    let _lock = loop {
+        let settled = m.settle_ownership(opts.adopt, opts.dry_run).and_then(|()| {
+            if opts.dry_run {
+                return Ok(None);
+            }
+            std::fs::create_dir_all(&opts.localroot)
+                .with_context(|| format!("cannot create {}", opts.localroot.display()))?;
+            let lock = take_lock(&state_dir)?;
+            crate::remote::clean_stale(&state_dir);
+            // Again under the lock: another run may have finished meanwhile.
+            m.settle_ownership(opts.adopt, true)?;
+            Ok(Some(lock))
+        });
+        match settled {
+            Ok(lock) => break lock,
+            Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
+                eprintln!("rrr: rmirror: interrupted; nothing was changed");
+                return Ok(Exit::Interrupted);
+            }
+            Err(e)
+                if !opts.looping
+                    || e.downcast_ref::<Refused>().is_some()
+                    || crate::ops::exit_for_error(&e) == Exit::Locked =>
+            {
+                return Err(e)
+            }
+            Err(e) => {
+                failed_passes += 1;
+                report_failed_pass(&e, opts, out)?;
+                if !pause(opts, failed_passes, None) {
+                    eprintln!("rrr: rmirror: interrupted; nothing was changed");
+                    return Ok(Exit::Interrupted);
+                }
+            }
         }
-        std::fs::create_dir_all(&opts.localroot)
-            .with_context(|| format!("cannot create {}", opts.localroot.display()))?;
-        let lock = take_lock(&state_dir)?;
-        crate::remote::clean_stale(&state_dir);
-        // Again under the lock: another run may have finished meanwhile.
-        m.settle_ownership(opts.adopt, true)?;
-        Ok(Some(lock))
-    });
-    let _lock = match settled {
-        Ok(lock) => lock,
-        Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-            eprintln!("rrr: rmirror: interrupted; nothing was changed");
-            return Ok(Exit::Interrupted);
-        }
-        Err(e) => return Err(e),
     };
     let mut failed_passes = 0u32;
     loop {
@@ -149,12 +168,7 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
                 if !opts.looping {
                     return Err(e);
                 }
-                eprintln!("rrr: rmirror: pass failed: {e:#}");
-                if opts.json {
-                    let j = serde_json::json!({"kind": "error", "message": format!("{e:#}")});
-                    writeln!(out, "{j}")?;
-                    out.flush()?;
-                }
+                report_failed_pass(&e, opts, out)?;
                 Exit::Error
             }
         };
@@ -162,23 +176,44 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
             return Ok(last);
         }
         failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
-        let pause = pause_after(opts.interval, failed_passes);
-        if failed_passes > 0 && !opts.quiet {
-            eprintln!("rrr: rmirror: {failed_passes} failed passes in a row; next pass in {:.0?}", pause);
-        }
-        let wait = pause.saturating_sub(if failed_passes > 0 { Duration::ZERO } else { started.elapsed() });
-        let end = std::time::Instant::now() + wait;
-        while std::time::Instant::now() < end {
-            if crate::signals::stop_requested() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50).min(end - std::time::Instant::now()));
-        }
-        if crate::signals::stop_requested() {
+        if !pause(opts, failed_passes, Some(started)) {
             eprintln!("rrr: rmirror: interrupted; state saved");
             return Ok(Exit::Interrupted);
         }
     }
+}
+
+/// Report a pass that failed (`--loop` goes on): on stderr, and as a
+/// `{"kind": "error"}` object with `--json`.
+fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) -> Result<()> {
+    eprintln!("rrr: rmirror: pass failed: {e:#}");
+    if opts.json {
+        let j = serde_json::json!({"kind": "error", "message": format!("{e:#}")});
+        writeln!(out, "{j}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Wait before the next `--loop` pass: until `interval` after the start of
+/// a good pass, or [`pause_after`] a failed one. False when stopped.
+fn pause(opts: &Options, failed_passes: u32, started: Option<std::time::Instant>) -> bool {
+    let pause = pause_after(opts.interval, failed_passes);
+    if failed_passes > 0 && !opts.quiet {
+        eprintln!("rrr: rmirror: {failed_passes} failed passes in a row; next pass in {:.0?}", pause);
+    }
+    let wait = match started {
+        Some(t) if failed_passes == 0 => pause.saturating_sub(t.elapsed()),
+        _ => pause,
+    };
+    let end = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < end {
+        if crate::signals::stop_requested() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(end - std::time::Instant::now()));
+    }
+    !crate::signals::stop_requested()
 }
 
 /// The run's lock on the target, taken before anything is written into it

@@ -138,14 +138,18 @@ impl DoneSet {
     /// Forget everything above `limit` (the mirror's clock plus one hour):
     /// an epoch from the future must never count as done, or every later
     /// event would be covered by it and never mirrored.
-    pub fn cap(&mut self, limit: &Epoch) {
+    /// Returns whether anything was above it.
+    pub fn cap(&mut self, limit: &Epoch) -> bool {
         let first = self.spans.partition_point(|s| s.1 > *limit);
+        let mut trimmed = first > 0;
         self.spans.drain(..first);
         if let Some(s) = self.spans.first_mut() {
             if s.0 > *limit {
                 s.0 = limit.clone();
+                trimmed = true;
             }
         }
+        trimmed
     }
 
     /// Union with another set (the reference's merge of Done into the next file).
@@ -253,12 +257,12 @@ mod tests {
         d.insert(e("1700000500"), e("1700000100"));
         d.insert(e("1700000050"), beginning());
         assert!(d.covered(&e("5000000000")) || d.spans().len() == 3);
-        d.cap(&e("1700000300"));
+        assert!(d.cap(&e("1700000300")));
         assert_eq!(d.spans(), &[Span(e("1700000300"), e("1700000100")), Span(e("1700000050"), beginning())]);
         assert!(!d.covered(&e("1700000301")));
-        d.cap(&e("1700000300"));
-        assert_eq!(d.spans().len(), 2, "idempotent");
-        d.cap(&e("10"));
+        assert!(!d.cap(&e("1700000300")), "idempotent");
+        assert_eq!(d.spans().len(), 2);
+        assert!(d.cap(&e("10")));
         assert_eq!(d.spans(), &[Span(e("10"), beginning())]);
     }
 

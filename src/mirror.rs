@@ -946,7 +946,15 @@ impl<'a> Mirror<'a> {
         let t0 = Instant::now();
         let mut rep = PassReport { kind: "pass", dry_run: self.cfg.dry_run, ..PassReport::default() };
         self.future_seen.clear();
-        self.cap_done();
+        if self.cap_done() {
+            // Written by an rrr that let the future in, or under a clock
+            // that was wrong: what is done cannot be told any more.
+            eprintln!(
+                "rrr: rmirror: the done-set reached beyond the clock plus one hour: forgetting what is done \
+                 and resyncing"
+            );
+            self.state.forget_done();
+        }
         let res = self.pass_inner(&mut rep);
         self.cap_done();
         rep.seconds = t0.elapsed().as_secs_f64();
@@ -1002,11 +1010,10 @@ impl<'a> Mirror<'a> {
 
     /// No done-set reaches past the clock plus one hour (DECISIONS.md):
     /// a far-future epoch can never poison it, not even an old state's.
-    fn cap_done(&mut self) {
+    /// Returns whether anything was above the limit.
+    fn cap_done(&mut self) -> bool {
         let limit = self.future_limit();
-        for ds in self.state.done.values_mut() {
-            ds.cap(&limit);
-        }
+        self.state.done.values_mut().fold(false, |any, ds| ds.cap(&limit) | any)
     }
 
     fn pass_inner(&mut self, rep: &mut PassReport) -> Result<()> {

@@ -215,6 +215,7 @@ impl State {
                     last: now.clone(),
                     attempts: 1,
                 });
+                self.failing.sort_by(|a, b| a.path.cmp(&b.path));
                 1
             }
         }
@@ -1305,6 +1306,12 @@ impl<'a> Mirror<'a> {
                 seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
             }
         };
+        if !self.cfg.dry_run && !self.state.failing.is_empty() {
+            // Before the principal is installed, so that what arrives is in it.
+            let mut in_principal = HashMap::new();
+            note_seen(&mut in_principal, &current.rf);
+            self.retry_failing(&ignore, &in_principal, &mut attempted, rep)?;
+        }
         loop {
             rep.read.push(current.name.clone());
             let file_ok = self.process_file(&current, &ignore, &mut newest_seen, &mut carried, &mut attempted, rep)?;
@@ -1370,7 +1377,10 @@ impl<'a> Mirror<'a> {
             if !carried.is_empty() {
                 self.apply_deletes(&ignore, carried, &newest_seen, rep, &mut |_, _| {})?;
             }
-            self.retry_failing(&ignore, &newest_seen, &attempted, rep)?;
+            // A newer event of the path (a transfer or a delete) replaced it.
+            let superseded =
+                |f: &Failing| newest_seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
+            self.state.failing.retain(|f| attempted.contains(&f.path) || !superseded(f));
         }
         rep.complete = installed_all
             && rep.errors.is_empty()
@@ -1593,30 +1603,33 @@ impl<'a> Mirror<'a> {
         Ok(true)
     }
 
-    /// Try the failing paths again (those not asked for in this pass and
-    /// not superseded by a newer event): one `--files-from` rsync per chunk.
+    /// Try the failing paths again, but those a newer event in `seen`
+    /// supersedes (that event is handled instead): one `--files-from`
+    /// rsync per chunk.
     fn retry_failing(
         &mut self,
         ignore: &IgnoreSet,
-        newest_seen: &HashMap<String, Epoch>,
-        attempted: &HashSet<String>,
+        seen: &HashMap<String, Epoch>,
+        attempted: &mut HashSet<String>,
         rep: &mut PassReport,
     ) -> Result<()> {
-        // A newer event of the path (a transfer or a delete) replaced it.
-        let superseded = |f: &Failing| newest_seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
-        self.state.failing.retain(|f| attempted.contains(&f.path) || !superseded(f));
+        let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
         let mut safe = HashSet::new();
         let mut todo: Vec<(String, Option<Epoch>)> = Vec::new();
+        let mut dropped: Vec<String> = Vec::new();
         for f in &self.state.failing {
-            if attempted.contains(&f.path) {
+            if attempted.contains(&f.path) || superseded(f) {
                 continue;
             }
             match check_event_path(&self.cfg.localroot, &f.path, ignore, &mut safe) {
                 None => todo.push((f.path.clone(), f.epoch.clone())),
-                Some(why) => eprintln!("rrr: rmirror: no longer retrying {}: {why}", shown_path(&f.path)),
+                Some(why) => {
+                    eprintln!("rrr: rmirror: no longer retrying {}: {why}", shown_path(&f.path));
+                    dropped.push(f.path.clone());
+                }
             }
         }
-        self.state.failing.retain(|f| attempted.contains(&f.path) || todo.iter().any(|(p, _)| *p == f.path));
+        self.state.failing.retain(|f| !dropped.contains(&f.path));
         if todo.is_empty() {
             return Ok(());
         }
@@ -1624,6 +1637,7 @@ impl<'a> Mirror<'a> {
         for chunk in todo.chunks(self.cfg.max_files_per_connection.max(1)) {
             self.check_stop()?;
             let paths: Vec<&str> = chunk.iter().map(|(p, _)| p.as_str()).collect();
+            attempted.extend(paths.iter().map(|p| p.to_string()));
             let out = match self.run_files_from("retrying failing paths", &paths, rep) {
                 Ok(out) => out,
                 Err(e) => {
@@ -1640,9 +1654,12 @@ impl<'a> Mirror<'a> {
             let epochs: HashMap<&str, &Epoch> =
                 chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p.as_str(), e))).collect();
             let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
+            let vanished: HashSet<String> =
+                out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
             for p in &paths {
                 if !failed.contains(*p) {
-                    eprintln!("rrr: rmirror: {} arrived; no longer failing", shown_path(p));
+                    let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
+                    eprintln!("rrr: rmirror: {} {how}; no longer failing", shown_path(p));
                     self.state.unfail(p);
                 }
             }

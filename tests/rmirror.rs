@@ -1089,3 +1089,241 @@ fn an_epoch_from_the_future_never_stalls_the_mirror() {
     assert!(target.join("later.txt").exists());
     assert!(fs::read_to_string(target.join("RECENT-1h.yaml")).unwrap().contains("later.txt"));
 }
+
+// ----- failing paths, deterministic failures ----------------------------
+
+/// Make `dir` and its parents up to the temp dir world-readable, for a
+/// daemon that runs as nobody.
+fn open_up(tmp: &Path, dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut d = dir.to_path_buf();
+    loop {
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+        if d == tmp || !d.pop() {
+            break;
+        }
+    }
+}
+
+fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Record events at the origin without touching the files (`new` for
+/// paths that may not be readable, or not even exist as files).
+fn record(root: &Path, lines: &str) {
+    let mut child = Command::new(rrr_bin())
+        .args(["update", "--stdin", &principal(root)])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_path_the_origin_cannot_send_holds_back_nothing_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    make_origin(&origin, 4);
+    open_up(tmp.path(), &origin);
+    let d = RsyncDaemon::start_as_nobody(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    pass(&src, &target, &[], 0);
+
+    // One file the daemon (nobody) may not read, one path through a
+    // symlink out of the module, and two good files.
+    write(&origin, "id/N/ok1.txt", "ok1\n");
+    write(&origin, "id/N/secret.txt", "secret\n");
+    chmod(&origin.join("id/N/secret.txt"), 0o600);
+    fs::create_dir_all(origin.join("sub")).unwrap();
+    std::os::unix::fs::symlink("/etc", origin.join("sub/link")).unwrap();
+    write(&origin, "id/N/ok2.txt", "ok2\n");
+    record(&origin, "new id/N/ok1.txt\nnew id/N/secret.txt\nnew sub/link/hostname\nnew id/N/ok2.txt\n");
+    let started = std::time::Instant::now();
+    let o = rmirror(&["--remote", &src, "--localroot", s(&target), "--json"]);
+    let took = started.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("retrying"), "{}", stderr(&o));
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["transferred"], 2, "what really arrived: {v}");
+    assert_eq!(v["complete"], true, "failing paths do not block complete: {v}");
+    let failing: Vec<&str> = v["failing"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(failing, ["id/N/secret.txt", "sub/link/hostname"], "{v}");
+    assert!(v["failing"][0]["message"].as_str().unwrap().contains("Permission denied (13)"), "{v}");
+    assert!(target.join("id/N/ok1.txt").exists() && target.join("id/N/ok2.txt").exists());
+    assert!(!target.join("id/N/secret.txt").exists() && !target.join("sub/link").exists());
+    // The mirror's recentfiles advanced, without the failing paths.
+    let ours = fs::read_to_string(target.join("RECENT-1h.yaml")).unwrap();
+    assert!(ours.contains("id/N/ok2.txt") && !ours.contains("secret") && !ours.contains("hostname"), "{ours}");
+    // state, status and check say so.
+    assert_eq!(state(&target)["failing"].as_array().unwrap().len(), 2);
+    let st: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&target)])).unwrap();
+    assert_eq!(st["failing"][0]["path"], "id/N/secret.txt", "{st}");
+    assert!(ok(&["status", "--localroot", s(&target)]).contains("failing          2"));
+    let o = rrr(&["check", "--warn", "600", "--crit", "3600", "--localroot", s(&target)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("2 failing paths"), "{}", stdout(&o));
+
+    // Retried every pass.
+    let v = pass(&src, &target, &[], 1);
+    assert_eq!(v["failing"][0]["attempts"], 2, "{v}");
+    // Fixed at the origin: it arrives, and our principal lists it.
+    chmod(&origin.join("id/N/secret.txt"), 0o644);
+    let v = pass(&src, &target, &[], 1);
+    assert_eq!(v["failing"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(fs::read_to_string(target.join("id/N/secret.txt")).unwrap(), "secret\n");
+    assert!(fs::read_to_string(target.join("RECENT-1h.yaml")).unwrap().contains("id/N/secret.txt"));
+    // A newer event supersedes the other.
+    record(&origin, "delete sub/link/hostname\n");
+    let v = pass(&src, &target, &[], 0);
+    assert_eq!(v["failing"], serde_json::json!([]), "{v}");
+    let o = rrr(&["check", "--warn", "600", "--crit", "3600", "--localroot", s(&target)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+
+    // A bootstrap meets one too: the rest arrives, the path is failing.
+    chmod(&origin.join("id/N/secret.txt"), 0o600);
+    let fresh = tmp.path().join("fresh");
+    let v = pass(&src, &fresh, &[], 1);
+    assert_eq!(v["bootstrap"], true, "{v}");
+    assert_eq!(v["failing"][0]["path"], "id/N/secret.txt", "{v}");
+    assert!(v["failing"][0]["epoch"].is_string(), "{v}");
+    assert!(fresh.join("id/N/ok2.txt").exists());
+    assert!(!fs::read_to_string(fresh.join("RECENT-1h.yaml")).unwrap().contains("secret"));
+}
+
+#[test]
+fn a_full_disk_is_not_retried() {
+    let t = Setup::new(2);
+    write(&t.origin, "big.bin", &"x".repeat(1_500_000));
+    record(&t.origin, "new big.bin\n");
+    let _mnt = Tmpfs::mount(&t.target, "1m");
+    let started = std::time::Instant::now();
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("No space left on device") && stderr(&o).contains("no space, not retried"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("retrying"), "{}", stderr(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(state(&t.target)["counters"]["errors"]["no_space"], 1);
+    assert!(state(&t.target)["last_error"].as_str().unwrap().contains("No space left"));
+}
+
+#[test]
+fn a_directory_renamed_at_the_origin_leaves_no_empty_directory() {
+    let t = Setup::new(3);
+    write(&t.origin, "old/a.txt", "a\n");
+    write(&t.origin, "old/sub/b.txt", "b\n");
+    write(&t.origin, "keep/c.txt", "c\n");
+    write(&t.origin, "keep/d.txt", "d\n");
+    record(&t.origin, "new old/a.txt\nnew old/sub/b.txt\nnew keep/c.txt\nnew keep/d.txt\n");
+    pass(&t.src(), &t.target, &[], 0);
+    fs::rename(t.origin.join("old"), t.origin.join("new")).unwrap();
+    fs::remove_file(t.origin.join("keep/c.txt")).unwrap();
+    record(&t.origin, "delete old/a.txt\ndelete old/sub/b.txt\nnew new/a.txt\nnew new/sub/b.txt\ndelete keep/c.txt\n");
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["deleted"], 3, "{v}");
+    assert!(!t.target.join("old").exists(), "{:?}", listing(&t.target));
+    assert!(t.target.join("keep/d.txt").exists() && t.target.join("new/sub/b.txt").exists());
+    assert_same_tree(&t.origin, &t.target);
+    assert!(t.target.is_dir());
+}
+
+// ----- signals: no rsync outlives rrr -----------------------------------
+
+/// Processes (other than us) whose command line mentions `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for de in fs::read_dir("/proc").unwrap().flatten() {
+        let name = de.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
+            continue;
+        }
+        if let Ok(cmd) = fs::read(de.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                out.push(format!("{name}: {cmd}"));
+            }
+        }
+    }
+    out
+}
+
+/// Wait until no process mentions `needle`; panics after `secs`.
+#[track_caller]
+fn wait_no_processes(needle: &str, secs: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let left = processes_with(needle);
+        if left.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running after {secs} s: {left:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// An origin with 10 files of 200 kB changed after the first pass, and an
+/// rmirror started on it at 100 kB/s; returns once rsync is transferring.
+fn slow_transfer(t: &Setup) -> std::process::Child {
+    pass(&t.src(), &t.target, &[], 0);
+    let mut lines = String::new();
+    for i in 0..10 {
+        write(&t.origin, &format!("slow/s{i}.bin"), &"y".repeat(200_000));
+        lines.push_str(&format!("new slow/s{i}.bin\n"));
+    }
+    record(&t.origin, &lines);
+    let child = Command::new(rrr_bin())
+        .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while fs::read_dir(t.target.join(".rrr/tmp")).map_or(0, |rd| rd.count()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the transfer did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
+#[test]
+fn sigterm_stops_the_running_rsync_at_once() {
+    let t = Setup::new(2);
+    let mut child = slow_transfer(&t);
+    let sent = std::time::Instant::now();
+    // SAFETY: signalling our own child (rrr only, not its process group).
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(sent.elapsed() < std::time::Duration::from_secs(5), "rrr took {:?} to stop", sent.elapsed());
+    wait_no_processes(s(&t.target), 2);
+    assert!(state(&t.target)["heartbeat"].is_string());
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert!(v["transferred"].as_u64().unwrap() >= 1, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
+#[test]
+fn kill_9_of_rrr_leaves_no_rsync_behind() {
+    let t = Setup::new(2);
+    let mut child = slow_transfer(&t);
+    // SAFETY: signalling our own child (rrr only: its rsync must follow).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    wait_no_processes(s(&t.target), 5);
+    pass(&t.src(), &t.target, &[], 0);
+    // Nothing re-creates temp files after the run cleaned up.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}

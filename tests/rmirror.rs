@@ -1327,3 +1327,26 @@ fn kill_9_of_rrr_leaves_no_rsync_behind() {
     assert_same_tree(&t.origin, &t.target);
     assert_no_temp_left(&t.target);
 }
+
+#[test]
+fn a_whole_tree_pass_stopped_by_max_delete_is_not_complete() {
+    let t = Setup::new(10);
+    pass(&t.src(), &t.target, &[], 0);
+    // Files gone at the origin without events: only a whole-tree pass sees them.
+    for p in ["id/A/f000.txt", "id/B/f001.txt", "id/C/f002.txt"] {
+        fs::remove_file(t.origin.join(p)).unwrap();
+    }
+    let v = pass(&t.src(), &t.target, &["--full", "--max-delete", "1"], 1);
+    assert_eq!((v["deleted"].as_u64(), v["max_delete_reached"].as_bool()), (Some(1), Some(true)), "{v}");
+    assert_eq!(v["complete"], false, "a hybrid tree is not complete: {v}");
+    assert_eq!(state(&t.target)["resync"], true);
+    // The next run owes the whole-tree pass, and finishes it.
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(
+        (v["bootstrap"].as_bool(), v["deleted"].as_u64(), v["complete"].as_bool()),
+        (Some(true), Some(2), Some(true)),
+        "{v}"
+    );
+    assert_same_tree(&t.origin, &t.target);
+    assert_eq!(state(&t.target)["resync"], false);
+}

@@ -1564,13 +1564,8 @@ impl<'a> Mirror<'a> {
                 let out = match self.run_files_from("transfer", &paths, rep) {
                     Ok(out) => out,
                     Err(e) => {
-                        if e.downcast_ref::<Interrupted>().is_some() {
-                            return Err(e);
-                        }
-                        let msg = format!("{e:#}");
-                        eprintln!("rrr: rmirror: {msg}");
-                        rep.errors.push(msg);
                         pb.finish_and_clear();
+                        chunk_failed(e, rep)?;
                         return Ok(false);
                     }
                 };
@@ -1641,12 +1636,7 @@ impl<'a> Mirror<'a> {
             let out = match self.run_files_from("retrying failing paths", &paths, rep) {
                 Ok(out) => out,
                 Err(e) => {
-                    if e.downcast_ref::<Interrupted>().is_some() {
-                        return Err(e);
-                    }
-                    let msg = format!("{e:#}");
-                    eprintln!("rrr: rmirror: {msg}");
-                    rep.errors.push(msg);
+                    chunk_failed(e, rep)?;
                     break;
                 }
             };
@@ -1797,6 +1787,18 @@ impl<'a> Mirror<'a> {
         self.state.pending_deletes = left;
         Ok(n)
     }
+}
+
+/// A chunk's rsync failed: an interrupt ends the pass (`Err`); any other
+/// error is reported, and the pass goes on without that chunk.
+fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
+    if e.downcast_ref::<Interrupted>().is_some() {
+        return Err(e);
+    }
+    let msg = format!("{e:#}");
+    eprintln!("rrr: rmirror: {msg}");
+    rep.errors.push(msg);
+    Ok(())
 }
 
 /// Report and count a hostile event; the caller marks it done.

@@ -63,6 +63,12 @@ pub fn summary_line(r: &PassReport) -> String {
     if !r.refused.is_empty() {
         s.push_str(&format!(", {} refused", r.refused.len()));
     }
+    if !r.failing.is_empty() {
+        s.push_str(&format!(", {} failing", r.failing.len()));
+    }
+    if r.future > 0 {
+        s.push_str(&format!(", {} from the future", r.future));
+    }
     if !r.errors.is_empty() {
         s.push_str(&format!(", {} errors", r.errors.len()));
     }

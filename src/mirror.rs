@@ -194,10 +194,12 @@ impl State {
         *self.counters.errors.entry(class.to_string()).or_default() += 1;
     }
 
-    /// Record that `path` could not be had (again).
+    /// Record that `path` could not be had (again). `failing` stays
+    /// sorted by path, so that each lookup is a binary search.
     fn fail(&mut self, path: &str, epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
-        match self.failing.iter_mut().find(|f| f.path == path) {
-            Some(f) => {
+        match self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            Ok(i) => {
+                let f = &mut self.failing[i];
                 f.attempts += 1;
                 f.last = now.clone();
                 f.message = message.to_string();
@@ -206,16 +208,16 @@ impl State {
                 }
                 f.attempts
             }
-            None => {
-                self.failing.push(Failing {
+            Err(i) => {
+                let f = Failing {
                     path: path.to_string(),
                     epoch: epoch.cloned(),
                     message: message.to_string(),
                     first: now.clone(),
                     last: now.clone(),
                     attempts: 1,
-                });
-                self.failing.sort_by(|a, b| a.path.cmp(&b.path));
+                };
+                self.failing.insert(i, f);
                 1
             }
         }
@@ -223,7 +225,9 @@ impl State {
 
     /// `path` arrived, vanished or was superseded: no longer failing.
     fn unfail(&mut self, path: &str) {
-        self.failing.retain(|f| f.path != path);
+        if let Ok(i) = self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            self.failing.remove(i);
+        }
     }
 
     /// Failing paths and their directories, to leave out of installed copies.
@@ -731,6 +735,9 @@ impl<'a> Mirror<'a> {
         if self.state.id.is_none() {
             self.state.id = Some(ownership::new_id());
         }
+        // Kept sorted (State::fail); a state edited by hand may not be.
+        self.state.failing.sort_by(|a, b| a.path.cmp(&b.path));
+        self.state.failing.dedup_by(|a, b| a.path == b.path);
         if let Some((_, p, l)) = &self.prefetched {
             self.state.filenameroot = Some(l.filenameroot.clone());
             if decision != Decision::Owned && decision != Decision::Switch {
@@ -1240,6 +1247,13 @@ impl<'a> Mirror<'a> {
     ) -> HashSet<String> {
         let now = self.clock.now();
         let mut failed = HashSet::new();
+        // For the bootstrap: each path's newest event in the fetched files.
+        let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+        if asked.is_none() && !out.failed.is_empty() {
+            for e in fetched.iter().flat_map(|f| f.rf.events.iter()) {
+                newest.entry(e.path.as_str()).and_modify(|n| *n = (*n).max(&e.epoch)).or_insert(&e.epoch);
+            }
+        }
         for fp in &out.failed {
             let Some(path) = self.event_path_of(&fp.path, asked.map(|a| a.0)) else {
                 let msg = format!("rsync could not send {:?}, a path rrr did not ask for: {}", fp.path, fp.message);
@@ -1247,12 +1261,8 @@ impl<'a> Mirror<'a> {
                 rep.errors.push(msg);
                 continue;
             };
-            let epoch = match asked {
-                Some((_, epochs)) => epochs.get(path.as_str()).map(|e| (*e).clone()),
-                None => {
-                    fetched.iter().find_map(|f| f.rf.events.iter().find(|e| e.path == path)).map(|e| e.epoch.clone())
-                }
-            };
+            let epochs = asked.map_or(&newest, |a| a.1);
+            let epoch = epochs.get(path.as_str()).map(|e| (*e).clone());
             let n = self.state.fail(&path, epoch.as_ref(), &fp.message, &now);
             self.state.error("failing");
             eprintln!(

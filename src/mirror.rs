@@ -676,9 +676,12 @@ impl<'a> Mirror<'a> {
     /// run, the marker `.rrr/id` and the state are written. Without it
     /// nothing is written.
     pub fn settle_ownership(&mut self, adopt: bool, apply: bool) -> Result<()> {
-        let on_disk = load_state(&self.cfg.state_file)?;
+        // The tree first, the state second: a run that starts a mirror
+        // saves its state before the first byte, so a tree seen with files
+        // is never paired with a state read before that run saved it.
         let root = self.cfg.localroot.clone();
         let tree = ownership::tree_kind(&root)?;
+        let on_disk = load_state(&self.cfg.state_file)?;
         let decision = loop {
             let facts = self.facts(on_disk.as_ref(), adopt, tree);
             let verdict = ownership::decide(&facts);

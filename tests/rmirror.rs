@@ -1350,3 +1350,31 @@ fn a_whole_tree_pass_stopped_by_max_delete_is_not_complete() {
     assert_same_tree(&t.origin, &t.target);
     assert_eq!(state(&t.target)["resync"], false);
 }
+
+#[test]
+fn two_first_runs_racing_for_one_new_target() {
+    let t = Setup::new(20);
+    for _ in 0..3 {
+        let _ = fs::remove_dir_all(&t.target);
+        let spawn = || {
+            Command::new(rrr_bin())
+                .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target)])
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(), spawn());
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let mut codes = [a.status.code(), b.status.code()];
+        codes.sort();
+        // One mirrors; the other finds the lock held (75), or comes after
+        // and finds a mirror of its own remote (0): never a refusal.
+        assert!(
+            codes == [Some(0), Some(75)] || codes == [Some(0), Some(0)],
+            "{codes:?}\n{}\n{}",
+            stderr(&a),
+            stderr(&b)
+        );
+        assert_same_tree(&t.origin, &t.target);
+    }
+}

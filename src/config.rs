@@ -31,6 +31,7 @@ pub struct TreeOptions {
     pub max_files_per_connection: Option<u64>,
     pub rsync_options: Option<Vec<String>>,
     pub password_file: Option<PathBuf>,
+    pub max_recentfile_size: Option<u64>,
 }
 
 /// One `[[tree]]`. The option fields repeat those of [`MirrorConfig`]
@@ -48,6 +49,7 @@ pub struct Tree {
     pub max_files_per_connection: Option<u64>,
     pub rsync_options: Option<Vec<String>>,
     pub password_file: Option<PathBuf>,
+    pub max_recentfile_size: Option<u64>,
 }
 
 /// The whole file.
@@ -60,6 +62,7 @@ pub struct MirrorConfig {
     pub max_files_per_connection: Option<u64>,
     pub rsync_options: Option<Vec<String>>,
     pub password_file: Option<PathBuf>,
+    pub max_recentfile_size: Option<u64>,
     #[serde(rename = "tree", default)]
     pub trees: Vec<Tree>,
 }
@@ -90,6 +93,7 @@ impl MirrorConfig {
             max_files_per_connection: o.max_files_per_connection.or(d.max_files_per_connection),
             rsync_options: o.rsync_options.clone().or_else(|| d.rsync_options.clone()),
             password_file: o.password_file.clone().or_else(|| d.password_file.clone()),
+            max_recentfile_size: o.max_recentfile_size.or(d.max_recentfile_size),
         }
     }
 }
@@ -103,6 +107,7 @@ mod tests {
         let text = r#"
 interval = 10
 max_delete = 5
+max_recentfile_size = 1000
 [[tree]]
 remote = "rsync://h/CPAN/authors/RECENT.recent"
 localroot = "/srv/a"
@@ -117,6 +122,7 @@ skip_deletes = true
         assert_eq!(c.effective(&c.trees[0]).max_delete, Some(5));
         assert_eq!(c.effective(&c.trees[1]).max_delete, Some(7));
         assert_eq!(c.effective(&c.trees[1]).skip_deletes, Some(true));
+        assert_eq!(c.effective(&c.trees[1]).max_recentfile_size, Some(1000));
     }
 
     #[test]

@@ -135,6 +135,23 @@ impl DoneSet {
         }
     }
 
+    /// Forget everything above `limit` (the mirror's clock plus one hour):
+    /// an epoch from the future must never count as done, or every later
+    /// event would be covered by it and never mirrored.
+    /// Returns whether anything was above it.
+    pub fn cap(&mut self, limit: &Epoch) -> bool {
+        let first = self.spans.partition_point(|s| s.1 > *limit);
+        let mut trimmed = first > 0;
+        self.spans.drain(..first);
+        if let Some(s) = self.spans.first_mut() {
+            if s.0 > *limit {
+                s.0 = limit.clone();
+                trimmed = true;
+            }
+        }
+        trimmed
+    }
+
     /// Union with another set (the reference's merge of Done into the next file).
     pub fn merge(&mut self, other: &DoneSet) {
         for s in &other.spans {
@@ -231,6 +248,22 @@ mod tests {
         assert!(d.complete_through(&e("60")));
         assert!(d.complete_through(&e("1")));
         assert!(!d.complete_through(&e("101")));
+    }
+
+    #[test]
+    fn cap_forgets_the_future() {
+        let mut d = DoneSet::new();
+        d.insert(e("99999999999.5"), e("99999999999.5"));
+        d.insert(e("1700000500"), e("1700000100"));
+        d.insert(e("1700000050"), beginning());
+        assert!(d.covered(&e("5000000000")) || d.spans().len() == 3);
+        assert!(d.cap(&e("1700000300")));
+        assert_eq!(d.spans(), &[Span(e("1700000300"), e("1700000100")), Span(e("1700000050"), beginning())]);
+        assert!(!d.covered(&e("1700000301")));
+        assert!(!d.cap(&e("1700000300")), "idempotent");
+        assert_eq!(d.spans().len(), 2);
+        assert!(d.cap(&e("10")));
+        assert_eq!(d.spans(), &[Span(e("10"), beginning())]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!
 //! The mirror: [`done`] (pure: which epoch intervals a mirror has),
 //! [`remote`] (SRC forms, fetching recentfiles into a hidden temp dir),
+//! [`ownership`] (pure: which trees a mirror may write into and delete from),
 //! [`mirror`] (one pass: transfers, deletes, state), `ops::rmirror` (the loop,
 //! lock and signals).
 
@@ -25,6 +26,7 @@ pub mod interval;
 pub mod mirror;
 pub mod ops;
 pub mod origin;
+pub mod ownership;
 pub mod pattern;
 pub mod perl_compat;
 pub mod progress;

@@ -1,14 +1,21 @@
 //! One mirror pass against a remote collection, and the mirror's state.
 //!
+//! Before the first pass ([`Mirror::settle_ownership`], module
+//! [`crate::ownership`]) rrr decides whether the localroot may be mirrored
+//! into at all, fetching the remote principal into a temp dir outside the
+//! target when the decision needs it: a refusal, an unreachable remote or a
+//! bad principal leave the localroot as they found it.
+//!
 //! A pass (see README.mirror, "Running a mirror"):
 //!
 //! 1. fetch the principal once (with `RECENT.recent` and, from the second
 //!    pass on, the principal it pointed to last time: one rsync call) into
 //!    a hidden temp dir under `<localroot>/.rrr/`;
 //! 2. a changed dirtymark forgets the done-set; an empty done-set (new
-//!    target, forgotten state, `--full`) is brought up with one whole-tree
-//!    rsync (`-rlt --safe-links`, the ignore set excluded), after which
-//!    everything up to the principal's newest epoch is done;
+//!    target, forgotten state, `--full`, a whole-tree pass still owed) is
+//!    brought up with one whole-tree rsync (`-rlt --safe-links`, the ignore
+//!    set excluded), after which everything up to the principal's newest
+//!    epoch is done;
 //! 3. walk the recentfiles smallest first. In each, the events not done
 //!    yet (done = covered by the union of all done-sets) are validated,
 //!    the `new` ones transferred with `--from0 --files-from` in chunks of
@@ -17,36 +24,49 @@
 //!    fetched only when this one no longer reaches what is done already,
 //!    or when our installed copy of the next one ends before this one
 //!    begins (a downstream mirror reading our copies would find a gap);
-//! 4. a recentfile is installed into the target (rename from the temp
-//!    dir) only once every event it lists is done, the principal symlink
-//!    after the principal: a downstream mirror never sees an event for a
-//!    file that is not there yet.
+//! 4. a recentfile is installed into the target only once every event it
+//!    lists is done, the principal symlink after the principal: a
+//!    downstream mirror never sees an event for a file that is not there.
+//!    The copy is the fetched file renamed into place, or, when it lists
+//!    events we must not republish (refused, from the future, failing),
+//!    the file without them written with rrr's emitter.
 //!
 //! An event counts as done only after its transfer or delete completed,
 //! and the state is saved atomically after every chunk, so a kill at any
 //! instant repeats at most one chunk. Deletes waiting to be applied are
 //! saved as `pending_deletes` before the transfers start.
 //!
-//! A hostile event (see [`check_event_path`]) is refused, reported, counted
-//! and marked done so that it cannot stall later passes; nothing outside
-//! the target is ever touched.
+//! A hostile event (see [`check_event_path`], and events the reader
+//! skipped) is refused, reported, counted and marked done so that it
+//! cannot stall later passes; nothing outside the target is ever touched.
+//! An event more than an hour ahead of the clock is skipped as "future"
+//! and never marked done ([`DoneSet::cap`]): it is taken when its time has
+//! come. A path the origin cannot send (rsync exit 23 with a `[sender]`
+//! error) is marked done and listed in `failing`, retried every pass until
+//! it arrives or a newer event supersedes it; it holds back nothing else.
 //!
 //! # State file (`<localroot>/.rrr/state.json`, version 1)
 //!
 //! ```text
 //! {
 //!   "version": 1,
-//!   "remote": "rsync://host/CPAN/RECENT.recent",   // another remote resets the state
+//!   "id": "3f…",                                   // = <localroot>/.rrr/id
+//!   "remote": "rsync://host/CPAN/RECENT.recent",   // as given
+//!   "filenameroot": "RECENT",                      // the collection …
+//!   "dirtymark": "1700000000.5" | null,            // … and its dirtymark
 //!   "principal": "RECENT-1h.yaml",                 // the link's target last seen
-//!   "dirtymark": "1700000000.5" | null,            // the principal's, last seen
 //!   "done": {"RECENT-1h.yaml": [["high","low"], …], …},   // spec 12.6, see rrr::done
 //!   "installed": {"RECENT-6h.yaml": "newest epoch"},       // our copies of the recentfiles
 //!   "pending_deletes": [{"epoch": "…", "path": "…"}],
+//!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts"}],
+//!   "future_events": 0,                            // skipped as future in the last pass
+//!   "resync": false,                               // a whole-tree pass is owed
 //!   "newest_applied": "1700000400.5" | null,       // newest event transferred/deleted
 //!   "counters": {"passes", "files", "bytes", "deletes", "refused",
 //!                "errors": {"connection": 1, …}},   // since the state was created
 //!   "started": "epoch", "last_success": "epoch"|null,
 //!   "last_complete": "epoch"|null,                 // every event of the principal done
+//!   "last_error": "message"|null,                  // of the last pass, if it failed
 //!   "heartbeat": "epoch"                           // last write of this file
 //! }
 //! ```
@@ -56,9 +76,10 @@
 use crate::clock::Clock;
 use crate::done::{self, DoneSet};
 use crate::epoch::Epoch;
-use crate::recentfile::{check_relative_path, escape_path, EventKind, Recentfile};
+use crate::ownership::{self, CollectionId, Decision, Facts};
+use crate::recentfile::{check_relative_path, shown_path, Event, EventKind, Format, Producer, Recentfile};
 use crate::remote::{self, FetchDir, Layout, Remote, RsyncSettings};
-use crate::rsync::RsyncError;
+use crate::rsync::{Rsync, RsyncError, RsyncOutcome};
 use crate::store;
 use crate::tree::IgnoreSet;
 use anyhow::{anyhow, bail, Context, Result};
@@ -69,6 +90,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
+
+/// How far ahead of the clock an event may be and still be taken.
+const FUTURE_SECS: f64 = 3600.0;
 
 /// A delete event saved before the transfers, applied after them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,27 +106,27 @@ pub struct PendingDelete {
 #[serde(default)]
 pub struct Counters {
     pub passes: u64,
-    /// Paths handed to rsync (events and bootstrap files).
+    /// Files rsync really transferred (its itemized output).
     pub files: u64,
-    /// Bytes rsync reported transferred ("Total transferred file size").
+    /// Bytes of those files.
     pub bytes: u64,
     pub deletes: u64,
     pub refused: u64,
-    /// Failures by class (rsync failure classes, `delete`, `fetch`, `index`).
+    /// Failures by class (rsync failure classes or causes, `delete`, `fetch`, `index`).
     pub errors: BTreeMap<String, u64>,
 }
 
-/// Report and count a hostile event; the caller marks it done.
-fn refuse(rep: &mut PassReport, counters: &mut Counters, file: &str, e: &crate::recentfile::Event, reason: String) {
-    eprintln!("rrr: rmirror: refused {} event {} {}: {reason}", e.kind, e.epoch, escape_path(&e.path));
-    rep.refused.push(Refusal {
-        file: file.to_string(),
-        epoch: e.epoch.clone(),
-        kind: e.kind,
-        path: e.path.clone(),
-        reason,
-    });
-    counters.refused += 1;
+/// A path the origin could not send, retried every pass.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failing {
+    pub path: String,
+    /// Its newest event seen (none when the bootstrap found it).
+    pub epoch: Option<Epoch>,
+    /// rsync's message.
+    pub message: String,
+    pub first: Epoch,
+    pub last: Epoch,
+    pub attempts: u64,
 }
 
 /// The mirror's state (module docs).
@@ -110,23 +134,35 @@ fn refuse(rep: &mut PassReport, counters: &mut Counters, file: &str, e: &crate::
 #[serde(default)]
 pub struct State {
     pub version: u32,
+    pub id: Option<String>,
     pub remote: String,
+    pub filenameroot: Option<String>,
     pub principal: Option<String>,
     pub dirtymark: Option<Epoch>,
     pub done: BTreeMap<String, DoneSet>,
     pub installed: BTreeMap<String, Epoch>,
     pub pending_deletes: Vec<PendingDelete>,
+    pub failing: Vec<Failing>,
+    pub future_events: u64,
+    pub resync: bool,
     pub newest_applied: Option<Epoch>,
     pub counters: Counters,
     pub started: Option<Epoch>,
     pub last_success: Option<Epoch>,
     pub last_complete: Option<Epoch>,
+    pub last_error: Option<String>,
     pub heartbeat: Option<Epoch>,
 }
 
 impl State {
     pub fn fresh(remote: &str, now: &Epoch) -> State {
-        State { version: 1, remote: remote.to_string(), started: Some(now.clone()), ..State::default() }
+        State {
+            version: 1,
+            id: Some(ownership::new_id()),
+            remote: remote.to_string(),
+            started: Some(now.clone()),
+            ..State::default()
+        }
     }
 
     /// The union of all done-sets: what coverage is decided on (an event
@@ -140,6 +176,14 @@ impl State {
         self.done.clear();
     }
 
+    /// The collection this state belongs to, if it says.
+    pub fn collection(&self) -> Option<CollectionId> {
+        let root = self.filenameroot.clone().or_else(|| {
+            self.principal.as_deref().and_then(crate::collection::split_name).map(|(r, _, _)| r.to_string())
+        })?;
+        Some(CollectionId { filenameroot: root, dirtymark: self.dirtymark.clone() })
+    }
+
     fn note_applied(&mut self, e: &Epoch) {
         if self.newest_applied.as_ref().is_none_or(|n| e > n) {
             self.newest_applied = Some(e.clone());
@@ -149,6 +193,58 @@ impl State {
     fn error(&mut self, class: &str) {
         *self.counters.errors.entry(class.to_string()).or_default() += 1;
     }
+
+    /// Record that `path` could not be had (again). `failing` stays
+    /// sorted by path, so that each lookup is a binary search.
+    fn fail(&mut self, path: &str, epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
+        match self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            Ok(i) => {
+                let f = &mut self.failing[i];
+                f.attempts += 1;
+                f.last = now.clone();
+                f.message = message.to_string();
+                if epoch.is_some_and(|e| f.epoch.as_ref().is_none_or(|old| e > old)) {
+                    f.epoch = epoch.cloned();
+                }
+                f.attempts
+            }
+            Err(i) => {
+                let f = Failing {
+                    path: path.to_string(),
+                    epoch: epoch.cloned(),
+                    message: message.to_string(),
+                    first: now.clone(),
+                    last: now.clone(),
+                    attempts: 1,
+                };
+                self.failing.insert(i, f);
+                1
+            }
+        }
+    }
+
+    /// `path` arrived, vanished or was superseded: no longer failing.
+    fn unfail(&mut self, path: &str) {
+        if let Ok(i) = self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            self.failing.remove(i);
+        }
+    }
+
+    /// Failing paths and their directories, to leave out of installed copies.
+    fn failing_set(&self) -> HashSet<&str> {
+        self.failing.iter().map(|f| f.path.as_str()).collect()
+    }
+}
+
+/// Whether `path` or one of its parent directories is in `set`.
+fn under_any(set: &HashSet<&str>, path: &str) -> bool {
+    if set.is_empty() {
+        return false;
+    }
+    if set.contains(path) {
+        return true;
+    }
+    path.match_indices('/').any(|(i, _)| set.contains(&path[..i]))
 }
 
 /// Load the state file; `None` when there is none.
@@ -189,9 +285,9 @@ pub fn check_event_path(
         }
         match fs::symlink_metadata(root.join(parent)) {
             Ok(m) if m.file_type().is_symlink() => {
-                return Some(format!("parent {} is a symlink", escape_path(parent)));
+                return Some(format!("parent {} is a symlink", shown_path(parent)));
             }
-            Ok(m) if !m.is_dir() => return Some(format!("parent {} is not a directory", escape_path(parent))),
+            Ok(m) if !m.is_dir() => return Some(format!("parent {} is not a directory", shown_path(parent))),
             Ok(_) => {
                 safe_dirs.insert(parent.to_string());
             }
@@ -201,6 +297,9 @@ pub fn check_event_path(
     }
     None
 }
+
+/// The top-level directory rrr never deletes (a filesystem's own).
+const LOST_FOUND: &str = "lost+found";
 
 /// Settings of a mirror (from `rrr rmirror`'s options).
 #[derive(Clone, Debug)]
@@ -218,6 +317,8 @@ pub struct Config {
     /// First retry delay; doubled per attempt.
     pub backoff: Duration,
     pub progress: bool,
+    /// Remote recentfiles larger than this are refused unread.
+    pub max_recentfile_size: u64,
 }
 
 impl Config {
@@ -232,9 +333,18 @@ pub struct Refusal {
     pub file: String,
     pub epoch: Epoch,
     #[serde(rename = "type")]
-    pub kind: EventKind,
+    pub kind: Option<EventKind>,
     pub path: String,
     pub reason: String,
+}
+
+/// A failing path as the pass reports it.
+#[derive(Clone, Debug, Serialize)]
+pub struct FailingReport {
+    pub path: String,
+    pub epoch: Option<Epoch>,
+    pub message: String,
+    pub attempts: u64,
 }
 
 /// What one pass did (the `--json` object has `"kind": "pass"`).
@@ -249,7 +359,7 @@ pub struct PassReport {
     pub dry_run: bool,
     /// Recentfiles read this pass, smallest first.
     pub read: Vec<String>,
-    /// Paths handed to rsync (events, or the bootstrap's files).
+    /// Files rsync really transferred (its itemized output).
     pub transferred: u64,
     pub bytes: u64,
     pub deleted: u64,
@@ -259,6 +369,10 @@ pub struct PassReport {
     /// `--max-delete` stopped deletes in this run.
     pub max_delete_reached: bool,
     pub refused: Vec<Refusal>,
+    /// Paths the origin could not send, after this pass.
+    pub failing: Vec<FailingReport>,
+    /// Events skipped because their epoch is more than an hour ahead.
+    pub future: u64,
     pub vanished: u64,
     /// Errors, each with its message.
     pub errors: Vec<String>,
@@ -282,6 +396,19 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The tree may not be mirrored into without `--adopt` (the message says
+/// why and how to proceed); nothing was written.
+#[derive(Debug)]
+pub struct Refused(pub String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// `--max-delete` was reached in this run.
 const MAX_DELETE_MSG: &str = "--max-delete reached";
 
@@ -294,6 +421,15 @@ pub struct Mirror<'a> {
     deletes_this_run: u64,
     /// `--full` for the next pass.
     pub full: bool,
+    /// The state may be written: the lock is held (not in the preflight,
+    /// never in `--dry-run`).
+    writable: bool,
+    /// The principal fetched to decide ownership, for the first pass.
+    prefetched: Option<(FetchDir, Fetched, Layout)>,
+    /// `--adopt`'s delete count was checked against `--max-delete`.
+    adopt_counted: bool,
+    /// Future events seen in this pass (epoch, path).
+    future_seen: HashSet<(String, String)>,
 }
 
 /// Test hook: `RRR_TEST_ABORT_AT=before-deletes` or `after-chunk:N` aborts
@@ -317,24 +453,78 @@ struct Fetched {
     rf: Recentfile,
 }
 
+/// rsync's `--out-format` for transfers: item codes, length, name.
+const OUT_FORMAT: &str = "--out-format=%i %l %n";
+
+/// What rsync's [`OUT_FORMAT`] lines said: one line per item it changed,
+/// so this counts what really arrived (not what was asked for).
+#[derive(Debug, Default)]
+struct Itemized {
+    files: u64,
+    bytes: u64,
+    deleted: u64,
+    /// Keep [`Itemized::would`] (a dry run).
+    listing: bool,
+    /// `new PATH` / `delete PATH`.
+    would: Vec<String>,
+}
+
+impl Itemized {
+    fn listing(listing: bool) -> Itemized {
+        Itemized { listing, ..Itemized::default() }
+    }
+
+    fn line(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("*deleting") {
+            self.deleted += 1;
+            let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
+            if self.listing {
+                self.would.push(format!("delete {}", crate::rsync::unescape(name)));
+            }
+            return;
+        }
+        let mut it = line.splitn(3, ' ');
+        let (Some(item), Some(len), Some(name)) = (it.next(), it.next(), it.next()) else { return };
+        let b = item.as_bytes();
+        if b.len() != 11 {
+            return;
+        }
+        // `>f`: a file received; `cL` etc.: a symlink (or device) created.
+        let received = b[0] == b'>' && b[1] == b'f';
+        let created = b[0] == b'c' && b[1] != b'd';
+        if received || created {
+            self.files += 1;
+            if received {
+                self.bytes += len.parse::<u64>().unwrap_or(0);
+            }
+            if self.listing {
+                self.would.push(format!("new {}", crate::rsync::unescape(name)));
+            }
+        }
+    }
+}
+
+/// Where a pass gets its principal from.
+type Principal = (FetchDir, Fetched, Layout);
+
 impl<'a> Mirror<'a> {
-    /// Open (or reset) the state for `cfg`.
+    /// A mirror for `cfg`, its state as found (or a fresh one); nothing is
+    /// written until [`Mirror::settle_ownership`] allowed it.
     pub fn new(cfg: Config, clock: Clock, stop: &'a AtomicBool) -> Result<Mirror<'a>> {
         let now = clock.now();
-        let state = match load_state(&cfg.state_file)? {
-            Some(s) if s.remote == cfg.remote.src => s,
-            Some(s) => {
-                eprintln!(
-                    "rrr: rmirror: state {} belongs to remote {:?}; starting afresh for {:?}",
-                    cfg.state_file.display(),
-                    s.remote,
-                    cfg.remote.src
-                );
-                State::fresh(&cfg.remote.src, &now)
-            }
-            None => State::fresh(&cfg.remote.src, &now),
-        };
-        Ok(Mirror { cfg, state, clock, stop, deletes_this_run: 0, full: false })
+        let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
+        Ok(Mirror {
+            cfg,
+            state,
+            clock,
+            stop,
+            deletes_this_run: 0,
+            full: false,
+            writable: false,
+            prefetched: None,
+            adopt_counted: false,
+            future_seen: HashSet::new(),
+        })
     }
 
     fn stopped(&self) -> bool {
@@ -349,9 +539,9 @@ impl<'a> Mirror<'a> {
         Ok(())
     }
 
-    /// Write the state atomically (not in `--dry-run`).
+    /// Write the state atomically (only once writable, never in `--dry-run`).
     pub fn save(&mut self) -> Result<()> {
-        if self.cfg.dry_run {
+        if self.cfg.dry_run || !self.writable {
             return Ok(());
         }
         self.state.heartbeat = Some(self.clock.now());
@@ -375,7 +565,9 @@ impl<'a> Mirror<'a> {
     }
 
     /// Run `f` (an rsync call) with retries and backoff; each failure is
-    /// reported with the exact command and stderr, and counted.
+    /// reported with the exact command and stderr, and counted. A failure
+    /// that no retry can cure (unknown module or host, a full disk) is not
+    /// retried.
     fn with_retries<T>(&mut self, what: &str, mut f: impl FnMut() -> Result<T, RsyncError>) -> Result<T> {
         let mut delay = self.cfg.backoff;
         let mut attempt = 1;
@@ -383,13 +575,17 @@ impl<'a> Mirror<'a> {
             match f() {
                 Ok(v) => return Ok(v),
                 Err(e) => {
-                    self.state.error(e.class.as_str());
+                    self.state.error(e.kind());
                     if self.stopped() {
                         self.save()?;
                         return Err(Interrupted.into());
                     }
-                    if attempt >= self.cfg.attempts || !e.class.is_retryable() {
-                        return Err(anyhow!(e)).with_context(|| format!("{what} (attempt {attempt})"));
+                    if attempt >= self.cfg.attempts || !e.is_retryable() {
+                        let why = match e.cause {
+                            Some(c) => format!("{what} ({}, not retried)", c.as_str().replace('_', " ")),
+                            None => format!("{what} (attempt {attempt})"),
+                        };
+                        return Err(anyhow!(e)).context(why);
                     }
                     eprintln!(
                         "rrr: rmirror: {what}: attempt {attempt} of {} failed, retrying in {:.0?}: {e}",
@@ -416,7 +612,7 @@ impl<'a> Mirror<'a> {
     }
 
     fn fetch_dir(&self) -> Result<FetchDir> {
-        if self.cfg.dry_run {
+        if self.cfg.dry_run || !self.writable {
             // Change nothing in the target: fetch into the system temp dir.
             return FetchDir::new(&std::env::temp_dir());
         }
@@ -429,16 +625,6 @@ impl<'a> Mirror<'a> {
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching {} from {}", names.join(" "), remote.root);
         self.with_retries(&what, || dir.fetch(&remote, &settings, names))
-    }
-
-    fn parse_fetched(dir: &FetchDir, name: &str) -> Result<Option<Recentfile>> {
-        let p = dir.file(name);
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_file() => {}
-            Ok(_) => bail!("remote {name} is not a regular file"),
-            Err(_) => return Ok(None),
-        }
-        store::read_file(&p).with_context(|| format!("remote {name}"))
     }
 
     /// Fetch and validate the principal. Returns its name, content and layout.
@@ -462,24 +648,293 @@ impl<'a> Mirror<'a> {
             self.fetch(dir, &[&remote.name])?;
             remote.name.clone()
         };
-        let rf = Self::parse_fetched(dir, &name)?
+        let rf = dir
+            .read(&name, self.cfg.max_recentfile_size)?
             .with_context(|| format!("remote principal {} does not exist", remote.source(&name)))?;
         let layout = remote::check_meta(&name, &rf)?;
         Ok((Fetched { name, rf }, layout))
     }
 
-    /// Rename a fetched recentfile into the target.
-    fn install(&mut self, dir: &FetchDir, f: &Fetched) -> Result<()> {
+    /// The principal for a pass: the one the preflight fetched, or a new fetch.
+    fn principal(&mut self) -> Result<Principal> {
+        if let Some(p) = self.prefetched.take() {
+            return Ok(p);
+        }
+        let dir = self.fetch_dir()?;
+        let (p, l) = self.fetch_principal(&dir)?;
+        Ok((dir, p, l))
+    }
+
+    // ----- ownership ---------------------------------------------------
+
+    /// Decide whether the localroot may be mirrored into (module
+    /// [`crate::ownership`]); a refusal is an error that names `--adopt`.
+    /// When the decision needs the remote principal it is fetched into a
+    /// temp dir outside the target and kept for the first pass. With
+    /// `apply` (the lock is held, or a dry run) the decision is acted on:
+    /// the state is taken over, switched or made fresh, and, unless a dry
+    /// run, the marker `.rrr/id` and the state are written. Without it
+    /// nothing is written.
+    pub fn settle_ownership(&mut self, adopt: bool, apply: bool) -> Result<()> {
+        // The tree first, the state second: a run that starts a mirror
+        // saves its state before the first byte, so a tree seen with files
+        // is never paired with a state read before that run saved it.
+        let root = self.cfg.localroot.clone();
+        let tree = ownership::tree_kind(&root)?;
+        let on_disk = load_state(&self.cfg.state_file)?;
+        let decision = loop {
+            let facts = self.facts(on_disk.as_ref(), adopt, tree);
+            let verdict = ownership::decide(&facts);
+            // A tree that is not ours yet: the remote must answer with a
+            // valid principal before anything is created in it.
+            let needs_principal = !matches!(verdict, Decision::Owned | Decision::Refuse(_));
+            match verdict {
+                Decision::Refuse(r) => return Err(Refused(self.refusal_message(&r, on_disk.as_ref(), &facts)).into()),
+                _ if needs_principal && self.prefetched.is_none() => {
+                    let dir = FetchDir::new(&std::env::temp_dir())?;
+                    let (p, l) = self.fetch_principal(&dir)?;
+                    self.prefetched = Some((dir, p, l));
+                }
+                Decision::NeedPrincipal => bail!("internal error: ownership undecided with the principal fetched"),
+                d => break (d, facts),
+            }
+        };
+        let (decision, facts) = decision;
+        if decision == Decision::Adopt && !self.adopt_counted && !self.cfg.dry_run {
+            self.count_adopt_deletes()?;
+        }
+        if !apply {
+            return Ok(());
+        }
+        let now = self.clock.now();
+        let src = self.cfg.remote.src.clone();
+        let shown = root.display();
+        let remote_coll = facts.remote.as_ref().map_or_else(String::new, |c| format!(" ({c})"));
+        self.state = match decision {
+            Decision::Owned => on_disk.expect("owned implies a state"),
+            Decision::Switch => {
+                let mut st = on_disk.expect("a switch implies a state");
+                eprintln!(
+                    "rrr: rmirror: {shown}: switching from {} to {src}, a mirror of the same collection{remote_coll}",
+                    st.remote
+                );
+                st.remote = src;
+                st
+            }
+            Decision::Fresh => State::fresh(&src, &now),
+            Decision::AutoAdopt => {
+                eprintln!(
+                    "rrr: rmirror: adopting {shown}: it holds the principal of {src}'s collection{remote_coll} \
+                     (a mirror made by rrr-client or rsync); the first pass reconciles it with one rsync"
+                );
+                State::fresh(&src, &now)
+            }
+            Decision::Adopt => {
+                eprintln!("rrr: rmirror: adopting {shown} as a mirror of {src} (--adopt)");
+                State::fresh(&src, &now)
+            }
+            Decision::NeedPrincipal | Decision::Refuse(_) => unreachable!("handled above"),
+        };
+        if self.state.id.is_none() {
+            self.state.id = Some(ownership::new_id());
+        }
+        // Kept sorted (State::fail); a state edited by hand may not be.
+        self.state.failing.sort_by(|a, b| a.path.cmp(&b.path));
+        self.state.failing.dedup_by(|a, b| a.path == b.path);
+        if let Some((_, p, l)) = &self.prefetched {
+            self.state.filenameroot = Some(l.filenameroot.clone());
+            if decision != Decision::Owned && decision != Decision::Switch {
+                self.state.dirtymark = p.rf.meta.dirtymark.clone();
+            }
+        }
+        if self.cfg.dry_run {
+            return Ok(());
+        }
+        self.writable = true;
+        let id = self.state.id.clone().unwrap_or_default();
+        if ownership::read_marker(&root).as_deref() != Some(id.as_str()) {
+            ownership::write_marker(&root, &id)
+                .with_context(|| format!("cannot write {}", ownership::marker_path(&root).display()))?;
+        }
+        self.save()
+    }
+
+    /// The facts [`ownership::decide`] needs.
+    fn facts(&self, on_disk: Option<&State>, adopt: bool, tree: ownership::TreeKind) -> Facts {
+        let root = &self.cfg.localroot;
+        let remote = self.prefetched.as_ref().map(|(_, p, l)| CollectionId {
+            filenameroot: l.filenameroot.clone(),
+            dirtymark: p.rf.meta.dirtymark.clone(),
+        });
+        // The tree's own principal: the remote's name, or the state's.
+        let local_name =
+            self.prefetched.as_ref().map(|(_, p, _)| p.name.clone()).or_else(|| on_disk?.principal.clone());
+        let local = local_name.and_then(|n| self.local_collection(&n));
+        let norm = self.cfg.remote.normalized();
+        Facts {
+            has_state: on_disk.is_some(),
+            state_id: on_disk.and_then(|s| s.id.clone()),
+            state_collection: on_disk.and_then(State::collection),
+            same_remote: on_disk.is_some_and(|s| Remote::parse(&s.remote).is_ok_and(|r| r.normalized() == norm)),
+            external_state: ownership::is_external(&self.cfg.state_file, root),
+            marker: ownership::read_marker(root),
+            tree: Some(tree),
+            remote,
+            local,
+            adopt,
+        }
+    }
+
+    /// The collection of the recentfile `name` in the localroot, if it is
+    /// one (a name that does not match its meta is not).
+    fn local_collection(&self, name: &str) -> Option<CollectionId> {
+        remote::check_name(name).ok()?;
+        let p = self.cfg.localroot.join(name);
+        let m = fs::metadata(&p).ok()?;
+        if !m.is_file() || m.len() > self.cfg.max_recentfile_size {
+            return None;
+        }
+        let rf = store::read_file(&p).ok()??;
+        let (root, _, _) = crate::collection::split_name(name)?;
+        if rf.meta.filenameroot.as_deref().is_some_and(|r| r != root) {
+            return None;
+        }
+        Some(CollectionId { filenameroot: root.to_string(), dirtymark: rf.meta.dirtymark })
+    }
+
+    fn refusal_message(&self, r: &ownership::Refusal, st: Option<&State>, f: &Facts) -> String {
+        let root = self.cfg.localroot.display();
+        let src = &self.cfg.remote.src;
+        let coll = |c: &Option<CollectionId>| c.as_ref().map_or("unknown collection".to_string(), |c| c.to_string());
+        let adopt = format!(
+            "Nothing was changed. To make {root} a mirror of {src}, deleting whatever {src} does not have, \
+             run again with --adopt (--dry-run --adopt lists the deletes; --max-delete N caps them)."
+        );
+        match r {
+            ownership::Refusal::NotAMirror => format!(
+                "refusing to mirror into {root}: it is not empty, has no rrr state and no principal of {src}'s \
+                 collection ({}) — a typo in --localroot? {adopt}",
+                coll(&f.remote)
+            ),
+            ownership::Refusal::OtherCollection => format!(
+                "refusing to mirror {src} into {root}: its state {} belongs to {} ({}), another collection than \
+                 {src} ({}). {adopt}",
+                self.cfg.state_file.display(),
+                st.map_or("", |s| s.remote.as_str()),
+                coll(&f.state_collection),
+                coll(&f.remote)
+            ),
+            ownership::Refusal::NoMarker => format!(
+                "refusing to use the state {} for {root}: the state belongs to a tree marked {}, but {} {} — \
+                 is the filesystem mounted? Nothing was changed. If {root} really is that mirror, run again \
+                 with --adopt.",
+                self.cfg.state_file.display(),
+                f.state_id.as_deref().unwrap_or("(no id)"),
+                ownership::marker_path(&self.cfg.localroot).display(),
+                f.marker.as_ref().map_or("is missing".to_string(), |m| format!("says {m}"))
+            ),
+        }
+    }
+
+    /// `--adopt` with `--max-delete`: count the deletes first (one dry
+    /// run of the whole-tree rsync) and refuse when there are too many.
+    fn count_adopt_deletes(&mut self) -> Result<()> {
+        self.adopt_counted = true;
+        let Some(max) = self.cfg.max_delete.filter(|_| !self.cfg.skip_deletes) else { return Ok(()) };
+        let layout = match &self.prefetched {
+            Some((_, _, l)) => l.clone(),
+            None => {
+                let dir = FetchDir::new(&std::env::temp_dir())?;
+                let (p, l) = self.fetch_principal(&dir)?;
+                self.prefetched = Some((dir, p, l.clone()));
+                l
+            }
+        };
+        let r = self.bootstrap_command(&layout, true, None)?;
+        let mut seen = Itemized::default();
+        self.with_retries("counting the deletes of --adopt", || {
+            seen = Itemized::default();
+            r.run_with(&mut |l| seen.line(l))
+        })?;
+        if seen.deleted > max {
+            return Err(Refused(format!(
+                "--adopt: making {} a mirror of {} would delete {} files or directories, more than \
+                 --max-delete {max}; nothing was changed. List them with --dry-run --adopt.",
+                self.cfg.localroot.display(),
+                self.cfg.remote.src,
+                seen.deleted
+            ))
+            .into());
+        }
+        eprintln!("rrr: rmirror: --adopt: {} deletes, within --max-delete {max}", seen.deleted);
+        Ok(())
+    }
+
+    // ----- installing our copies -----------------------------------------
+
+    /// The clock plus one hour: the done-set never reaches past it.
+    fn future_limit(&self) -> Epoch {
+        Epoch::from_clock(self.clock.now_f64() + FUTURE_SECS)
+    }
+
+    /// Install `f` into the target: renamed as fetched, or, when it lists
+    /// events a downstream must not see (refused, from the future, failing,
+    /// or skipped by the reader), rewritten without them by rrr's emitter.
+    fn install(&mut self, dir: &FetchDir, f: &Fetched, ignore: &IgnoreSet) -> Result<()> {
         if self.cfg.dry_run {
             return Ok(());
         }
         let dst = self.cfg.localroot.join(&f.name);
-        fs::rename(dir.file(&f.name), &dst).with_context(|| format!("cannot install {}", dst.display()))?;
-        match f.rf.newest() {
-            Some(e) => self.state.installed.insert(f.name.clone(), e.epoch.clone()),
+        let limit = self.future_limit();
+        let keep = self.publishable(&f.rf.events, ignore, &limit);
+        let newest = keep.iter().zip(&f.rf.events).find(|(k, _)| **k).map(|(_, e)| e.epoch.clone());
+        if keep.iter().all(|k| *k) && f.rf.skipped.is_empty() {
+            match fs::rename(dir.file(&f.name), &dst) {
+                Ok(()) => {}
+                // The preflight's fetch dir is outside the target.
+                Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                    let bytes = fs::read(dir.file(&f.name))?;
+                    store::write_atomic(&dst, &bytes, None)?;
+                }
+                Err(e) => return Err(e).with_context(|| format!("cannot install {}", dst.display())),
+            }
+        } else {
+            let mut rf = Recentfile { meta: f.rf.meta.clone(), events: Vec::new(), skipped: Vec::new() };
+            rf.events = f.rf.events.iter().zip(&keep).filter(|(_, k)| **k).map(|(e, _)| e.clone()).collect();
+            let format = store::format_of(&dst).map_err(anyhow::Error::msg)?;
+            let producer = Producer { program: program_name(), time: self.clock.now() };
+            let written = match format {
+                Format::Yaml => store::write_atomic_with(&dst, self.clock.file_mtime(), |out| {
+                    crate::recentfile::yaml::emit_to(&rf, &producer, out)
+                }),
+                Format::Json => store::write_atomic(
+                    &dst,
+                    &crate::recentfile::serialize(&rf, format, &producer),
+                    self.clock.file_mtime(),
+                ),
+            };
+            written.with_context(|| format!("cannot install {}", dst.display()))?;
+        }
+        match newest {
+            Some(e) => self.state.installed.insert(f.name.clone(), e),
             None => self.state.installed.remove(&f.name),
         };
         Ok(())
+    }
+
+    /// Which of `events` may be published: not hostile, not from the
+    /// future, not a failing path.
+    fn publishable(&self, events: &[Event], ignore: &IgnoreSet, limit: &Epoch) -> Vec<bool> {
+        let failing = self.state.failing_set();
+        let mut safe = HashSet::new();
+        events
+            .iter()
+            .map(|e| {
+                e.epoch <= *limit
+                    && !under_any(&failing, &e.path)
+                    && check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe).is_none()
+            })
+            .collect()
     }
 
     fn install_link(&mut self, principal: &str) -> Result<()> {
@@ -495,23 +950,58 @@ impl<'a> Mirror<'a> {
         IgnoreSet::new(&layout.filenameroot, &[])
     }
 
+    // ----- the pass ----------------------------------------------------
+
     /// Run one pass.
     pub fn pass(&mut self) -> Result<PassReport> {
         let t0 = Instant::now();
         let mut rep = PassReport { kind: "pass", dry_run: self.cfg.dry_run, ..PassReport::default() };
-        if !self.cfg.dry_run {
-            fs::create_dir_all(&self.cfg.localroot)
-                .with_context(|| format!("cannot create {}", self.cfg.localroot.display()))?;
+        self.future_seen.clear();
+        if self.cap_done() {
+            // Written by an rrr that let the future in, or under a clock
+            // that was wrong: what is done cannot be told any more.
+            eprintln!(
+                "rrr: rmirror: the done-set reached beyond the clock plus one hour: forgetting what is done \
+                 and resyncing"
+            );
+            self.state.forget_done();
         }
         let res = self.pass_inner(&mut rep);
+        self.cap_done();
         rep.seconds = t0.elapsed().as_secs_f64();
         rep.newest_applied = self.state.newest_applied.clone();
+        rep.future = self.future_seen.len() as u64;
+        if rep.future > 0 {
+            let limit = self.future_limit();
+            let (e, p) = self.future_seen.iter().min().cloned().unwrap_or_default();
+            eprintln!(
+                "rrr: rmirror: warning: {} events more than an hour ahead of the clock (after {limit}) are \
+                 not taken yet, e.g. {e} {}",
+                rep.future,
+                shown_path(&p)
+            );
+        }
+        self.state.future_events = rep.future;
+        rep.failing = self
+            .state
+            .failing
+            .iter()
+            .map(|f| FailingReport {
+                path: f.path.clone(),
+                epoch: f.epoch.clone(),
+                message: f.message.clone(),
+                attempts: f.attempts,
+            })
+            .collect();
         self.state.counters.passes += 1;
         match res {
             Ok(()) => {
                 rep.ok = rep.errors.is_empty();
                 if rep.ok {
                     self.state.last_success = Some(self.clock.now());
+                    self.state.last_error = None;
+                } else {
+                    self.state.last_error = rep.errors.first().cloned();
                 }
                 if rep.complete {
                     self.state.last_complete = Some(self.clock.now());
@@ -521,6 +1011,7 @@ impl<'a> Mirror<'a> {
             }
             Err(e) => {
                 if e.downcast_ref::<Interrupted>().is_none() {
+                    self.state.last_error = Some(format!("{e:#}"));
                     let _ = self.save();
                 }
                 Err(e)
@@ -528,9 +1019,16 @@ impl<'a> Mirror<'a> {
         }
     }
 
+    /// No done-set reaches past the clock plus one hour (DECISIONS.md):
+    /// a far-future epoch can never poison it, not even an old state's.
+    /// Returns whether anything was above the limit.
+    fn cap_done(&mut self) -> bool {
+        let limit = self.future_limit();
+        self.state.done.values_mut().fold(false, |any, ds| ds.cap(&limit) | any)
+    }
+
     fn pass_inner(&mut self, rep: &mut PassReport) -> Result<()> {
-        let dir = self.fetch_dir()?;
-        let (principal, layout) = match self.fetch_principal(&dir) {
+        let (dir, principal, layout) = match self.principal() {
             Ok(x) => x,
             Err(e) => {
                 let class = if e.downcast_ref::<RsyncError>().is_some() { "fetch" } else { "index" };
@@ -550,9 +1048,11 @@ impl<'a> Mirror<'a> {
             rep.dirtymark_changed = true;
         }
         self.state.dirtymark = dm;
+        self.state.filenameroot = Some(layout.filenameroot.clone());
         self.state.principal = Some(principal.name.clone());
 
-        let (principal, layout, dir) = if self.state.done_union().is_empty() || self.full {
+        let owed = self.state.resync && self.state.failing.is_empty();
+        let (principal, layout, dir) = if self.state.done_union().is_empty() || self.full || owed {
             self.full = false;
             rep.bootstrap = true;
             self.bootstrap(&dir, principal, &layout, rep)?;
@@ -571,36 +1071,20 @@ impl<'a> Mirror<'a> {
         self.incremental(&dir, principal, &layout, rep)
     }
 
-    /// One whole-tree rsync, then everything up to the principal's newest
-    /// epoch is done. The recentfiles are fetched before the tree (so they
-    /// list nothing the tree lacks) and installed after it.
-    fn bootstrap(&mut self, dir: &FetchDir, principal: Fetched, layout: &Layout, rep: &mut PassReport) -> Result<()> {
-        let names: Vec<String> = layout.intervals.iter().skip(1).map(|iv| layout.name_of(iv)).collect();
-        if !names.is_empty() {
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            self.fetch(dir, &refs)?;
-        }
-        let mut fetched = vec![principal];
-        for n in &names {
-            if let Some(rf) = Self::parse_fetched(dir, n)? {
-                remote::check_meta(n, &rf)?;
-                fetched.push(Fetched { name: n.clone(), rf });
-            }
-        }
-        let newest = fetched.iter().filter_map(|f| f.rf.newest()).map(|e| e.epoch.clone()).max();
-
+    /// The whole-tree rsync: `-rlt --safe-links`, the ignore set excluded,
+    /// `--delete` within `--max-delete` unless `--skip-deletes`.
+    fn bootstrap_command(&self, layout: &Layout, dry: bool, temp_dir: Option<&Path>) -> Result<Rsync> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        r.args(["-rlt", "--safe-links", "--stats"]);
-        if !self.cfg.dry_run {
-            r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
+        r.args(["-rlt", "--safe-links", OUT_FORMAT]);
+        if let Some(t) = temp_dir {
+            r.arg(format!("--temp-dir={}", t.display()));
         }
-        if self.cfg.dry_run {
-            r.args(["--dry-run", "--out-format=%o %n"]);
+        if dry {
+            r.arg("--dry-run");
         }
-        let deletes = !self.cfg.skip_deletes;
-        if deletes {
+        if !self.cfg.skip_deletes {
             r.arg("--delete");
-            if let Some(n) = self.cfg.max_delete {
+            if let Some(n) = self.cfg.max_delete.filter(|_| !dry) {
                 let left = n.saturating_sub(self.deletes_this_run);
                 r.arg(format!("--max-delete={left}"));
             }
@@ -610,58 +1094,83 @@ impl<'a> Mirror<'a> {
         }
         r.arg(self.cfg.remote.tree_source());
         r.arg(format!("{}/", self.cfg.localroot.display()));
-        eprintln!(
-            "rrr: rmirror: bootstrap: one rsync of the whole tree{}",
-            if self.cfg.dry_run { " (dry run)" } else { "" }
-        );
-        let pb = crate::progress::spinner(self.cfg.progress, "rmirror bootstrap");
-        let mut stats = Stats::default();
-        let mut would = Vec::new();
+        Ok(r)
+    }
+
+    /// One whole-tree rsync, then everything up to the principal's newest
+    /// epoch is done. The recentfiles are fetched before the tree (so they
+    /// list nothing the tree lacks), validated, and installed after it
+    /// without the events a downstream must not see.
+    fn bootstrap(&mut self, dir: &FetchDir, principal: Fetched, layout: &Layout, rep: &mut PassReport) -> Result<()> {
+        let names: Vec<String> = layout.intervals.iter().skip(1).map(|iv| layout.name_of(iv)).collect();
+        if !names.is_empty() {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            self.fetch(dir, &refs)?;
+        }
+        let mut fetched = vec![principal];
+        for n in &names {
+            if let Some(rf) = dir.read(n, self.cfg.max_recentfile_size)? {
+                remote::check_meta(n, &rf)?;
+                fetched.push(Fetched { name: n.clone(), rf });
+            }
+        }
+        let limit = self.future_limit();
+        let newest =
+            fetched.iter().filter_map(|f| f.rf.events.iter().find(|e| e.epoch <= limit)).map(|e| e.epoch.clone()).max();
+
         let dry = self.cfg.dry_run;
+        let temp = if dry { None } else { Some(self.rsync_temp_dir()?) };
+        let r = self.bootstrap_command(layout, dry, temp.as_deref())?;
+        eprintln!("rrr: rmirror: bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
+        let pb = crate::progress::spinner(self.cfg.progress, "rmirror bootstrap");
+        let mut seen = Itemized::listing(dry);
         let res = self.with_retries("bootstrap rsync", || {
-            stats = Stats::default();
-            would.clear();
+            seen = Itemized::listing(dry);
             r.run_with(&mut |line| {
-                stats.line(line);
-                if dry {
-                    if let Some(p) = line.strip_prefix("recv ") {
-                        if !p.ends_with('/') {
-                            would.push(format!("new {p}"));
-                        }
-                    } else if let Some(p) = line.strip_prefix("del. ") {
-                        would.push(format!("delete {p}"));
-                    }
-                }
+                seen.line(line);
                 pb.tick();
             })
         });
         pb.finish_and_clear();
-        let max_delete_hit = match res {
-            Ok(out) => {
-                rep.vanished += out.vanished.len() as u64;
-                false
-            }
-            Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => true,
+        let (outcome, max_delete_hit) = match res {
+            Ok(out) => (Some(out), false),
+            Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
             Err(e) => return Err(e),
         };
-        rep.would.extend(would);
-        rep.transferred += stats.files;
-        rep.bytes += stats.bytes;
-        rep.deleted += stats.deleted;
-        self.deletes_this_run += stats.deleted;
-        self.state.counters.files += stats.files;
-        self.state.counters.bytes += stats.bytes;
-        self.state.counters.deletes += stats.deleted;
+        if dry {
+            rep.would.append(&mut seen.would);
+        }
+        rep.transferred += seen.files;
+        rep.bytes += seen.bytes;
+        rep.deleted += seen.deleted;
+        self.deletes_this_run += seen.deleted;
+        self.state.counters.files += seen.files;
+        self.state.counters.bytes += seen.bytes;
+        self.state.counters.deletes += seen.deleted;
+        self.state.resync = false;
         if max_delete_hit {
             let msg = format!(
-                "{MAX_DELETE_MSG} ({}): the bootstrap rsync stopped deleting; run --full to finish",
+                "{MAX_DELETE_MSG} ({}): the whole-tree rsync left deletes undone; the tree is not complete \
+                 until a later pass (or run) may delete them",
                 self.cfg.max_delete.unwrap_or(0)
             );
             eprintln!("rrr: rmirror: {msg}");
             rep.max_delete_reached = true;
+            self.state.resync = true;
         }
         if dry {
             return Ok(());
+        }
+        if let Some(out) = &outcome {
+            rep.vanished += out.vanished.len() as u64;
+            if out.deletion_skipped && !self.cfg.skip_deletes {
+                eprintln!(
+                    "rrr: rmirror: rsync skipped the deletes of the whole-tree pass because the origin had \
+                     read errors; it is repeated once no path is failing"
+                );
+                self.state.resync = true;
+            }
+            self.record_failures(out, None, &fetched, rep);
         }
         // Leftovers of the Perl client.
         if let Ok(rd) = fs::read_dir(&self.cfg.localroot) {
@@ -671,8 +1180,25 @@ impl<'a> Mirror<'a> {
                 }
             }
         }
+        // Validate what the recentfiles list before installing them.
+        let ignore = Self::ignore_set(layout);
+        let done = self.state.done_union();
+        let mut reported: HashSet<(String, String)> = HashSet::new();
+        let mut safe = HashSet::new();
+        for f in &fetched {
+            self.refuse_skipped(f, &done, rep);
+            for e in &f.rf.events {
+                if e.epoch > limit {
+                    self.future_seen.insert((e.epoch.as_str().to_string(), e.path.clone()));
+                } else if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, &ignore, &mut safe) {
+                    if reported.insert((e.epoch.as_str().to_string(), e.path.clone())) {
+                        refuse(rep, &mut self.state.counters, &f.name, e, reason);
+                    }
+                }
+            }
+        }
         for f in fetched.iter().rev() {
-            self.install(dir, f)?;
+            self.install(dir, f, &ignore)?;
         }
         self.install_link(&fetched[0].name)?;
         let ds = self.state.done.entry(fetched[0].name.clone()).or_default();
@@ -681,35 +1207,145 @@ impl<'a> Mirror<'a> {
         self.save()
     }
 
+    /// The event path rsync means by `reported` (module-relative with a
+    /// leading `/` through a daemon below the module, absolute for a local
+    /// source). With `asked`, only one of those paths.
+    fn event_path_of(&self, reported: &str, asked: Option<&HashSet<&str>>) -> Option<String> {
+        let r = reported.trim_start_matches('/');
+        let mut cands: Vec<&str> = Vec::new();
+        let (_, prefix) = self.cfg.remote.files_from_base();
+        if let Some(x) = prefix.strip_suffix("./").and_then(|sub| r.strip_prefix(sub)) {
+            cands.push(x);
+        }
+        let root = std::path::absolute(&self.cfg.remote.root).unwrap_or_else(|_| self.cfg.remote.root.clone().into());
+        let root = root.to_string_lossy();
+        let root = root.trim_matches('/');
+        if let Some(x) = r.strip_prefix(root).and_then(|x| x.strip_prefix('/')) {
+            cands.push(x);
+        }
+        cands.push(r);
+        match asked {
+            Some(asked) => cands.iter().find(|c| asked.contains(**c)).map(|c| c.to_string()).or_else(|| {
+                // Another spelling (e.g. over ssh): the longest asked path it ends with.
+                asked
+                    .iter()
+                    .filter(|p| r == **p || r.ends_with(&format!("/{p}")))
+                    .max_by_key(|p| p.len())
+                    .map(|p| p.to_string())
+            }),
+            None => cands.into_iter().find(|c| check_relative_path(c).is_ok()).map(str::to_string),
+        }
+    }
+
+    /// Note the paths an rsync run could not get: each in `failing` (with
+    /// its newest event's epoch), said once on stderr. `asked`: the paths
+    /// of a `--files-from` run; a failure rsync reports for another path
+    /// is an error of the pass.
+    fn record_failures(
+        &mut self,
+        out: &RsyncOutcome,
+        asked: Option<(&HashSet<&str>, &HashMap<&str, &Epoch>)>,
+        fetched: &[Fetched],
+        rep: &mut PassReport,
+    ) -> HashSet<String> {
+        let now = self.clock.now();
+        let mut failed = HashSet::new();
+        // For the bootstrap: each path's newest event in the fetched files.
+        let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+        if asked.is_none() && !out.failed.is_empty() {
+            for e in fetched.iter().flat_map(|f| f.rf.events.iter()) {
+                newest.entry(e.path.as_str()).and_modify(|n| *n = (*n).max(&e.epoch)).or_insert(&e.epoch);
+            }
+        }
+        for fp in &out.failed {
+            let Some(path) = self.event_path_of(&fp.path, asked.map(|a| a.0)) else {
+                let msg = format!("rsync could not send {:?}, a path rrr did not ask for: {}", fp.path, fp.message);
+                eprintln!("rrr: rmirror: {msg}");
+                rep.errors.push(msg);
+                continue;
+            };
+            let epochs = asked.map_or(&newest, |a| a.1);
+            let epoch = epochs.get(path.as_str()).map(|e| (*e).clone());
+            let n = self.state.fail(&path, epoch.as_ref(), &fp.message, &now);
+            self.state.error("failing");
+            eprintln!(
+                "rrr: rmirror: cannot get {} from the origin (attempt {n}; retried every pass): {}",
+                shown_path(&path),
+                fp.message
+            );
+            failed.insert(path);
+        }
+        failed
+    }
+
+    /// Refuse the events the reader skipped (an over-long path, an unknown
+    /// type) that are not done yet, and mark them done.
+    fn refuse_skipped(&mut self, f: &Fetched, done: &DoneSet, rep: &mut PassReport) {
+        for s in &f.rf.skipped {
+            let Ok(epoch) = Epoch::parse(&s.epoch) else { continue };
+            if done.covered(&epoch) || self.cfg.dry_run {
+                continue;
+            }
+            let e = Refusal {
+                file: f.name.clone(),
+                epoch: epoch.clone(),
+                kind: None,
+                path: reported_path(&s.path),
+                reason: s.reason.clone(),
+            };
+            eprintln!("rrr: rmirror: refused event {} {}: {}", e.epoch, shown_path(&s.path), e.reason);
+            rep.refused.push(e);
+            self.state.counters.refused += 1;
+            self.state.done.entry(f.name.clone()).or_default().insert(epoch.clone(), epoch);
+        }
+    }
+
     /// Walk the recentfiles smallest first (module docs, step 3).
     fn incremental(&mut self, dir: &FetchDir, principal: Fetched, layout: &Layout, rep: &mut PassReport) -> Result<()> {
         let ignore = Self::ignore_set(layout);
+        let limit = self.future_limit();
         // path -> newest epoch seen in this pass (smaller files first).
         let mut newest_seen: HashMap<String, Epoch> = HashMap::new();
+        // Paths rsync was asked for in this pass.
+        let mut attempted: HashSet<String> = HashSet::new();
         let mut installed_all = true;
         let mut current = principal;
         let mut i = 0;
         // Pending deletes of an earlier run go first into the delete queue.
         let mut carried: Vec<PendingDelete> = std::mem::take(&mut self.state.pending_deletes);
         let mut installed: Vec<String> = Vec::new();
+        let note_seen = |seen: &mut HashMap<String, Epoch>, rf: &Recentfile| {
+            for e in rf.events.iter().filter(|e| e.epoch <= limit) {
+                seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
+            }
+        };
+        if !self.cfg.dry_run && !self.state.failing.is_empty() {
+            // Before the principal is installed, so that what arrives is in it.
+            let mut in_principal = HashMap::new();
+            note_seen(&mut in_principal, &current.rf);
+            self.retry_failing(&ignore, &in_principal, &mut attempted, rep)?;
+        }
         loop {
             rep.read.push(current.name.clone());
-            let file_ok = self.process_file(&current, &ignore, &mut newest_seen, &mut carried, rep)?;
+            let file_ok = self.process_file(&current, &ignore, &mut newest_seen, &mut carried, &mut attempted, rep)?;
             let is_last = i + 1 >= layout.intervals.len();
             if file_ok {
-                // Every event of this file is done: record its whole span.
+                // Every event of this file is done (but the future ones):
+                // record its whole span, up to the clock plus one hour.
                 let ds = self.state.done.entry(current.name.clone()).or_default();
-                let newest = current.rf.newest().map(|e| e.epoch.clone());
+                let newest = current.rf.events.iter().find(|e| e.epoch <= limit).map(|e| e.epoch.clone());
                 let oldest = current.rf.oldest().map(|e| e.epoch.clone());
                 if let (Some(n), Some(o)) = (&newest, &oldest) {
-                    ds.insert(n.clone(), o.clone());
+                    if *o <= *n {
+                        ds.insert(n.clone(), o.clone());
+                    }
                 }
                 if is_last {
                     // The last file (Z) knows everything older.
-                    let top = newest.clone().unwrap_or_else(done::beginning);
+                    let top = newest.clone().or(oldest.filter(|o| *o <= limit)).unwrap_or_else(done::beginning);
                     ds.insert(top, done::beginning());
                 }
-                self.install(dir, &current)?;
+                self.install(dir, &current, &ignore)?;
                 installed.push(current.name.clone());
                 if i == 0 {
                     self.install_link(&current.name)?;
@@ -739,43 +1375,49 @@ impl<'a> Mirror<'a> {
             }
             self.check_stop()?;
             self.fetch(dir, &[&next_name])?;
-            let Some(rf) = Self::parse_fetched(dir, &next_name)? else {
+            let Some(rf) = dir.read(&next_name, self.cfg.max_recentfile_size)? else {
                 // The origin has not written it yet: nothing older is known.
                 break;
             };
             remote::check_meta(&next_name, &rf)?;
-            for e in &current.rf.events {
-                newest_seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
-            }
+            note_seen(&mut newest_seen, &current.rf);
             current = Fetched { name: next_name, rf };
             i += 1;
         }
-        for e in &current.rf.events {
-            newest_seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
-        }
-        // Pending deletes that no file of this pass superseded are still owed.
-        if !carried.is_empty() && !self.cfg.dry_run {
-            self.apply_deletes(&ignore, carried, &newest_seen, rep, &mut |_, _| {})?;
+        note_seen(&mut newest_seen, &current.rf);
+        if !self.cfg.dry_run {
+            // Pending deletes that no file of this pass superseded are still owed.
+            if !carried.is_empty() {
+                self.apply_deletes(&ignore, carried, &newest_seen, rep, &mut |_, _| {})?;
+            }
+            // A newer event of the path (a transfer or a delete) replaced it.
+            let superseded =
+                |f: &Failing| newest_seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
+            self.state.failing.retain(|f| attempted.contains(&f.path) || !superseded(f));
         }
         rep.complete = installed_all
             && rep.errors.is_empty()
             && !installed.is_empty()
             && self.state.pending_deletes.is_empty()
+            && !self.state.resync
             && !self.cfg.dry_run;
         Ok(())
     }
 
     /// Handle the not-done events of one file. Returns true when all its
-    /// events are done afterwards.
+    /// events are done afterwards (but those from the future).
     fn process_file(
         &mut self,
         f: &Fetched,
         ignore: &IgnoreSet,
         newest_seen: &mut HashMap<String, Epoch>,
         carried: &mut Vec<PendingDelete>,
+        attempted: &mut HashSet<String>,
         rep: &mut PassReport,
     ) -> Result<bool> {
         let union = self.state.done_union();
+        self.refuse_skipped(f, &union, rep);
+        let limit = self.future_limit();
         let epochs: Vec<&Epoch> = f.rf.events.iter().map(|e| &e.epoch).collect();
         let mut mark: Vec<usize> = Vec::new();
         let mut news: Vec<usize> = Vec::new();
@@ -784,6 +1426,11 @@ impl<'a> Mirror<'a> {
         let mut seen_here: HashMap<&str, &Epoch> = HashMap::new();
         for (ix, e) in f.rf.events.iter().enumerate() {
             if union.covered(&e.epoch) {
+                continue;
+            }
+            if e.epoch > limit {
+                // Not done, not published, taken when its time has come.
+                self.future_seen.insert((e.epoch.as_str().to_string(), e.path.clone()));
                 continue;
             }
             let superseded = newest_seen.get(&e.path).is_some_and(|n| *n >= e.epoch)
@@ -839,7 +1486,7 @@ impl<'a> Mirror<'a> {
             }
             return Ok(news.is_empty() && dels.is_empty());
         }
-        let transfers_ok = self.transfer(f, &epochs, &news, ignore, rep)?;
+        let transfers_ok = self.transfer(f, &epochs, &news, ignore, attempted, rep)?;
         self.check_stop()?;
         abort_point("before-deletes", 0);
         // Apply this file's deletes (and mark them done one by one).
@@ -864,6 +1511,34 @@ impl<'a> Mirror<'a> {
         Ok(transfers_ok && left == 0)
     }
 
+    /// One `--files-from` rsync of `paths` (sorted, unique) into the target.
+    fn run_files_from(&mut self, what: &str, paths: &[&str], rep: &mut PassReport) -> Result<RsyncOutcome> {
+        let (source, prefix) = self.cfg.remote.files_from_base();
+        let listed: Vec<String> = paths.iter().map(|p| format!("{prefix}{p}")).collect();
+        let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+        let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed)
+            .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
+        let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
+        r.args(["-rlt", "--safe-links", "--from0", OUT_FORMAT]);
+        r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
+        r.arg(format!("--files-from={}", list.path().display()));
+        r.arg(source);
+        r.arg(format!("{}/", self.cfg.localroot.display()));
+        let mut seen = Itemized::default();
+        let res = self.with_retries(what, || {
+            seen = Itemized::default();
+            r.run_with(&mut |line| seen.line(line))
+        });
+        // What arrived before a failure arrived too.
+        rep.transferred += seen.files;
+        rep.bytes += seen.bytes;
+        self.state.counters.files += seen.files;
+        self.state.counters.bytes += seen.bytes;
+        let out = res?;
+        rep.vanished += out.vanished.len() as u64;
+        Ok(out)
+    }
+
     /// Transfer the `new` events `news` (indices into `f`) in chunks.
     /// Returns false when a chunk failed (the error is in the report).
     fn transfer(
@@ -872,6 +1547,7 @@ impl<'a> Mirror<'a> {
         epochs: &[&Epoch],
         news: &[usize],
         ignore: &IgnoreSet,
+        attempted: &mut HashSet<String>,
         rep: &mut PassReport,
     ) -> Result<bool> {
         if news.is_empty() {
@@ -898,40 +1574,28 @@ impl<'a> Mirror<'a> {
             paths.sort_unstable();
             paths.dedup();
             if !paths.is_empty() {
-                let (source, prefix) = self.cfg.remote.files_from_base();
-                let listed: Vec<String> = paths.iter().map(|p| format!("{prefix}{p}")).collect();
-                let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
-                let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed).with_context(|| {
-                    format!("cannot write a --files-from list in {}", self.cfg.state_dir().display())
-                })?;
-                let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-                r.args(["-rlt", "--safe-links", "--from0", "--stats"]);
-                r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
-                r.arg(format!("--files-from={}", list.path().display()));
-                r.arg(source);
-                r.arg(format!("{}/", self.cfg.localroot.display()));
-                let mut stats = Stats::default();
-                let res = self.with_retries("transfer", || {
-                    stats = Stats::default();
-                    r.run_with(&mut |line| stats.line(line))
-                });
-                match res {
-                    Ok(out) => rep.vanished += out.vanished.len() as u64,
+                let out = match self.run_files_from("transfer", &paths, rep) {
+                    Ok(out) => out,
                     Err(e) => {
-                        if e.downcast_ref::<Interrupted>().is_some() {
-                            return Err(e);
-                        }
-                        let msg = format!("{e:#}");
-                        eprintln!("rrr: rmirror: {msg}");
-                        rep.errors.push(msg);
                         pb.finish_and_clear();
+                        chunk_failed(e, rep)?;
                         return Ok(false);
                     }
+                };
+                // The newest event of each path in this chunk.
+                let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+                for &ix in &ok_ix {
+                    let e = &f.rf.events[ix];
+                    newest.entry(e.path.as_str()).or_insert(&e.epoch);
                 }
-                rep.transferred += paths.len() as u64;
-                rep.bytes += stats.bytes;
-                self.state.counters.files += paths.len() as u64;
-                self.state.counters.bytes += stats.bytes;
+                let asked: HashSet<&str> = paths.iter().copied().collect();
+                let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
+                for p in &paths {
+                    attempted.insert(p.to_string());
+                    if !failed.contains(*p) {
+                        self.state.unfail(p);
+                    }
+                }
             }
             for &ix in chunk {
                 self.state.note_applied(&f.rf.events[ix].epoch);
@@ -945,6 +1609,80 @@ impl<'a> Mirror<'a> {
         }
         pb.finish_and_clear();
         Ok(true)
+    }
+
+    /// Try the failing paths again, but those a newer event in `seen`
+    /// supersedes (that event is handled instead): one `--files-from`
+    /// rsync per chunk.
+    fn retry_failing(
+        &mut self,
+        ignore: &IgnoreSet,
+        seen: &HashMap<String, Epoch>,
+        attempted: &mut HashSet<String>,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
+        let mut safe = HashSet::new();
+        let mut todo: Vec<(String, Option<Epoch>)> = Vec::new();
+        let mut dropped: Vec<String> = Vec::new();
+        for f in &self.state.failing {
+            if attempted.contains(&f.path) || superseded(f) {
+                continue;
+            }
+            match check_event_path(&self.cfg.localroot, &f.path, ignore, &mut safe) {
+                None => todo.push((f.path.clone(), f.epoch.clone())),
+                Some(why) => {
+                    eprintln!("rrr: rmirror: no longer retrying {}: {why}", shown_path(&f.path));
+                    dropped.push(f.path.clone());
+                }
+            }
+        }
+        self.state.failing.retain(|f| !dropped.contains(&f.path));
+        if todo.is_empty() {
+            return Ok(());
+        }
+        todo.sort();
+        for chunk in todo.chunks(self.cfg.max_files_per_connection.max(1)) {
+            self.check_stop()?;
+            let paths: Vec<&str> = chunk.iter().map(|(p, _)| p.as_str()).collect();
+            attempted.extend(paths.iter().map(|p| p.to_string()));
+            let out = match self.run_files_from("retrying failing paths", &paths, rep) {
+                Ok(out) => out,
+                Err(e) => {
+                    chunk_failed(e, rep)?;
+                    break;
+                }
+            };
+            let asked: HashSet<&str> = paths.iter().copied().collect();
+            let epochs: HashMap<&str, &Epoch> =
+                chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p.as_str(), e))).collect();
+            let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
+            let vanished: HashSet<String> =
+                out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
+            for p in &paths {
+                if !failed.contains(*p) {
+                    let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
+                    eprintln!("rrr: rmirror: {} {how}; no longer failing", shown_path(p));
+                    self.state.unfail(p);
+                }
+            }
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Remove the directories above `path` that its delete left empty,
+    /// deepest first: never the localroot or above it, never `.rrr` or a
+    /// top-level `lost+found`, never one that still holds anything (rmdir
+    /// refuses). The parents were checked to be real directories.
+    fn prune_parents(&self, path: &str) {
+        let mut p = path;
+        while let Some(i) = p.rfind('/') {
+            p = &p[..i];
+            if p == LOST_FOUND || p == ".rrr" || fs::remove_dir(self.cfg.localroot.join(p)).is_err() {
+                break;
+            }
+        }
     }
 
     /// Apply deletes in order, respecting `--max-delete`; `on_done` is
@@ -973,13 +1711,18 @@ impl<'a> Mirror<'a> {
                 break;
             }
             let mut safe = HashSet::new();
-            if let Some(reason) = check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe) {
-                eprintln!("rrr: rmirror: refused delete event {} {}: {reason}", p.epoch, escape_path(&p.path));
+            let why = if p.path == LOST_FOUND || p.path.starts_with("lost+found/") {
+                Some("rrr never deletes lost+found".to_string())
+            } else {
+                check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe)
+            };
+            if let Some(reason) = why {
+                eprintln!("rrr: rmirror: refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
                 rep.refused.push(Refusal {
                     file: String::new(),
                     epoch: p.epoch.clone(),
-                    kind: EventKind::Delete,
-                    path: p.path.clone(),
+                    kind: Some(EventKind::Delete),
+                    path: reported_path(&p.path),
                     reason,
                 });
                 self.state.counters.refused += 1;
@@ -989,6 +1732,7 @@ impl<'a> Mirror<'a> {
             let target = self.cfg.localroot.join(&p.path);
             let unlinked = match fs::symlink_metadata(&target) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    self.prune_parents(&p.path);
                     on_done(&p, false);
                     None
                 }
@@ -1006,6 +1750,7 @@ impl<'a> Mirror<'a> {
                     rep.deleted += 1;
                     self.state.counters.deletes += 1;
                     self.state.note_applied(&p.epoch);
+                    self.prune_parents(&p.path);
                     on_done(&p, true);
                 }
                 Some(Err(e)) => {
@@ -1031,6 +1776,7 @@ impl<'a> Mirror<'a> {
                     self.deletes_this_run += 1;
                     rep.deleted += 1;
                     self.state.counters.deletes += 1;
+                    self.prune_parents(&p.path);
                     on_done(&p, true);
                 }
                 Err(e) => {
@@ -1056,11 +1802,52 @@ impl<'a> Mirror<'a> {
     }
 }
 
-/// rsync filter rules for the bootstrap: the ignore set (DECISIONS.md).
+/// A chunk's rsync failed: an interrupt ends the pass (`Err`); any other
+/// error is reported, and the pass goes on without that chunk.
+fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
+    if e.downcast_ref::<Interrupted>().is_some() {
+        return Err(e);
+    }
+    let msg = format!("{e:#}");
+    eprintln!("rrr: rmirror: {msg}");
+    rep.errors.push(msg);
+    Ok(())
+}
+
+/// Report and count a hostile event; the caller marks it done.
+fn refuse(rep: &mut PassReport, counters: &mut Counters, file: &str, e: &Event, reason: String) {
+    eprintln!("rrr: rmirror: refused {} event {} {}: {reason}", e.kind, e.epoch, shown_path(&e.path));
+    rep.refused.push(Refusal {
+        file: file.to_string(),
+        epoch: e.epoch.clone(),
+        kind: Some(e.kind),
+        path: reported_path(&e.path),
+        reason,
+    });
+    counters.refused += 1;
+}
+
+/// A path as the `--json` report carries it: exact, unless it is over-long.
+fn reported_path(path: &str) -> String {
+    if path.len() <= crate::recentfile::read::MAX_PATH_BYTES {
+        path.to_string()
+    } else {
+        shown_path(path)
+    }
+}
+
+/// `$0` for the `Producers` of the recentfiles a mirror rewrites.
+fn program_name() -> String {
+    std::env::args().next().unwrap_or_else(|| "rrr".into())
+}
+
+/// rsync filter rules for the bootstrap: the ignore set (DECISIONS.md),
+/// and a top-level `lost+found` (excluded files are never deleted).
 pub fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
     let r = filenameroot;
     vec![
         "/.rrr/".to_string(),
+        format!("/{LOST_FOUND}/"),
         format!("/{r}.recent"),
         format!("/{r}.recent.*"),
         format!("/{r}-*.yaml"),
@@ -1071,29 +1858,6 @@ pub fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
         ".FRMRecent-*".to_string(),
         ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]".to_string(),
     ]
-}
-
-/// What rsync's `--stats` said.
-#[derive(Debug, Default)]
-struct Stats {
-    files: u64,
-    bytes: u64,
-    deleted: u64,
-}
-
-impl Stats {
-    fn line(&mut self, line: &str) {
-        let num = |s: &str| -> u64 {
-            s.split_whitespace().next().map(|w| w.replace(',', "")).and_then(|w| w.parse().ok()).unwrap_or(0)
-        };
-        if let Some(rest) = line.strip_prefix("Number of regular files transferred: ") {
-            self.files = num(rest);
-        } else if let Some(rest) = line.strip_prefix("Total transferred file size: ") {
-            self.bytes = num(rest);
-        } else if let Some(rest) = line.strip_prefix("Number of deleted files: ") {
-            self.deleted = num(rest);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1113,24 +1877,60 @@ mod tests {
         assert_eq!(check("a/b/c"), None);
         assert_eq!(check("new/dir/x"), None);
         assert_eq!(check("link"), None, "a symlink itself may be replaced or deleted");
-        for bad in
-            ["../x", "/abs", "a/../b", "a\nb", "a\0b", "link/x", "f/x", "RECENT-1h.yaml", ".rrr/state.json", "a//b"]
-        {
+        let long = "x".repeat(4097);
+        for bad in [
+            "../x",
+            "/abs",
+            "a/../b",
+            "a\nb",
+            "a\0b",
+            "link/x",
+            "f/x",
+            "RECENT-1h.yaml",
+            ".rrr/state.json",
+            "a//b",
+            long.as_str(),
+        ] {
             assert!(check(bad).is_some(), "{bad:?}");
         }
     }
 
     #[test]
-    fn stats_lines() {
-        let mut s = Stats::default();
+    fn itemized_lines_count_what_arrived() {
+        let mut s = Itemized::listing(true);
         for l in [
-            "Number of regular files transferred: 1,234",
-            "Total transferred file size: 56,789 bytes",
-            "Number of deleted files: 3 (reg: 3)",
+            "*deleting   0 old/x",
+            "*deleting   0 old/",
+            ".d..t...... 4096 ./",
+            ">f+++++++++ 2 f",
+            ">f..t...... 30 changed",
+            "cL+++++++++ 1 l",
+            "cd+++++++++ 4096 d/",
+            ">f+++++++++ 3 d/with space",
+            "Number of files: 3",
+            "",
         ] {
             s.line(l);
         }
-        assert_eq!((s.files, s.bytes, s.deleted), (1234, 56789, 3));
+        assert_eq!((s.files, s.bytes, s.deleted), (4, 35, 2));
+        assert_eq!(s.would, ["delete old/x", "delete old/", "new f", "new changed", "new l", "new d/with space"]);
+    }
+
+    #[test]
+    fn failing_paths_are_recorded_once_each() {
+        let now = Epoch::parse("1700000000.5").unwrap();
+        let later = Epoch::parse("1700000100.5").unwrap();
+        let mut s = State::fresh("rsync://h/m/RECENT.recent", &now);
+        assert_eq!(s.fail("a/b", Some(&now), "denied", &now), 1);
+        assert_eq!(s.fail("a/b", Some(&later), "denied again", &later), 2);
+        assert_eq!(s.failing.len(), 1);
+        assert_eq!((s.failing[0].epoch.as_ref(), s.failing[0].last.clone()), (Some(&later), later.clone()));
+        assert_eq!(s.failing[0].first, now);
+        s.fail("closed", None, "opendir", &now);
+        let set = s.failing_set();
+        assert!(under_any(&set, "a/b") && under_any(&set, "closed/f") && !under_any(&set, "a/bc"));
+        s.unfail("a/b");
+        assert_eq!(s.failing.len(), 1);
     }
 
     #[test]
@@ -1139,10 +1939,14 @@ mod tests {
         let mut s = State::fresh("rsync://h/m/RECENT.recent", &now);
         s.done.entry("RECENT-1h.yaml".into()).or_default().insert(now.clone(), done::beginning());
         s.pending_deletes.push(PendingDelete { epoch: now.clone(), path: "a/b".into() });
+        s.fail("x/y", Some(&now), "Permission denied (13)", &now);
         let mut v = serde_json::to_value(&s).unwrap();
         v["future_key"] = serde_json::json!(1);
         let back: State = serde_json::from_value(v).unwrap();
         assert_eq!(back, s);
         assert!(back.done_union().complete_through(&now));
+        // A state of an older rrr (no id, no failing) still reads.
+        let old: State = serde_json::from_str(r#"{"version":1,"remote":"h::m/RECENT.recent"}"#).unwrap();
+        assert_eq!((old.id, old.failing.len(), old.resync), (None, 0, false));
     }
 }

@@ -87,6 +87,8 @@ const RRR_CLIENT: &[Spec] = &[
     value("tmpdir"),
     value("runstatusfile"),
     flag("skip-deletes", &[]),
+    // rrr's own: make an existing tree a mirror of --source (DECISIONS.md).
+    flag("adopt", &[]),
     flag("verbose", &["v"]),
     value("verboselog"),
     flag("help", &["h"]),
@@ -362,6 +364,9 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
             if has("skip-deletes") {
                 step.push(s("--skip-deletes"));
             }
+            if has("adopt") {
+                step.push(s("--adopt"));
+            }
             t.steps.push(step);
         }
         _ => unreachable!("checked against TOOLS"),
@@ -499,6 +504,12 @@ mod tests {
         );
         assert_eq!(t.env, [("RSYNC_PASSWORD".to_string(), "pw".to_string())]);
         assert_eq!(t.warnings.len(), 1);
+        let t = translate(
+            "rrr-client",
+            &["-source".into(), "h::m/RECENT.recent".into(), "-target".into(), "/m".into(), "--adopt".into()],
+        )
+        .unwrap();
+        assert_eq!(t.steps[0].last().map(String::as_str), Some("--adopt"));
         assert_eq!(with_user("rsync://h:873/m/RECENT.recent", "u"), "rsync://u@h:873/m/RECENT.recent");
     }
 

@@ -59,6 +59,17 @@ impl Remote {
         if src.contains('\n') || src.contains('\0') {
             bail!("--remote {src:?} contains a newline or NUL");
         }
+        // `http://h/x` would be read as host "http" over ssh.
+        if let Some((scheme, _)) = src.split_once("://") {
+            let is_scheme = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+            if is_scheme && scheme != "rsync" {
+                bail!(
+                    "--remote {src:?} is not an rsync source: use rsync://HOST[:PORT]/MODULE/PATH/RECENT.recent, \
+                     HOST::MODULE/PATH/RECENT.recent, HOST:PATH/RECENT.recent (ssh) or a local path"
+                );
+            }
+        }
         let transport = if src.starts_with("rsync://") {
             Transport::Daemon
         } else {
@@ -128,6 +139,54 @@ impl Remote {
         (self.tree_source(), String::new())
     }
 
+    /// SRC in one spelling per place, to tell whether two remotes are the
+    /// same (DECISIONS.md): `rsync://h/M/p`, `h::M/p` and `rsync://h:873/M/p`
+    /// are all `rsync://h:873/M/p`; a user name and doubled slashes are
+    /// dropped, the host is lower-cased; a local path is made absolute
+    /// (its directory resolved when it exists).
+    pub fn normalized(&self) -> String {
+        fn collapse(p: &str) -> String {
+            let parts: Vec<&str> = p.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+            parts.join("/")
+        }
+        fn host_port(hp: &str, default_port: &str) -> String {
+            let hp = hp.rsplit_once('@').map_or(hp, |(_, h)| h);
+            let (host, port) = if let Some(rest) = hp.strip_prefix('[') {
+                match rest.split_once(']') {
+                    Some((h, p)) => (format!("[{h}]"), p.strip_prefix(':').unwrap_or("")),
+                    None => (hp.to_string(), ""),
+                }
+            } else {
+                match hp.split_once(':') {
+                    Some((h, p)) => (h.to_string(), p),
+                    None => (hp.to_string(), ""),
+                }
+            };
+            let port = if port.is_empty() { default_port } else { port };
+            format!("{}:{port}", host.to_ascii_lowercase())
+        }
+        match self.transport {
+            Transport::Daemon => {
+                let (hp, rest) = match self.src.strip_prefix("rsync://") {
+                    Some(r) => r.split_once('/').unwrap_or((r, "")),
+                    None => self.src.split_once("::").unwrap_or((&self.src, "")),
+                };
+                format!("rsync://{}/{}", host_port(hp, "873"), collapse(rest))
+            }
+            Transport::Ssh => {
+                let (hp, path) = self.src.split_once(':').unwrap_or((&self.src, ""));
+                let host = hp.rsplit_once('@').map_or(hp, |(_, h)| h).to_ascii_lowercase();
+                let lead = if path.starts_with('/') { "/" } else { "" };
+                format!("{host}:{lead}{}", collapse(path))
+            }
+            Transport::Local => {
+                let root = Path::new(&self.root);
+                let root = fs::canonicalize(root).or_else(|_| std::path::absolute(root)).unwrap_or(root.into());
+                format!("/{}/{}", collapse(&root.to_string_lossy()), self.name)
+            }
+        }
+    }
+
     /// Whether SRC names the principal symlink rather than a recentfile.
     pub fn is_link(&self) -> bool {
         self.name.ends_with(".recent")
@@ -175,6 +234,14 @@ impl Layout {
 /// disagrees with the file name (`filenameroot: ../x`), a bad aggregator.
 pub fn check_meta(name: &str, rf: &Recentfile) -> Result<Layout> {
     check_name(name)?;
+    if let Some(p) = &rf.meta.protocol {
+        if p.trim() != "1" {
+            bail!(
+                "remote {name}: protocol {:?} is not supported (rrr reads protocol 1); refusing to mirror it",
+                crate::recentfile::shown_path(p)
+            );
+        }
+    }
     let (root, iv, suffix) = split_name(name).with_context(|| format!("{name:?} is not a recentfile name"))?;
     if let Some(fr) = &rf.meta.filenameroot {
         if fr != root {
@@ -227,6 +294,10 @@ impl RsyncSettings {
     }
 }
 
+/// The default of `--max-recentfile-size`: far above CPAN's Z (about
+/// 100 MB for a million events), far below what would hurt a mirror host.
+pub const DEFAULT_MAX_RECENTFILE_SIZE: u64 = 512 << 20;
+
 /// A hidden temporary directory for fetched recentfiles.
 pub struct FetchDir {
     dir: tempfile::TempDir,
@@ -278,6 +349,25 @@ impl FetchDir {
         }
         r.arg(format!("{}/", self.dir.path().display()));
         r.run().map(|_| ())
+    }
+
+    /// Read the fetched recentfile `name`; `Ok(None)` when the remote has
+    /// none. Refused before a byte is read: anything but a regular file,
+    /// and a file over `limit` bytes (so a hostile upstream cannot make the
+    /// mirror's memory grow with it).
+    pub fn read(&self, name: &str, limit: u64) -> Result<Option<Recentfile>> {
+        let p = self.file(name);
+        let len = match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_file() => m.len(),
+            Ok(_) => bail!("remote {name} is not a regular file"),
+            Err(_) => return Ok(None),
+        };
+        if len > limit {
+            bail!(
+                "remote {name} is {len} bytes, more than the limit of {limit} (--max-recentfile-size); refusing to read it"
+            );
+        }
+        crate::store::read_file(&p).with_context(|| format!("remote {name}"))
     }
 
     /// Resolve the fetched `<root>.recent`: the bare name it points to.
@@ -361,6 +451,62 @@ mod tests {
         {
             assert!(Remote::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn non_rsync_urls_are_refused() {
+        for bad in ["http://example.org/CPAN/RECENT.recent", "ftp://h/RECENT.recent", "ssh://h/x/RECENT.recent"] {
+            let e = Remote::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("is not an rsync source"), "{bad}: {e}");
+        }
+        assert!(Remote::parse("rsync://h/CPAN/RECENT.recent").is_ok());
+    }
+
+    #[test]
+    fn one_spelling_per_remote() {
+        let n = |s: &str| Remote::parse(s).unwrap().normalized();
+        let same = [
+            "rsync://h/CPAN/authors/RECENT.recent",
+            "h::CPAN/authors/RECENT.recent",
+            "rsync://h:873/CPAN/authors/RECENT.recent",
+            "rsync://user@H/CPAN//authors/RECENT.recent",
+            "u@h::CPAN/./authors/RECENT.recent",
+        ];
+        for s in same {
+            assert_eq!(n(s), "rsync://h:873/CPAN/authors/RECENT.recent", "{s}");
+        }
+        assert_ne!(n("rsync://h:8873/CPAN/authors/RECENT.recent"), n(same[0]));
+        assert_ne!(n("rsync://h/CPAN/modules/RECENT.recent"), n(same[0]));
+        assert_eq!(n("u@h:/srv/x/RECENT.recent"), "h:/srv/x/RECENT.recent");
+        assert_eq!(n("rsync://[::1]:99/m/RECENT.recent"), "rsync://[::1]:99/m/RECENT.recent");
+        let dir = tempfile::tempdir().unwrap();
+        let a = format!("{}/RECENT.recent", dir.path().display());
+        let b = format!("{}/./RECENT.recent", dir.path().display());
+        assert_eq!(n(&a), n(&b));
+    }
+
+    #[test]
+    fn unknown_protocol_is_refused() {
+        let mut rf = Recentfile::default();
+        rf.meta.aggregator = vec!["1h".into(), "Z".into()];
+        rf.meta.protocol = Some("2".into());
+        let e = check_meta("RECENT-1h.yaml", &rf).unwrap_err().to_string();
+        assert!(e.contains("protocol \"2\" is not supported"), "{e}");
+        rf.meta.protocol = Some("1".into());
+        assert!(check_meta("RECENT-1h.yaml", &rf).is_ok());
+        rf.meta.protocol = None;
+        assert!(check_meta("RECENT-1h.yaml", &rf).is_ok(), "protocol 0 files have no meta");
+    }
+
+    #[test]
+    fn fetched_files_over_the_limit_are_not_read() {
+        let state = tempfile::tempdir().unwrap();
+        let dir = FetchDir::new(state.path()).unwrap();
+        fs::write(dir.file("RECENT-1h.json"), r#"{"meta":{"protocol":1},"recent":[]}"#).unwrap();
+        assert!(dir.read("RECENT-1h.json", 1000).unwrap().is_some());
+        let e = dir.read("RECENT-1h.json", 10).unwrap_err().to_string();
+        assert!(e.contains("more than the limit of 10"), "{e}");
+        assert!(dir.read("RECENT-6h.json", 10).unwrap().is_none());
     }
 
     #[test]

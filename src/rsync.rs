@@ -26,6 +26,20 @@
 //! no longer matched and each vanished file cost 72 s of sleeps and a
 //! give-up.
 //!
+//! Other per-file trouble at the origin (a file the daemon may not read, a
+//! path through a symlink out of the module: `[sender]` with an errno other
+//! than ENOENT) is not a failure of the run either: the rest arrived, and
+//! the paths are in [`RsyncOutcome::failed`]. Lines are classified by their
+//! role tag and errno ([`classify`]); a cause that no retry can cure
+//! (unknown module or host, a full disk or a permission problem on our
+//! side) is in [`RsyncError::cause`].
+//!
+//! Every rsync child gets `PR_SET_PDEATHSIG(SIGTERM)`, so none outlives
+//! rrr, even after kill -9 (the signal follows the death of the *thread*
+//! that spawned it: rrr spawns rsync from the thread that waits for it);
+//! and while it runs, SIGINT/SIGTERM to rrr are passed on to it
+//! ([`crate::signals::ForwardTo`]).
+//!
 //! rsync runs with `LANG=C` and `LC_ALL=C`, so its messages and its escaping
 //! of non-ASCII bytes in names (`\#303\#251` for `é`) do not depend on the
 //! user's locale; [`vanished_paths`] undoes that escaping ([`unescape`]).
@@ -113,6 +127,7 @@ impl Rsync {
     /// line per transferred file. stderr is drained on its own thread; the
     /// last 64 KiB are kept.
     pub fn run_with(&self, on_stdout_line: &mut dyn FnMut(&str)) -> Result<RsyncOutcome, RsyncError> {
+        use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
@@ -121,26 +136,42 @@ impl Rsync {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| RsyncError {
+        // No rsync outlives rrr, even after kill -9: the kernel sends the
+        // child SIGTERM when its parent thread dies (rsync then removes its
+        // temp file and stops its own receiver). A parent that died before
+        // the prctl is caught by the getppid() re-check. Both calls are
+        // async-signal-safe, as pre_exec requires.
+        // SAFETY: prctl and getppid only; no allocation, no locks.
+        let parent = std::process::id() as libc::pid_t;
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    return Err(io::Error::other("rrr exited before rsync started"));
+                }
+                Ok(())
+            });
+        }
+        let not_started = |stderr: String| RsyncError {
             command: self.to_string(),
             code: None,
             signal: None,
-            stderr: e.to_string(),
+            stderr,
             class: RsyncFailure::NotStarted,
-        })?;
+            cause: None,
+        };
+        let mut child = cmd.spawn().map_err(|e| not_started(e.to_string()))?;
+        // SIGINT/SIGTERM to rrr are passed on to this child (see signals).
+        let forward = crate::signals::ForwardTo::child(child.id());
 
         let stderr = child.stderr.take().expect("stderr is piped");
         let stderr_thread =
             thread::Builder::new().name("rsync-stderr".into()).spawn(move || drain_stderr(stderr)).map_err(|e| {
                 let _ = child.kill();
                 let _ = child.wait();
-                RsyncError {
-                    command: self.to_string(),
-                    code: None,
-                    signal: None,
-                    stderr: format!("cannot start a thread to read its stderr: {e}"),
-                    class: RsyncFailure::NotStarted,
-                }
+                not_started(format!("cannot start a thread to read its stderr: {e}"))
             })?;
 
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -148,6 +179,10 @@ impl Rsync {
         // rsync's exit status still decides.
         let _ = for_each_line(stdout, |line| on_stdout_line(&String::from_utf8_lossy(line)));
 
+        // Stop forwarding signals once rsync has exited but before it is
+        // reaped, so its pid cannot have been reused by then.
+        wait_exited_unreaped(child.id());
+        drop(forward);
         let status = child.wait();
         let stderr = stderr_thread.join().unwrap_or_else(|_| StderrSummary::default());
         let status = status.map_err(|e| RsyncError {
@@ -156,6 +191,7 @@ impl Rsync {
             signal: None,
             stderr: format!("cannot wait for rsync: {e}"),
             class: RsyncFailure::Other,
+            cause: None,
         })?;
         self.judge(status, stderr)
     }
@@ -169,12 +205,15 @@ impl Rsync {
                 signal: status.signal(),
                 stderr: err.tail,
                 class: RsyncFailure::Signal,
+                cause: err.cause,
             });
         };
-        let only_vanished = !err.other_errors && !err.vanished.is_empty();
+        // Exit 23/24 caused only by files missing at the origin or files
+        // the origin could not send: everything else arrived.
+        let only_per_file = !err.other_errors && (!err.vanished.is_empty() || !err.failed.is_empty());
         match code {
             0 | 24 => {}
-            23 if only_vanished => {}
+            23 if only_per_file => {}
             _ => {
                 return Err(RsyncError {
                     command: self.to_string(),
@@ -182,10 +221,30 @@ impl Rsync {
                     signal: None,
                     stderr: err.tail,
                     class: RsyncFailure::from_code(code),
+                    cause: err.cause,
                 })
             }
         }
-        Ok(RsyncOutcome { vanished: err.vanished, stderr: err.tail, code })
+        Ok(RsyncOutcome {
+            vanished: err.vanished,
+            failed: err.failed,
+            deletion_skipped: err.deletion_skipped,
+            stderr: err.tail,
+            code,
+        })
+    }
+}
+
+/// Wait until the child `pid` has exited, leaving it unreaped (WNOWAIT).
+fn wait_exited_unreaped(pid: u32) {
+    // SAFETY: waitid on our own child with a zeroed siginfo_t out-parameter.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        while libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) != 0 {
+            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break;
+            }
+        }
     }
 }
 
@@ -219,10 +278,25 @@ pub struct RsyncOutcome {
     /// (unescaped): absolute for a local source, module-relative through a
     /// daemon.
     pub vanished: Vec<String>,
+    /// Paths the origin could not send (`[sender] … Permission denied
+    /// (13)`, a symlink out of the module): the rest of the run arrived.
+    pub failed: Vec<FailedPath>,
+    /// rsync said "IO error encountered -- skipping file deletion": a read
+    /// error on the origin made it leave `--delete` undone.
+    pub deletion_skipped: bool,
     /// The tail of rsync's stderr.
     pub stderr: String,
     /// rsync's exit code: 0, 23 or 24.
     pub code: i32,
+}
+
+/// A path the origin's rsync could not send, with rsync's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedPath {
+    /// As rsync printed it (unescaped): absolute for a local source,
+    /// module-relative (maybe with a leading `/`) through a daemon.
+    pub path: String,
+    pub message: String,
 }
 
 /// rsync could not be started, was killed, or exited with a failure.
@@ -239,6 +313,48 @@ pub struct RsyncError {
     /// reason it could not start.
     pub stderr: String,
     pub class: RsyncFailure,
+    /// A cause read from stderr that no retry can cure.
+    pub cause: Option<Cause>,
+}
+
+impl RsyncError {
+    /// Whether the same command may succeed when tried again soon.
+    pub fn is_retryable(&self) -> bool {
+        self.class.is_retryable() && self.cause.is_none()
+    }
+
+    /// The name failures are counted under: the cause, else the class.
+    pub fn kind(&self) -> &'static str {
+        self.cause.map_or(self.class.as_str(), Cause::as_str)
+    }
+}
+
+/// Failures that are the same on every attempt (DECISIONS.md, "deterministic
+/// failures"): retrying them only delays the error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// `@ERROR: Unknown module 'x'`.
+    UnknownModule,
+    /// `@ERROR: auth failed on module x`.
+    AuthFailed,
+    /// The host name does not exist (EAI_NONAME; EAI_AGAIN is transient).
+    UnknownHost,
+    /// ENOSPC or EDQUOT on our side.
+    NoSpace,
+    /// EACCES, EPERM or EROFS on our side (`[receiver]`, `[generator]`).
+    LocalPermission,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::UnknownModule => "unknown_module",
+            Cause::AuthFailed => "auth_failed",
+            Cause::UnknownHost => "unknown_host",
+            Cause::NoSpace => "no_space",
+            Cause::LocalPermission => "local_permission",
+        }
+    }
 }
 
 /// What kind of failure an [`RsyncError`] is (codes from rsync(1)).
@@ -429,8 +545,13 @@ fn for_each_line(r: impl Read, mut f: impl FnMut(&[u8])) -> io::Result<()> {
 struct StderrSummary {
     /// Paths of missing/vanished files, all of them.
     vanished: Vec<String>,
-    /// A line that is neither about a vanished file nor rsync's summary.
+    /// Paths the origin could not send.
+    failed: Vec<FailedPath>,
+    deletion_skipped: bool,
+    /// A line that is neither about one file of the origin nor harmless.
     other_errors: bool,
+    /// The first cause no retry can cure.
+    cause: Option<Cause>,
     /// The last [`STDERR_CAP`] bytes, starting at a line.
     tail: String,
 }
@@ -443,37 +564,127 @@ fn drain_stderr(r: impl Read) -> StderrSummary {
         tail.push(line);
     });
     if let Err(e) = res {
-        judge.other_errors = true;
+        judge.s.other_errors = true;
         tail.push(format!("[rrr: cannot read rsync's stderr: {e}]").as_bytes());
     }
-    StderrSummary { vanished: judge.vanished, other_errors: judge.other_errors, tail: tail.into_string() }
+    StderrSummary { tail: tail.into_string(), ..judge.s }
 }
 
-/// Sorts stderr lines into vanished files, harmless lines and real errors.
+/// What one line of rsync's stderr says (see [`classify`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// Empty, or rsync's closing summary of a run with per-file trouble.
+    Harmless,
+    /// The summary of exit 23 (a connection reset may follow it).
+    Summary23,
+    /// A source file that does not exist (any more).
+    Vanished(String),
+    /// A file the origin's rsync could not read or send: `[sender]` with an
+    /// errno other than ENOENT.
+    OriginFailed(String),
+    /// `--delete` was left undone because of read errors at the origin.
+    DeletionSkipped,
+    /// A real error, with a cause when retrying cannot help.
+    Error(Option<Cause>),
+}
+
+/// Classify one stderr line by its role tag (`[sender]` is the origin's
+/// side, `[receiver]`/`[generator]` ours; rsync capitalises the client's
+/// role) and its errno text. The table of real messages is in the tests.
+pub fn classify(line: &str) -> Line {
+    let line = line.trim_end_matches(['\r', '\n']);
+    if line.trim().is_empty() {
+        return Line::Harmless;
+    }
+    if let Some(p) = vanished_path(line) {
+        return Line::Vanished(p);
+    }
+    if line.starts_with("rsync error: some files/attrs were not transferred") && line.contains("(code 23)") {
+        return Line::Summary23;
+    }
+    if line.starts_with("rsync warning: some files vanished before they could be") && line.contains("(code 24)") {
+        return Line::Harmless;
+    }
+    if line.starts_with("IO error encountered -- skipping file deletion") {
+        return Line::DeletionSkipped;
+    }
+    if line.starts_with("@ERROR: Unknown module") {
+        return Line::Error(Some(Cause::UnknownModule));
+    }
+    if line.starts_with("@ERROR: auth failed") {
+        return Line::Error(Some(Cause::AuthFailed));
+    }
+    // EAI_NONAME (rsync's getaddrinfo, or ssh's); EAI_AGAIN ("Temporary
+    // failure in name resolution") stays retryable.
+    if (line.starts_with("rsync: getaddrinfo:") || line.starts_with("ssh: Could not resolve hostname"))
+        && (line.ends_with("Name or service not known") || line.ends_with("No address associated with hostname"))
+    {
+        return Line::Error(Some(Cause::UnknownHost));
+    }
+    let Some(rest) = line.strip_prefix("rsync: ") else { return Line::Error(None) };
+    let (role, rest) = match rest.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((role, rest)) => (Some(role), rest),
+        None => (None, rest),
+    };
+    let errno = errno_of(rest);
+    let ours = matches!(role.map(str::to_ascii_lowercase).as_deref(), Some("receiver" | "generator") | None);
+    match (role.map(str::to_ascii_lowercase).as_deref(), errno) {
+        // change_dir is the source root itself: the whole source is gone.
+        (Some("sender"), Some(e)) if !rest.starts_with("change_dir") => match quoted_path(rest) {
+            Some(p) if e == libc::ENOENT => Line::Vanished(p),
+            Some(p) => Line::OriginFailed(p),
+            None => Line::Error(None),
+        },
+        (_, Some(libc::ENOSPC | libc::EDQUOT)) if ours => Line::Error(Some(Cause::NoSpace)),
+        (_, Some(libc::EACCES | libc::EPERM | libc::EROFS)) if ours && role.is_some() => {
+            Line::Error(Some(Cause::LocalPermission))
+        }
+        _ => Line::Error(None),
+    }
+}
+
+/// The errno at the end of a message: `… Permission denied (13)`.
+fn errno_of(msg: &str) -> Option<i32> {
+    let open = msg.strip_suffix(')')?.rfind(" (")?;
+    msg[open + 2..msg.len() - 1].parse().ok()
+}
+
+/// The quoted path of a message (`op "PATH" (in mod) failed: …`,
+/// `send_files failed to open "PATH": …`), unescaped. The path itself may
+/// hold quotes, so the end is found from the right.
+fn quoted_path(msg: &str) -> Option<String> {
+    let start = msg.find('"')? + 1;
+    let body = &msg[start..];
+    let end = body.rfind("\" (in ").or_else(|| body.rfind("\" failed")).or_else(|| body.rfind("\": "))?;
+    Some(unescape(&body[..end]))
+}
+
+/// Sorts stderr lines into per-file trouble, harmless lines and real errors.
 #[derive(Debug, Default)]
 struct StderrJudge {
-    vanished: Vec<String>,
-    other_errors: bool,
+    s: StderrSummary,
     seen_summary_23: bool,
 }
 
 impl StderrJudge {
     fn line(&mut self, line: &str) {
-        if line.trim().is_empty() {
-            return;
-        }
-        if let Some(p) = vanished_path(line) {
-            self.vanished.push(p);
-        } else if line.starts_with("rsync error: some files/attrs were not transferred") && line.contains("(code 23)") {
-            self.seen_summary_23 = true;
-        } else if line.starts_with("rsync warning: some files vanished before they could be")
-            && line.contains("(code 24)")
-        {
-        } else if self.seen_summary_23 && line.contains("read error: Connection reset by peer") {
+        let s = &mut self.s;
+        match classify(line) {
+            Line::Harmless => {}
+            Line::Summary23 => self.seen_summary_23 = true,
+            Line::Vanished(p) => s.vanished.push(p),
+            Line::OriginFailed(path) => {
+                let message = line.trim_end().strip_prefix("rsync: ").unwrap_or(line.trim_end()).to_string();
+                s.failed.push(FailedPath { path, message });
+            }
+            Line::DeletionSkipped => s.deletion_skipped = true,
             // Through a daemon, when every requested file is missing, the
             // daemon hangs up right after the summary (rsync 3.5.0).
-        } else {
-            self.other_errors = true;
+            Line::Error(None) if self.seen_summary_23 && line.contains("read error: Connection reset by peer") => {}
+            Line::Error(cause) => {
+                s.other_errors = true;
+                s.cause = s.cause.or(cause);
+            }
         }
     }
 }
@@ -572,6 +783,77 @@ mod tests {
         }
     }
 
+    /// rsync's real messages (3.5.0, the installed version; 3.2.7 prints
+    /// the same texts), each with what it means for a mirror.
+    #[test]
+    fn classify_real_messages() {
+        use Cause::*;
+        let origin = |p: &str| Line::OriginFailed(p.to_string());
+        let vanished = |p: &str| Line::Vanished(p.to_string());
+        let table: &[(&str, Line)] = &[
+            // A file the daemon (running as nobody) may not read.
+            (r#"rsync: [sender] send_files failed to open "secret.txt" (in m): Permission denied (13)"#, origin("secret.txt")),
+            // The same below the module, with a `/./` marker in --files-from.
+            (r#"rsync: [sender] send_files failed to open "/deep/er/sec" (in m): Permission denied (13)"#, origin("/deep/er/sec")),
+            // A local source.
+            (r#"rsync: [sender] send_files failed to open "/tmp/exp/mod/deep/er/sec": Permission denied (13)"#, origin("/tmp/exp/mod/deep/er/sec")),
+            // A path through a symlink out of the module.
+            (r#"rsync: [sender] link_stat "sub/link/hostname" (in m) failed: Too many levels of symbolic links (40)"#, origin("sub/link/hostname")),
+            // A file in a directory the daemon may not search; a directory it may not list.
+            (r#"rsync: [sender] link_stat "closed/f" (in m) failed: Permission denied (13)"#, origin("closed/f")),
+            (r#"rsync: [sender] opendir "closed" (in m) failed: Permission denied (13)"#, origin("closed")),
+            (r#"rsync: [sender] link_stat "missing" (in m) failed: No such file or directory (2)"#, vanished("missing")),
+            (r#"rsync: [sender] link_stat "/deep/er/missing" (in m) failed: No such file or directory (2)"#, vanished("/deep/er/missing")),
+            (r#"file has vanished: "/tmp/vt/src2/b_small""#, vanished("/tmp/vt/src2/b_small")),
+            // The source root itself is gone: the whole run failed.
+            (r#"rsync: [sender] change_dir "src2" (in mod) failed: No such file or directory (2)"#, Line::Error(None)),
+            ("IO error encountered -- skipping file deletion", Line::DeletionSkipped),
+            ("rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1956) [generator=3.5.0]", Line::Summary23),
+            ("rsync warning: some files vanished before they could be transferred (code 24) at main.c(1394) [sender=3.5.0]", Line::Harmless),
+            // Deterministic: not retried.
+            ("@ERROR: Unknown module 'nomod'", Line::Error(Some(UnknownModule))),
+            ("@ERROR: auth failed on module m", Line::Error(Some(AuthFailed))),
+            ("rsync: getaddrinfo: no.such.host.invalid 873: Name or service not known", Line::Error(Some(UnknownHost))),
+            ("ssh: Could not resolve hostname http: Name or service not known", Line::Error(Some(UnknownHost))),
+            (r#"rsync: [receiver] write failed on "/tmp/exp/small/big.bin": No space left on device (28)"#, Line::Error(Some(NoSpace))),
+            (r#"rsync: [receiver] mkstemp "/tmp/exp/ro/.ok.txt.UUhzV5" failed: Permission denied (13)"#, Line::Error(Some(LocalPermission))),
+            (r#"rsync: [generator] recv_generator: mkdir "/m/x" failed: Permission denied (13)"#, Line::Error(Some(LocalPermission))),
+            (r#"rsync: [Receiver] write failed on "/m/x": Disk quota exceeded (122)"#, Line::Error(Some(NoSpace))),
+            // Transient: retried.
+            ("rsync: getaddrinfo: cpan.example 873: Temporary failure in name resolution", Line::Error(None)),
+            ("rsync: [Receiver] failed to connect to 127.0.0.1 (127.0.0.1): Connection refused (111)", Line::Error(None)),
+            ("rsync: [Receiver] read error: Connection reset by peer (104)", Line::Error(None)),
+            ("rsync: connection unexpectedly closed (0 bytes received so far) [Receiver]", Line::Error(None)),
+            ("rsync error: error in socket IO (code 10) at clientserver.c(165) [Receiver=3.5.0]", Line::Error(None)),
+            ("[Receiver] io timeout after 30 seconds -- exiting", Line::Error(None)),
+            ("", Line::Harmless),
+        ];
+        for (line, want) in table {
+            assert_eq!(classify(line), *want, "{line}");
+        }
+    }
+
+    #[test]
+    fn per_file_failures_are_not_a_failed_run() {
+        let mut j = StderrJudge::default();
+        for l in [
+            r#"rsync: [sender] link_stat "missing" (in m) failed: No such file or directory (2)"#,
+            r#"rsync: [sender] send_files failed to open "secret.txt" (in m): Permission denied (13)"#,
+            "rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1956) [generator=3.5.0]",
+        ] {
+            j.line(l);
+        }
+        assert!(!j.s.other_errors);
+        assert_eq!(j.s.vanished, ["missing"]);
+        assert_eq!(j.s.failed[0].path, "secret.txt");
+        assert!(j.s.failed[0].message.starts_with("[sender] send_files failed to open"), "{:?}", j.s.failed);
+        let mut j = StderrJudge::default();
+        j.line(r#"rsync: [receiver] write failed on "/m/x": No space left on device (28)"#);
+        j.line("@ERROR: Unknown module 'x'");
+        assert!(j.s.other_errors);
+        assert_eq!(j.s.cause, Some(Cause::NoSpace), "the first cause is kept");
+    }
+
     #[test]
     fn unescape_octal() {
         assert_eq!(unescape(r"caf\#303\#251"), "café");
@@ -585,7 +867,7 @@ mod tests {
     fn judge(stderr: &str) -> (Vec<String>, bool) {
         let mut j = StderrJudge::default();
         stderr.lines().for_each(|l| j.line(l));
-        (j.vanished, j.other_errors)
+        (j.s.vanished, j.s.other_errors)
     }
 
     #[test]
@@ -660,6 +942,7 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
             signal: None,
             stderr: (1..=25).map(|i| format!("line {i}\n")).collect(),
             class: RsyncFailure::Partial,
+            cause: None,
         };
         let s = e.to_string();
         assert!(s.starts_with("rsync failed with code 23: rsync -rlt a b\n[5 earlier lines"));

@@ -1,6 +1,8 @@
-//! SIGINT/SIGTERM: the handler only records the signal; the code looks at
-//! it at safe points. The long-running commands (`rmirror`, `watch`) save
-//! their state and exit (130 for rmirror, 0 for watch); the short writers
+//! SIGINT/SIGTERM: the handler only records the signal, and passes
+//! SIGTERM on to the rsync child that runs at that moment (if any), so a
+//! stop does not wait for a long transfer. The code looks at the flag at
+//! safe points. The long-running commands (`rmirror`, `watch`) save their
+//! state and exit (130 for rmirror, 0 for watch); the short writers
 //! (`update`, `init`, `aggregate`) stop where nothing is half done (a lock
 //! wait, the walk, between merges) and otherwise finish what they commit,
 //! so a signal is deferred across every rename.
@@ -11,16 +13,24 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 pub static STOP: AtomicBool = AtomicBool::new(false);
 /// The last such signal's number (0: none).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The running child to pass the stop on to (0: none).
+static CHILD: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(child, libc::SIGTERM) };
+    }
 }
 
 /// Install the handler for SIGINT and SIGTERM (idempotent).
 pub fn install() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores into atomics, which is async-signal-safe.
+    // SAFETY: the handler only touches atomics and calls kill, both
+    // async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
@@ -51,4 +61,28 @@ pub fn stop_requested() -> bool {
 /// The signal that asked for the stop, if any.
 pub fn received() -> Option<i32> {
     Some(SIGNAL.load(Ordering::SeqCst)).filter(|s| *s != 0)
+}
+
+/// While alive, a stop is passed on to the child `pid` as SIGTERM. A stop
+/// that arrived just before the child was registered is passed on at once.
+pub struct ForwardTo {
+    pid: i32,
+}
+
+impl ForwardTo {
+    pub fn child(pid: u32) -> ForwardTo {
+        let pid = i32::try_from(pid).unwrap_or(0);
+        CHILD.store(pid, Ordering::SeqCst);
+        if stop_requested() && pid > 0 {
+            // SAFETY: signalling our own, not yet reaped, child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        ForwardTo { pid }
+    }
+}
+
+impl Drop for ForwardTo {
+    fn drop(&mut self) {
+        let _ = CHILD.compare_exchange(self.pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
 }

@@ -8,7 +8,7 @@
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
 //! written) is reported beside it.
 
-use crate::mirror::State;
+use crate::mirror::{Failing, State};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -32,6 +32,12 @@ pub struct Report {
     pub deletes: u64,
     pub refused: u64,
     pub errors: std::collections::BTreeMap<String, u64>,
+    /// Paths the origin could not send, retried every pass.
+    pub failing: Vec<Failing>,
+    /// Events of the last pass more than an hour ahead of the clock.
+    pub future_events: u64,
+    /// The last pass's error, if it failed.
+    pub last_error: Option<String>,
 }
 
 fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
@@ -58,6 +64,9 @@ pub fn report(localroot: &str, state: &State, now: f64) -> Report {
         deletes: state.counters.deletes,
         refused: state.counters.refused,
         errors: state.counters.errors.clone(),
+        failing: state.failing.clone(),
+        future_events: state.future_events,
+        last_error: state.last_error.clone(),
     }
 }
 
@@ -81,7 +90,12 @@ impl Level {
     }
 }
 
-/// Judge a report against lag thresholds: one Nagios line with perfdata.
+/// Judge a report against lag thresholds: one Nagios line with perfdata
+/// (labels name the tree, so several trees' lines can be told apart).
+/// A mirror that never completed a pass is WARNING while its first pass
+/// runs with a fresh heartbeat, CRITICAL when its last pass failed or its
+/// heartbeat is older than `crit`. Failing paths and events from the
+/// future make it at least WARNING.
 pub fn check(r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
     let Some(r) = r else {
         return (Level::Unknown, "RRR UNKNOWN - no mirror state (has rmirror run on this target?)".to_string());
@@ -89,23 +103,61 @@ pub fn check(r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
     let Some(lag) = r.lag_seconds else {
         return (Level::Unknown, format!("RRR UNKNOWN - {}: state has no timestamps", r.localroot));
     };
-    let level = if lag >= crit {
+    let worse = |a: Level, b: Level| if b as i32 > a as i32 { b } else { a };
+    let mut notes: Vec<String> = Vec::new();
+    let mut level = if r.last_complete.is_none() {
+        let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
+        match &r.last_error {
+            Some(e) => {
+                notes.push(format!("never complete; last pass failed: {}", e.lines().next().unwrap_or("")));
+                Level::Critical
+            }
+            None if stale => {
+                notes.push("never complete; no heartbeat".into());
+                Level::Critical
+            }
+            None => {
+                notes.push("first pass running".into());
+                Level::Warning
+            }
+        }
+    } else if lag >= crit {
         Level::Critical
     } else if lag >= warn {
         Level::Warning
     } else {
         Level::Ok
     };
+    if let Some(f) = r.failing.first() {
+        level = worse(level, Level::Warning);
+        notes.push(format!(
+            "{} failing path{} (e.g. {}: {})",
+            r.failing.len(),
+            if r.failing.len() == 1 { "" } else { "s" },
+            crate::recentfile::shown_path(&f.path),
+            f.message
+        ));
+    }
+    if r.future_events > 0 {
+        level = worse(level, Level::Warning);
+        notes.push(format!("{} events from the future", r.future_events));
+    }
     let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{h:.0}s ago"));
+    let label = |what: &str| format!("'{what} {}'", r.localroot.replace(['\'', '='], "_"));
+    let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
     let line = format!(
-        "RRR {} - {} lag {:.0}s behind {}, heartbeat {hb}, {} pending deletes | lag={:.0}s;{warn:.0};{crit:.0};0 pending_deletes={}",
+        "RRR {} - {} lag {:.0}s behind {}, heartbeat {hb}, {} pending deletes{notes} | {}={:.0}s;{warn:.0};{crit:.0};0 {}={} {}={}",
         level.word(),
         r.localroot,
         lag,
         r.remote,
         r.pending_deletes,
+        label("lag"),
         lag,
-        r.pending_deletes
+        label("pending_deletes"),
+        r.pending_deletes,
+        label("failing"),
+        r.failing.len()
     );
     (level, line)
 }
@@ -164,6 +216,20 @@ pub fn prometheus(reports: &[Report]) -> String {
         "Delete events waiting to be applied.",
         rows(&|r| Some(r.pending_deletes as f64)),
     );
+    metric(
+        &mut out,
+        "rrr_mirror_failing_paths",
+        "gauge",
+        "Paths the origin could not send, retried every pass.",
+        rows(&|r| Some(r.failing.len() as f64)),
+    );
+    metric(
+        &mut out,
+        "rrr_mirror_future_events",
+        "gauge",
+        "Events of the last pass more than an hour ahead of the clock.",
+        rows(&|r| Some(r.future_events as f64)),
+    );
     metric(&mut out, "rrr_mirror_passes_total", "counter", "Passes run.", rows(&|r| Some(r.passes as f64)));
     metric(&mut out, "rrr_mirror_files_total", "counter", "Paths handed to rsync.", rows(&|r| Some(r.files as f64)));
     metric(&mut out, "rrr_mirror_bytes_total", "counter", "Bytes rsync transferred.", rows(&|r| Some(r.bytes as f64)));
@@ -208,6 +274,23 @@ pub fn plain(r: &Report) -> String {
         let e: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(out, "errors           {}", e.join(", "));
     }
+    if let Some(e) = &r.last_error {
+        let _ = writeln!(out, "last error       {}", e.lines().next().unwrap_or(""));
+    }
+    if r.future_events > 0 {
+        let _ = writeln!(out, "future events    {} (more than an hour ahead; taken when due)", r.future_events);
+    }
+    let _ = writeln!(out, "failing          {}", r.failing.len());
+    for f in &r.failing {
+        let _ = writeln!(
+            out,
+            "  {}  {} attempts since {}: {}",
+            crate::recentfile::shown_path(&f.path),
+            f.attempts,
+            f.first,
+            f.message
+        );
+    }
     out
 }
 
@@ -234,6 +317,42 @@ mod tests {
         assert_eq!(check(Some(&r), 60.0, 200.0).0, Level::Critical);
         assert_eq!(check(None, 60.0, 200.0).0, Level::Unknown);
         assert!(check(Some(&r), 600.0, 3600.0).1.starts_with("RRR OK - /m lag 300s"));
+        assert!(check(Some(&r), 600.0, 3600.0).1.contains("| 'lag /m'=300s;600;3600;0 "), "perfdata names the tree");
+    }
+
+    #[test]
+    fn failing_future_and_first_pass() {
+        let mut st = state();
+        let now = Epoch::parse("1700000200.5").unwrap();
+        st.failing.push(Failing {
+            path: "id/secret".into(),
+            epoch: None,
+            message: "[sender] send_files failed to open \"id/secret\" (in m): Permission denied (13)".into(),
+            first: now.clone(),
+            last: now.clone(),
+            attempts: 3,
+        });
+        let (level, line) = check(Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("1 failing path (e.g. id/secret: ") && line.contains("'failing /m'=1"), "{line}");
+        assert!(plain(&report("/m", &st, 1_700_000_200.5)).contains("  id/secret  3 attempts since"));
+        st.failing.clear();
+        st.future_events = 2;
+        let (level, line) = check(Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("2 events from the future"), "{line}");
+
+        // Never complete: WARNING while the first pass runs, CRITICAL when
+        // it failed or the heartbeat is old.
+        let mut first = State::fresh("rsync://h/m/RECENT.recent", &Epoch::parse("1700000000.5").unwrap());
+        first.heartbeat = Some(Epoch::parse("1700000100.5").unwrap());
+        let at = |s: &State, t: f64| check(Some(&report("/m", s, t)), 60.0, 3600.0);
+        assert_eq!(at(&first, 1_700_000_200.5).0, Level::Warning, "{}", at(&first, 1_700_000_200.5).1);
+        assert_eq!(at(&first, 1_700_009_000.5).0, Level::Critical);
+        first.last_error = Some("rsync failed with code 5: …".into());
+        let (level, line) = at(&first, 1_700_000_200.5);
+        assert_eq!(level, Level::Critical);
+        assert!(line.contains("last pass failed: rsync failed with code 5"), "{line}");
     }
 
     #[test]

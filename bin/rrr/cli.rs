@@ -231,6 +231,13 @@ pub struct RmirrorArgs {
     /// Reconcile once with a whole-tree rsync.
     #[arg(long)]
     pub full: bool,
+    /// Make DIR a mirror of SRC although it is not one yet (not empty, no
+    /// state, or another collection's state), deleting what SRC lacks.
+    #[arg(long, conflicts_with = "config")]
+    pub adopt: bool,
+    /// Refuse a remote recentfile larger than this many bytes, unread.
+    #[arg(long, value_name = "BYTES", default_value_t = rrr::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
+    pub max_recentfile_size: u64,
     /// One JSON object per pass ({"kind":"pass",...}).
     #[arg(long)]
     pub json: bool,

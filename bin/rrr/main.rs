@@ -137,6 +137,8 @@ fn run(cli: Cli) -> Result<Exit> {
                 password_file: a.password_file,
                 dry_run: a.dry_run,
                 full: a.full,
+                adopt: a.adopt,
+                max_recentfile_size: a.max_recentfile_size,
                 json: a.json,
                 quiet: cli.quiet,
                 progress,

@@ -77,31 +77,36 @@ pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>,
     Ok(if missing { Exit::Differences } else { Exit::Ok })
 }
 
-/// `rrr check`: the worst level over all targets, one line each.
+/// `rrr check`: one line per target, the worst first (Nagios shows the
+/// first line); the worst level decides the exit status.
 pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Write) -> Result<Level> {
-    let mut worst = Level::Ok;
-    for (_, r) in reports(t, clock)? {
-        let (level, line) = status::check(r.as_ref(), warn, crit);
+    let mut lines: Vec<(Level, String)> =
+        reports(t, clock)?.iter().map(|(_, r)| status::check(r.as_ref(), warn, crit)).collect();
+    lines.sort_by_key(|(level, _)| std::cmp::Reverse(*level as i32));
+    for (_, line) in &lines {
         writeln!(out, "{line}")?;
-        if level as i32 > worst as i32 {
-            worst = level;
-        }
     }
-    Ok(worst)
+    Ok(lines.first().map_or(Level::Ok, |(level, _)| *level))
 }
 
 /// `rrr rmirror --config FILE`: one pass per tree per round; with
 /// `looping`, a round every `interval` seconds until SIGINT/SIGTERM.
 /// Each tree has its own lock and state; a failing tree does not stop the
-/// others. The exit status is the worst of the last round. The file's
+/// others, and backs off (doubling its pause up to 10 minutes) while it
+/// keeps failing. The exit status is the worst of each tree's last pass. The file's
 /// `interval` wins over `--interval`; its options over the command line's.
 pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
     let cfg = read_config(file)?;
     let interval = cfg.interval.unwrap_or(base.interval);
+    // Per tree: failed passes in a row, and when it may run again.
+    let mut backoff: Vec<(u32, Option<Instant>)> = vec![(0, None); cfg.trees.len()];
+    let mut last: Vec<Exit> = vec![Exit::Ok; cfg.trees.len()];
     loop {
         let started = Instant::now();
-        let mut worst = Exit::Ok;
-        for tree in &cfg.trees {
+        for (ix, tree) in cfg.trees.iter().enumerate() {
+            if backoff[ix].1.is_some_and(|t| Instant::now() < t) {
+                continue;
+            }
             let o = cfg.effective(tree);
             let opts = rmirror::Options {
                 remote: tree.remote.clone(),
@@ -115,6 +120,7 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
                     .map_or(base.max_files_per_connection, |n| usize::try_from(n.max(1)).unwrap_or(usize::MAX)),
                 rsync_options: o.rsync_options.unwrap_or_else(|| base.rsync_options.clone()),
                 password_file: o.password_file.or_else(|| base.password_file.clone()),
+                max_recentfile_size: o.max_recentfile_size.unwrap_or(base.max_recentfile_size),
                 ..base.clone()
             };
             let exit = match rmirror::run(&opts, clock.clone(), out) {
@@ -127,10 +133,19 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
             if exit == Exit::Interrupted || crate::signals::stop_requested() {
                 return Ok(Exit::Interrupted);
             }
-            if exit != Exit::Ok && (worst == Exit::Ok || exit == Exit::Error) {
-                worst = exit;
-            }
+            last[ix] = exit;
+            // A failing tree backs off as `--loop` does; the others go on.
+            let failed = if exit == Exit::Error { backoff[ix].0 + 1 } else { 0 };
+            let next = (failed > 0).then(|| Instant::now() + rmirror::pause_after(interval, failed));
+            backoff[ix] = (failed, next);
         }
+        let worst = last.iter().copied().fold(Exit::Ok, |w, e| {
+            if e != Exit::Ok && (w == Exit::Ok || e == Exit::Error) {
+                e
+            } else {
+                w
+            }
+        });
         if !base.looping {
             return Ok(worst);
         }

@@ -6,7 +6,6 @@ use crate::collection::Collection;
 use crate::query::{is_settled, News, NewsFilter};
 use crate::recentfile::Recentfile;
 use crate::remote::{self, FetchDir, Remote, RsyncSettings};
-use crate::store;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,7 +29,7 @@ pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>
                 coll.path_of(iv).display(),
                 s.line.map(|l| format!("line {l}: ")).unwrap_or_default(),
                 s.epoch,
-                crate::recentfile::escape_path(&s.path),
+                crate::recentfile::shown_path(&s.path),
                 s.reason
             );
         }
@@ -85,8 +84,8 @@ pub fn run_remote(
     } else {
         remote.name.clone()
     };
-    let principal =
-        store::read_file(&dir.file(&name))?.with_context(|| format!("{} does not exist", remote.source(&name)))?;
+    let limit = remote::DEFAULT_MAX_RECENTFILE_SIZE;
+    let principal = dir.read(&name, limit)?.with_context(|| format!("{} does not exist", remote.source(&name)))?;
     let layout = remote::check_meta(&name, &principal)?;
     let mut files = vec![principal];
     for iv in layout.intervals.iter().skip(1) {
@@ -95,7 +94,7 @@ pub fn run_remote(
         }
         let n = layout.name_of(iv);
         dir.fetch(&remote, settings, &[&n])?;
-        match store::read_file(&dir.file(&n))? {
+        match dir.read(&n, limit)? {
             Some(rf) => {
                 remote::check_meta(&n, &rf)?;
                 files.push(rf);

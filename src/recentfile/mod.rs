@@ -293,10 +293,46 @@ pub fn escape_path(path: &str) -> String {
     out
 }
 
+/// [`escape_path`] for messages: a path over 256 bytes (a hostile one can
+/// be megabytes) is cut, with its length said.
+pub fn shown_path(path: &str) -> String {
+    const SHOWN: usize = 256;
+    if path.len() <= SHOWN {
+        return escape_path(path);
+    }
+    let mut end = SHOWN;
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", escape_path(&path[..end]), path.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_over_long_path_is_one_skipped_event() {
+        let long = "a/".repeat(2500) + "x";
+        let yaml = format!(
+            "--- \nmeta: \n  dirtymark: '1700000000.5'\n  interval: 1h\n  protocol: 1\nrecent: \n  - \n    epoch: '1700000003.5'\n    path: ok1\n    type: new\n  - \n    epoch: '1700000002.5'\n    path: {long}\n    type: new\n  - \n    epoch: '1700000001.5'\n    path: ok2\n    type: delete\n"
+        );
+        let json = format!(
+            r#"{{"meta":{{"interval":"1h","protocol":1}},"recent":[{{"epoch":"3.5","path":"ok1","type":"new"}},{{"epoch":"2.5","path":"{long}","type":"new"}},{{"epoch":"1.5","path":"ok2","type":"delete"}}]}}"#
+        );
+        for (bytes, format) in [(yaml.as_bytes(), Format::Yaml), (json.as_bytes(), Format::Json)] {
+            let rf = parse_bytes(bytes, format).unwrap();
+            let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+            assert_eq!(paths, ["ok1", "ok2"], "{format:?}");
+            assert_eq!(rf.skipped.len(), 1);
+            assert_eq!(rf.skipped[0].path, long);
+            assert!(rf.skipped[0].reason.contains("5001 bytes long (limit 4096)"), "{:?}", rf.skipped[0]);
+        }
+        let shown = shown_path(&long);
+        assert!(shown.len() < 300 && shown.ends_with("… (5001 bytes)"), "{shown}");
+        assert_eq!(shown_path("a\nb"), "a\\x0Ab");
+    }
 
     fn events(paths: &[&str]) -> Vec<Event> {
         paths

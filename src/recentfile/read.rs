@@ -13,6 +13,9 @@ use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// Longest event path: a longer one is skipped (see [`validate`]).
+pub const MAX_PATH_BYTES: usize = 4096;
+
 /// Largest recentfile rrr will read (a 1M-event Z file is about 100 MB).
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
 
@@ -224,8 +227,16 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
             return Err(err_at(&ev, i, "event lacks one of epoch, path, type".into()));
         };
         let epoch = Epoch::parse(&epoch).map_err(|e| err_at(&ev, i, format!("{e}")))?;
-        if path.len() > 4096 {
-            return Err(err_at(&ev, i, format!("path is {} bytes long (limit 4096)", path.len())));
+        if path.len() > MAX_PATH_BYTES {
+            // One hostile event, not a broken file: skipped with why, as an
+            // unknown type is (a mirror refuses it, news leaves it out).
+            rf.skipped.push(Skipped {
+                line: ev.line,
+                epoch: epoch.into_string(),
+                reason: format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len()),
+                path,
+            });
+            continue;
         }
         let Some(kind) = EventKind::parse(&kind) else {
             rf.skipped.push(Skipped {

@@ -206,6 +206,14 @@ impl std::fmt::Display for WriteError {
     }
 }
 
+/// For callers that speak `io::Result`: the kind survives, the message
+/// names the file.
+impl From<WriteError> for io::Error {
+    fn from(e: WriteError) -> io::Error {
+        io::Error::new(e.source.kind(), format!("{e}: {}", e.source))
+    }
+}
+
 impl std::error::Error for WriteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)

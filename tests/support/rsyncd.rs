@@ -8,6 +8,9 @@
 //! The daemon runs as the current user (`uid`/`gid` set to the numeric ids of
 //! the test process, `use chroot = no`): started as root without them it would
 //! drop to `nobody` and could not read the test's temporary directories.
+//! [`RsyncDaemon::start_as_nobody`] is the exception (DECISIONS.md), for a
+//! file the daemon cannot read: the modules' paths and their parents must be
+//! world-readable.
 //!
 //! The rsync program is `rsync` from `PATH`, or `RRR_RSYNC` if set.
 #![allow(dead_code)]
@@ -32,9 +35,23 @@ impl RsyncDaemon {
     /// Panics (with the daemon's log) if it does not accept connections
     /// within about 5 s, or if it cannot be started on any of 10 ports.
     pub fn start(modules: &[(&str, &Path)]) -> RsyncDaemon {
+        // SAFETY: getuid and getgid cannot fail and have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        RsyncDaemon::start_with(modules, &uid.to_string(), &gid.to_string())
+    }
+
+    /// A daemon whose transfers run as `nobody`: it cannot read a file of
+    /// mode 0600 owned by root, as a real origin's daemon cannot read a
+    /// file its owner forgot to publish. Every module path, and each of its
+    /// parents, must be world-readable (chmod the temp dirs 0755).
+    pub fn start_as_nobody(modules: &[(&str, &Path)]) -> RsyncDaemon {
+        RsyncDaemon::start_with(modules, "nobody", "nogroup")
+    }
+
+    fn start_with(modules: &[(&str, &Path)], uid: &str, gid: &str) -> RsyncDaemon {
         let dir = tempfile::Builder::new().prefix("rrr-rsyncd-").tempdir().expect("create temp dir for rsyncd");
         let conf = dir.path().join("rsyncd.conf");
-        fs::write(&conf, config(dir.path(), modules)).expect("write rsyncd.conf");
+        fs::write(&conf, config(dir.path(), modules, uid, gid)).expect("write rsyncd.conf");
         let program = std::env::var_os("RRR_RSYNC").filter(|p| !p.is_empty()).unwrap_or_else(|| "rsync".into());
 
         let mut last_failure = String::new();
@@ -98,9 +115,7 @@ impl Drop for RsyncDaemon {
     }
 }
 
-fn config(dir: &Path, modules: &[(&str, &Path)]) -> String {
-    // SAFETY: getuid and getgid cannot fail and have no preconditions.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+fn config(dir: &Path, modules: &[(&str, &Path)], uid: &str, gid: &str) -> String {
     let mut conf = format!(
         "pid file = {}\nlog file = {}\nuse chroot = no\nuid = {uid}\ngid = {gid}\n\
          read only = yes\nreverse lookup = no\n",

@@ -199,6 +199,26 @@ fn spread_epoch(e: &Epoch, k: u64) -> Option<Epoch> {
     Epoch::parse(&format!("{int}.{:0digits$}", sum % scale)).ok()
 }
 
+/// Why an epoch given to `update` (`--epoch`, a `--stdin` line) cannot be
+/// recorded: it is not positive, or, unless `future_ok` (the Perl
+/// rrr-update, which replaces it by the clock), it lies more than an hour
+/// ahead of `now` (`99999999999`, a typo, would otherwise silently become
+/// the clock).
+pub fn check_caller_epoch(epoch: &Epoch, now: &Epoch, future_ok: bool) -> Result<(), String> {
+    if epoch.cmp_value(&Epoch::parse("0").expect("0 is an epoch")) != Ordering::Greater {
+        return Err(format!("epoch {epoch}: not a positive number of seconds since 1970"));
+    }
+    if !future_ok && epoch.to_f64() > now.to_f64() + MAX_AHEAD_SECS {
+        return Err(format!(
+            "epoch {epoch}: more than an hour after the clock ({now}); a dirty update records an event of the past"
+        ));
+    }
+    Ok(())
+}
+
+/// How far ahead of the clock a caller's epoch may be.
+const MAX_AHEAD_SECS: f64 = 3600.0;
+
 /// Why a path given to `update` cannot be recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PathError {

@@ -59,7 +59,12 @@
 //!
 //! # Deliberate limits (choices of this port)
 //!
-//! - [`Epoch::parse`] accepts at most 64 characters, no leading zeros on a
+//! - Epochs rrr makes (bumps) have at most 64 characters; past that, a
+//!   collision is resolved otherwise (see `update`). [`Epoch::parse`]
+//!   accepts up to 4096, because the reference's own bisection is not
+//!   capped: its init of 2000 files of one mtime writes epochs of 684
+//!   characters, and rrr must read (and mirror) such a collection.
+//! - [`Epoch::parse`] accepts no leading zeros on a
 //!   dot-less epoch (`0100`) and at most 19 digits on a dot-less epoch. In
 //!   exactly those cases the reference comparator is not transitive
 //!   (`0100 < 100`, yet both equal `100.0`; dot-less values beyond `u64`
@@ -81,8 +86,10 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-/// Longest text [`Epoch::parse`] accepts.
+/// Longest epoch rrr makes: a bump that would be longer is not taken.
 const MAX_LEN: usize = 64;
+/// Longest text [`Epoch::parse`] accepts (the reader's path limit too).
+const MAX_READ_LEN: usize = 4096;
 /// Most digits of a dot-less epoch (all such values fit in a `u64`).
 const MAX_DOTLESS_DIGITS: usize = 19;
 
@@ -162,11 +169,11 @@ impl Epoch {
     ///
     /// Rejected: the empty string, signs, exponents, spaces, other
     /// characters, more than one `.`, a leading or trailing `.`, more than
-    /// 64 characters, and (see the module docs) leading zeros or more than
+    /// 4096 characters, and (see the module docs) leading zeros or more than
     /// 19 digits on an epoch without a dot. The error quotes the input with
     /// control characters escaped, shortened to 40 characters.
     pub fn parse(s: &str) -> Result<Epoch, EpochError> {
-        check(s)?;
+        check(s, MAX_READ_LEN)?;
         Ok(Epoch(EpochText::new(s)))
     }
 
@@ -496,11 +503,12 @@ impl<'de> serde::Deserialize<'de> for Epoch {
 // ---------------------------------------------------------------------------
 // Validation
 
+/// An epoch rrr may make (at most 64 characters).
 fn is_valid(s: &str) -> bool {
-    check(s).is_ok()
+    check(s, MAX_LEN).is_ok()
 }
 
-fn check(s: &str) -> Result<(), EpochError> {
+fn check(s: &str, max_len: usize) -> Result<(), EpochError> {
     let bad = |what: String| Err(EpochError(format!("epoch {} {what}", quote(s))));
     if s.is_empty() {
         return Err(EpochError("empty epoch (expected a decimal number such as 1700000000.5)".to_owned()));
@@ -526,8 +534,8 @@ fn check(s: &str) -> Result<(), EpochError> {
             }
         }
     }
-    if s.len() > MAX_LEN {
-        return bad(format!("is too long: {} characters, at most {MAX_LEN}", s.len()));
+    if s.len() > max_len {
+        return bad(format!("is too long: {} characters, at most {max_len}", s.len()));
     }
     match dot {
         Some(0) => bad("is not a decimal number: no digit before '.'".to_owned()),
@@ -1133,7 +1141,7 @@ mod tests {
 
     #[test]
     fn parse_rejects() {
-        let long = "1".repeat(100);
+        let long = format!("1.{}", "5".repeat(5000));
         for bad in [
             "",
             "abc",
@@ -1190,10 +1198,11 @@ mod tests {
             assert_eq!(e.to_string(), good);
             assert_eq!(good.parse::<Epoch>().unwrap().into_string(), good);
         }
-        assert!(Epoch::parse(&"1".repeat(64).replacen('1', "1.", 1)).is_err());
-        let max = format!("1.{}", "2".repeat(62));
-        assert_eq!(max.len(), 64);
+        assert!(Epoch::parse(&"1".repeat(4096).replacen('1', "1.", 1)).is_err());
+        let max = format!("1.{}", "2".repeat(4094));
+        assert_eq!(max.len(), 4096);
         assert!(Epoch::parse(&max).is_ok());
+        assert!(!is_valid(&"1".repeat(64).replacen('1', "1.", 1)), "rrr makes at most 64 characters");
     }
 
     #[test]
@@ -1267,6 +1276,35 @@ mod tests {
         assert!(ep(&l).inc_towards(&ep(&r)).is_none());
         let s = ep("1.5").inc_towards(&ep("1.5000001")).unwrap();
         assert!(ep("1.5").cmp_value(&s) == Ordering::Less && s.cmp_value(&ep("1.5000001")) == Ordering::Less);
+    }
+
+    #[test]
+    fn long_epochs_of_the_reference_are_read_and_bumped() {
+        // The reference's init of 2000 files of one mtime bisects down to
+        // 684 characters; rrr reads those, and its own bumps stay short.
+        let mut l = Epoch::parse("1700000000.0").unwrap();
+        let mut r = Epoch::parse("1700000000.0000001").unwrap();
+        let mut longest = 0;
+        for _ in 0..2000 {
+            let mid = increase_a_bit(l.as_str(), Some(r.as_str()));
+            let m = Epoch::parse(&mid).unwrap_or_else(|e| panic!("{e}"));
+            assert!(l < m && m < r);
+            longest = longest.max(mid.len());
+            r = m;
+            if longest > 700 {
+                break;
+            }
+        }
+        assert!(longest > 600, "{longest}");
+        let bumped = r.inc();
+        assert_eq!(r.cmp_value(&bumped), Ordering::Less);
+        // Between two neighbours that close, no epoch of at most 64
+        // characters fits: the caller spreads instead.
+        let up = Epoch::parse("1700000000.0000001").unwrap();
+        assert!(r.inc_towards(&up).is_none());
+        l = Epoch::parse("1700000000.0").unwrap();
+        assert!(l.inc_towards(&r).is_none());
+        assert!(Epoch::parse("1700000000.1").unwrap().inc_towards(&up).is_none(), "not above");
     }
 
     #[test]

@@ -559,3 +559,33 @@ fn yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes() {
     );
     assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
+
+#[test]
+fn reads_and_rewrites_the_references_long_same_mtime_epochs() {
+    // The reference's init of 200 files of one mtime: epochs of up to 84
+    // characters, distinct as decimals. rrr reads them (they used to be
+    // refused as longer than 64), rewrites them byte for byte, and records
+    // another file of that mtime without a duplicate number.
+    let src = fixtures().join("perl-same-mtime/RECENT-1h.yaml");
+    let text = fs::read_to_string(&src).unwrap();
+    let rf = store::read_file(&src).unwrap().unwrap();
+    assert_eq!(rf.events.len(), 200);
+    assert!(rf.events.iter().any(|e| e.epoch.as_str().len() > 64));
+    let program = rf.meta.producers.iter().find(|(k, _)| k == "$0").unwrap().1.clone();
+    let time = Epoch::parse(rf.meta.produced().unwrap()).unwrap();
+    let written = String::from_utf8(recentfile::serialize(&rf, Format::Yaml, &Producer { program, time })).unwrap();
+    assert_eq!(mask_producers(&written), mask_producers(&text));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::copy(&src, root.join("RECENT-1h.yaml")).unwrap();
+    std::os::unix::fs::symlink("RECENT-1h.yaml", root.join("RECENT.recent")).unwrap();
+    fs::write(root.join("f200"), "x").unwrap();
+    let p = root.join("RECENT.recent");
+    ok(&["--now", "1700000200.5", "update", "--epoch", "1700000000", p.to_str().unwrap(), "f200"]);
+    let after = store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
+    assert_eq!(after.events.len(), 201);
+    for w in after.events.windows(2) {
+        assert_eq!(w[0].epoch.cmp_value(&w[1].epoch), std::cmp::Ordering::Greater, "{} {}", w[0].epoch, w[1].epoch);
+    }
+    assert_eq!(ok(&["news", "--local", p.to_str().unwrap()]).lines().count(), 201);
+}

@@ -10,6 +10,8 @@
 #                      or "err MESSAGE" when LoadFile dies
 #   redump FILE OUT    LoadFile(FILE) written back with Dump to OUT (as the
 #                      reference's write_1 does): "ok" or "err MESSAGE"
+#   write OUT HEX...   a principal of Syck's own making holding these paths,
+#                      newest first, written with Dump to OUT: "ok"
 use strict;
 use warnings;
 use YAML::Syck;
@@ -47,6 +49,30 @@ while (my $line = <STDIN>) {
         open my $fh, ">", $arg[1] or die "$arg[1]: $!";
         print $fh Dump($doc);
         close $fh or die "$arg[1]: $!";
+        print "ok\n";
+    } elsif ($cmd eq "write") {
+        my $out = shift @arg;
+        my $n = @arg;
+        my @recent = map {
+            { epoch => sprintf("%d.5", 1700100000 - $_), path => pack("H*", $arg[$_]), type => "new" }
+        } 0 .. $n - 1;
+        my $doc = {
+            meta => {
+                Producers => { '$0' => "syck.pl", "File::Rsync::Mirror::Recentfile" => "0.0.8", time => "1700100000.5" },
+                aggregator => [qw(1h 6h 1d 1W 1M 1Q 1Y Z)],
+                dirtymark => "1700000000.5",
+                filenameroot => "RECENT",
+                interval => "1h",
+                merged => {},
+                minmax => { max => "1700100000.5", min => "1700000000.5" },
+                protocol => 1,
+                serializer_suffix => ".yaml",
+            },
+            recent => \@recent,
+        };
+        open my $fh, ">", $out or die "$out: $!";
+        print $fh Dump($doc);
+        close $fh or die "$out: $!";
         print "ok\n";
     } else {
         die "unknown command: $cmd\n";

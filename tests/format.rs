@@ -556,7 +556,7 @@ fn yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes() {
         }
     }
     eprintln!(
-        "{} generated names in {} files: loaded by YAML::Syck, rewritten by it, read back by rrr",
+        "{} generated names in {} files: loaded and rewritten by YAML::Syck; its own files read back by rrr",
         names.len(),
         chunks.len()
     );

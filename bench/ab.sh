@@ -27,6 +27,7 @@ run1() {
 agg() {
   tag=$1 bin=$2
   rm -rf "$B/ab-agg" && cp -a "$B/c1000000" "$B/ab-agg"
+  mkdir -p "$B/ab-agg/id/N/NE/NEW" && touch "$B/ab-agg/id/N/NE/NEW/New-1.0.tar.gz"  # update refuses a missing file
   $bin --now 1764460900.5 update "$B/ab-agg/RECENT.recent" id/N/NE/NEW/New-1.0.tar.gz
   sync
   run1 "$tag" $bin --now 1764460901.5 aggregate --force "$B/ab-agg/RECENT.recent"

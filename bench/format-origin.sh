@@ -61,12 +61,13 @@ for n in 10000 100000 1000000; do
     "for i in \$(seq 20); do $R news --local $C --after $HOUR_AGO; done"
   measure "overview, $n" $R overview $C
   cp -a "$B/c$n" "$B/u$n"
+  mkdir -p "$B/u$n/id/B/BE/BENCH" && (cd "$B/u$n/id/B/BE/BENCH" && touch $(seq -f 'Bench-%g.tar.gz' 20))  # update refuses a missing file
   measure20 "update one file, $n (per run, 20 in a loop)" \
     "for i in \$(seq 20); do $R update $B/u$n/RECENT.recent id/B/BE/BENCH/Bench-\$i.tar.gz; done"
   rm -rf "$B/u$n"
 done
 # aggregate --force after one update, on a fresh copy each run (cascades to Z)
-BEFORE="rm -rf $B/agg && cp -a $B/c1000000 $B/agg && $R --now 1764460900.5 update $B/agg/RECENT.recent id/N/NE/NEW/New-1.0.tar.gz" \
+BEFORE="rm -rf $B/agg && cp -a $B/c1000000 $B/agg && mkdir -p $B/agg/id/N/NE/NEW && touch $B/agg/id/N/NE/NEW/New-1.0.tar.gz && $R --now 1764460900.5 update $B/agg/RECENT.recent id/N/NE/NEW/New-1.0.tar.gz" \
   measure "aggregate --force, 1M (rewrites all 8 files)" $R --now 1764460901.5 aggregate --force "$B/agg/RECENT.recent"
 BEFORE=
 RUNS_SAVED=$RUNS; RUNS=3
@@ -84,6 +85,7 @@ if command -v strace >/dev/null; then
   echo
   echo "update, fsync share (strace -T; 3 runs on the 1M collection):"
   cp -a "$B/c1000000" "$B/u1M"
+  mkdir -p "$B/u1M/id/B/BE/BENCH" && (cd "$B/u1M/id/B/BE/BENCH" && touch a.tar.gz b.tar.gz c.tar.gz)
   for p in a b c; do
     strace -f -T -e trace=fsync,fdatasync -o "$B/strace" $R --now $NOW update "$B/u1M/RECENT.recent" id/B/BE/BENCH/$p.tar.gz
     awk -F'<' '/fsync/ {s += $2; n++} END {printf "fsync calls %d, total %.4f s\n", n, s}' "$B/strace"

@@ -8,7 +8,7 @@
 //! - 9.2: keeping deletes in Z is the caller's `keep_deletes` flag
 //!   (`--keep-deletes`), not a meta key, which would break Perl readers.
 
-use crate::epoch::Epoch;
+use crate::epoch::{perl_min, Epoch, PerlNum};
 use crate::interval::Interval;
 use crate::recentfile::{first_of_each_path, path_set, Event, EventKind, Merged, PathSet, Recentfile};
 
@@ -32,9 +32,11 @@ pub fn merge(
         if dm(small) != dm(big) {
             done = true;
         } else if big.meta.merged != Merged::Absent {
-            let mut b = e.to_f64() - big_iv.seconds() as f64;
-            b = b.min(big.meta.merged.epoch().map_or(0.0, Epoch::to_f64));
-            let mut b = Epoch::from_clock(b.max(0.0));
+            // min(E - secs, merged.epoch || 0), as the reference's
+            // List::Util::min: the winner keeps its text.
+            let window = PerlNum::float(e.to_f64() - big_iv.seconds() as f64);
+            let merged = big.meta.merged.epoch().map_or_else(|| PerlNum::float(0.0), PerlNum::text);
+            let mut b = perl_min(&[window, merged]).expect("two arguments");
             if let Some(oldest) = small.oldest() {
                 if oldest.epoch < b {
                     b = oldest.epoch.clone();
@@ -106,18 +108,32 @@ pub fn merge(
     true
 }
 
-/// Consecutive identical epochs (two inputs that shared an epoch) are
-/// bumped, oldest first, until unused (spec 7.4 "Merge").
+/// Consecutive equal epochs (two inputs that shared an epoch) are bumped,
+/// oldest first, until unused (spec 7.4 "Merge"). Equal as numbers: the
+/// reference repairs identical strings only, which leaves `1.5` beside
+/// `1.50`, a duplicate to every reader that takes epochs as numbers.
 fn repair_equal_epochs(list: &mut [Event]) {
     for i in (0..list.len().saturating_sub(1)).rev() {
-        if list[i].epoch == list[i + 1].epoch {
+        if list[i].epoch.cmp_value(&list[i + 1].epoch) == std::cmp::Ordering::Equal {
             let mut bumped = list[i + 1].epoch.inc();
-            if i > 0 && bumped >= list[i - 1].epoch {
-                bumped = list[i + 1].epoch.inc_towards(&list[i - 1].epoch);
+            if i > 0 && bumped.cmp_value(&list[i - 1].epoch) != std::cmp::Ordering::Less {
+                // No room (a 64-character neighbour): keep the bump, which
+                // the strict-order check before writing refuses loudly.
+                bumped = list[i + 1].epoch.inc_towards(&list[i - 1].epoch).unwrap_or(bumped);
             }
             list[i].epoch = bumped;
         }
     }
+}
+
+/// The age in seconds of a file with mtime `mtime_secs` (whole seconds, as
+/// `stat` gives them), as the reference's aggregate measures it:
+/// `local $^T = time; 86400 * -M $file`. Its `time` is the whole-second
+/// clock, and `-M` is `($^T - mtime) / 86400` as a double, so the age is
+/// ⌊now⌋ − mtime through that division (spec 10): a clock step that lands
+/// on an interval length is not yet "older than" it.
+pub fn file_age(now: &Epoch, mtime_secs: i64) -> f64 {
+    86400.0 * ((now.whole_seconds() as f64 - mtime_secs as f64) / 86400.0)
 }
 
 /// Whether the cascade goes on from file `i` to file `i + 1` (spec 10):
@@ -175,6 +191,18 @@ mod tests {
         let mut small = Recentfile::from_events(vec![ev("1700000100.5", "a", EventKind::New)]);
         let mut big = small.clone();
         assert!(!merge(&mut big, &iv("6h"), &mut small, &iv("1h"), &e("1700000400.5"), false));
+    }
+
+    #[test]
+    fn file_age_is_measured_from_whole_seconds() {
+        // A pinned clock half a second past an interval length: the
+        // reference's age is exactly the interval, so no merge yet.
+        let ivs: Vec<Interval> = ["1h", "6h", "1d", "Z"].iter().map(|s| iv(s)).collect();
+        let age = file_age(&e("1700025200.5"), 1_700_003_600);
+        assert_eq!(age, 21600.0);
+        assert!(!merge_due(2, &ivs, false, Some(age)));
+        assert!(merge_due(2, &ivs, false, Some(file_age(&e("1700025201.0"), 1_700_003_600))));
+        assert_eq!(file_age(&e("1700000000.9"), 1_700_003_600), -3600.0);
     }
 
     #[test]

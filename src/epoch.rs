@@ -49,7 +49,7 @@
 //! assert_eq!(e1.as_str(), "1700000100.5000001");
 //! assert_eq!(e2.as_str(), "1700000100.50000016");
 //! assert!(e < e1 && e1 < e2);
-//! assert_eq!(e.inc_towards(&e1).as_str(), "1700000100.50000005");
+//! assert_eq!(e.inc_towards(&e1).unwrap().as_str(), "1700000100.50000005");
 //!
 //! assert_eq!(cmp_epochs("1.5", "1.50"), Ordering::Less);
 //! assert_eq!(Epoch::parse("1700000000").unwrap(), Epoch::parse("1700000000.0").unwrap());
@@ -59,7 +59,12 @@
 //!
 //! # Deliberate limits (choices of this port)
 //!
-//! - [`Epoch::parse`] accepts at most 64 characters, no leading zeros on a
+//! - Epochs rrr makes (bumps) have at most 64 characters; past that, a
+//!   collision is resolved otherwise (see `update`). [`Epoch::parse`]
+//!   accepts up to 4096, because the reference's own bisection is not
+//!   capped: its init of 2000 files of one mtime writes epochs of 684
+//!   characters, and rrr must read (and mirror) such a collection.
+//! - [`Epoch::parse`] accepts no leading zeros on a
 //!   dot-less epoch (`0100`) and at most 19 digits on a dot-less epoch. In
 //!   exactly those cases the reference comparator is not transitive
 //!   (`0100 < 100`, yet both equal `100.0`; dot-less values beyond `u64`
@@ -81,8 +86,10 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-/// Longest text [`Epoch::parse`] accepts.
+/// Longest epoch rrr makes: a bump that would be longer is not taken.
 const MAX_LEN: usize = 64;
+/// Longest text [`Epoch::parse`] accepts (the reader's path limit too).
+const MAX_READ_LEN: usize = 4096;
 /// Most digits of a dot-less epoch (all such values fit in a `u64`).
 const MAX_DOTLESS_DIGITS: usize = 19;
 
@@ -162,11 +169,11 @@ impl Epoch {
     ///
     /// Rejected: the empty string, signs, exponents, spaces, other
     /// characters, more than one `.`, a leading or trailing `.`, more than
-    /// 64 characters, and (see the module docs) leading zeros or more than
+    /// 4096 characters, and (see the module docs) leading zeros or more than
     /// 19 digits on an epoch without a dot. The error quotes the input with
     /// control characters escaped, shortened to 40 characters.
     pub fn parse(s: &str) -> Result<Epoch, EpochError> {
-        check(s)?;
+        check(s, MAX_READ_LEN)?;
         Ok(Epoch(EpochText::new(s)))
     }
 
@@ -241,8 +248,8 @@ impl Epoch {
         perl_float(&self.0)
     }
 
-    /// The one-argument bump `inc(l)` of spec 7.3: a short string `s` with
-    /// `self < s`, byte-identical to the reference
+    /// The one-argument bump `inc(l)` of spec 7.3: a short string `s`
+    /// above `self` as a decimal number, byte-identical to the reference
     /// (`1700000000.5` → `1700000000.5000001` → `1700000000.50000016`).
     ///
     /// If the reference's result would not be a valid epoch above `self`
@@ -251,49 +258,43 @@ impl Epoch {
     /// 64 characters, `self` incremented in its last decimal place.
     pub fn inc(&self) -> Epoch {
         let s = increase_a_bit(&self.0, None);
-        if is_valid(&s) && cmp_epochs(&self.0, &s) == Ordering::Less {
+        if is_valid(&s) && cmp_decimal(&self.0, &s) == Ordering::Less {
             return Epoch(s.into());
         }
         fallback_above(&self.0)
     }
 
     /// The two-argument bump `inc(l, r)` of spec 7.3: a short string `s`
-    /// with `self < s < upper` by [`cmp_epochs`], byte-identical to the
-    /// reference (`inc(1700000100.5, 1700000100.5000001)` =
-    /// `1700000100.50000005`). An `upper` more than one second above is
-    /// first lowered to `int(self) + 1`, as in the reference.
+    /// strictly between `self` and `upper` as decimal numbers,
+    /// byte-identical to the reference (`inc(1700000100.5,
+    /// 1700000100.5000001)` = `1700000100.50000005`). An `upper` more than
+    /// one second above is first lowered to `int(self) + 1`, as in the
+    /// reference.
     ///
-    /// Where the reference's result is not a valid epoch strictly between,
-    /// a safe string between is substituted (as for [`Epoch::inc`]). When no
-    /// string lies strictly between at all, which happens only when `upper`
-    /// is `self` (with `.0` if dot-less) followed by a single `0`, such as
-    /// `1.5` and `1.50`, the result is the reference's value if it is a
-    /// valid epoch, else `self.inc()`; it is then not below `upper`, and a
-    /// strict-order check before writing will catch it.
-    ///
-    /// # Panics
-    ///
-    /// If `upper <= self` by [`cmp_epochs`]: a caller bug (the reference
-    /// dies on identical strings and returns garbage for a lower `upper`).
-    pub fn inc_towards(&self, upper: &Epoch) -> Epoch {
-        assert!(
-            cmp_epochs(&self.0, &upper.0) == Ordering::Less,
-            "Epoch::inc_towards({}, {}): upper neighbour is not greater",
-            self.as_str(),
-            upper.as_str()
-        );
+    /// Where the reference's result is not a valid epoch strictly between
+    /// (far from real epochs, or when it would be only a longer spelling of
+    /// a neighbour, such as `1.50` for `1.5`), a short valid epoch between
+    /// is substituted. `None` when none of at most 64 characters exists,
+    /// or `upper` is not above `self` as a number.
+    pub fn inc_towards(&self, upper: &Epoch) -> Option<Epoch> {
+        if cmp_decimal(&self.0, &upper.0) != Ordering::Less {
+            return None;
+        }
         let s = increase_a_bit(&self.0, Some(&upper.0));
         if is_valid(&s) && strictly_between(&self.0, &s, &upper.0) {
-            return Epoch(s.into());
+            return Some(Epoch(s.into()));
         }
-        if let Some(between) = fallback_between(&self.0, &upper.0) {
-            return between;
-        }
-        if is_valid(&s) {
-            Epoch(s.into())
-        } else {
-            self.inc()
-        }
+        fallback_between(&self.0, &upper.0)
+    }
+
+    /// Compare as decimal numbers, exactly: `1.5 == 1.50 == 01.5`, unlike
+    /// the reference comparator ([`Ord`]), which orders such spellings by
+    /// their bytes. Every epoch rrr makes differs from its neighbours by
+    /// this comparison, not only by the comparator, because readers that
+    /// take epochs as numbers (Perl's `-after`, JSON, rrrgo) see equal
+    /// numbers as duplicates.
+    pub fn cmp_value(&self, other: &Epoch) -> Ordering {
+        cmp_decimal(&self.0, &other.0)
     }
 
     /// The integer seconds (floor), from the digits before the dot; exact
@@ -303,6 +304,43 @@ impl Epoch {
         let int_part = self.0.split('.').next().unwrap_or("");
         int_part.bytes().try_fold(0i64, |n, d| n.checked_mul(10)?.checked_add(i64::from(d - b'0'))).unwrap_or(i64::MAX)
     }
+}
+
+/// A number as a Perl variable holds it for `List::Util::min`: the double
+/// that `min` compares, and the text the variable prints as.
+#[derive(Clone, Debug)]
+pub struct PerlNum {
+    pub value: f64,
+    pub text: Epoch,
+}
+
+impl PerlNum {
+    /// A computed double (`$epoch - $secs`): prints as `%.15g`, compares
+    /// unrounded. Not below 0 (no epoch is, so a negative bound cuts
+    /// nothing, as 0 does).
+    pub fn float(x: f64) -> PerlNum {
+        let x = x.max(0.0);
+        PerlNum { value: x, text: Epoch::from_clock(x) }
+    }
+
+    /// A string (an epoch read from a file): compares as its nearest double.
+    pub fn text(e: &Epoch) -> PerlNum {
+        PerlNum { value: e.to_f64(), text: e.clone() }
+    }
+}
+
+/// `List::Util::min(@args)`: compares the doubles and returns the winning
+/// argument itself, so a string keeps its exact text (`1700000060.5000001`
+/// stays that; printed back from a double it would be `1700000060.5`).
+/// The first of equal doubles wins (spec 8.3 step 2, 9 step 4).
+pub fn perl_min(args: &[PerlNum]) -> Option<Epoch> {
+    let mut best: Option<&PerlNum> = None;
+    for a in args {
+        if best.is_none_or(|b| a.value < b.value) {
+            best = Some(a);
+        }
+    }
+    best.map(|b| b.text.clone())
 }
 
 /// The reference comparator of spec 7.2 on raw strings (see the module
@@ -465,11 +503,12 @@ impl<'de> serde::Deserialize<'de> for Epoch {
 // ---------------------------------------------------------------------------
 // Validation
 
+/// An epoch rrr may make (at most 64 characters).
 fn is_valid(s: &str) -> bool {
-    check(s).is_ok()
+    check(s, MAX_LEN).is_ok()
 }
 
-fn check(s: &str) -> Result<(), EpochError> {
+fn check(s: &str, max_len: usize) -> Result<(), EpochError> {
     let bad = |what: String| Err(EpochError(format!("epoch {} {what}", quote(s))));
     if s.is_empty() {
         return Err(EpochError("empty epoch (expected a decimal number such as 1700000000.5)".to_owned()));
@@ -495,8 +534,8 @@ fn check(s: &str) -> Result<(), EpochError> {
             }
         }
     }
-    if s.len() > MAX_LEN {
-        return bad(format!("is too long: {} characters, at most {MAX_LEN}", s.len()));
+    if s.len() > max_len {
+        return bad(format!("is too long: {} characters, at most {max_len}", s.len()));
     }
     match dot {
         Some(0) => bad("is not a decimal number: no digit before '.'".to_owned()),
@@ -894,8 +933,24 @@ fn increase_a_bit_tail(l_in: &str, r_in: &str) -> String {
     ret
 }
 
+/// `l < s < r` as decimal numbers.
 fn strictly_between(l: &str, s: &str, r: &str) -> bool {
-    cmp_epochs(l, s) == Ordering::Less && cmp_epochs(s, r) == Ordering::Less
+    cmp_decimal(l, s) == Ordering::Less && cmp_decimal(s, r) == Ordering::Less
+}
+
+/// Exact comparison of two decimal strings (digits, at most one `.`) as
+/// numbers: leading zeros of the integer part and trailing zeros of the
+/// fraction do not count.
+pub fn cmp_decimal(a: &str, b: &str) -> Ordering {
+    if a == b {
+        return Ordering::Equal;
+    }
+    fn split(s: &str) -> (&str, &str) {
+        let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+        (int.trim_start_matches('0'), frac.trim_end_matches('0'))
+    }
+    let ((ia, fa), (ib, fb)) = (split(a), split(b));
+    ia.len().cmp(&ib.len()).then_with(|| ia.cmp(ib)).then_with(|| fa.cmp(fb))
 }
 
 fn with_dot_str(s: &str) -> String {
@@ -941,15 +996,13 @@ fn increment_last_place(l: &str) -> String {
     s
 }
 
-/// A short valid epoch strictly between `l` and `r` (`l < r`), if any
-/// exists: `l` (with `.0` if dot-less) followed by `0…01`, or by a single
-/// `0` (when `r` is `l` followed by `00…`), or `l` incremented in its last
-/// place.
+/// A short valid epoch strictly between `l` and `r` (`l < r`) as numbers,
+/// if any: `l` (with `.0` if dot-less) followed by `0…01`, or `l`
+/// incremented in its last place.
 fn fallback_between(l: &str, r: &str) -> Option<Epoch> {
     let base = with_dot_str(l);
     let mut candidates: Vec<String> =
         (0..=r.len().min(MAX_LEN)).map(|zeros| format!("{base}{}1", "0".repeat(zeros))).collect();
-    candidates.push(format!("{base}0"));
     if l.contains('.') {
         candidates.push(increment_last_place(l));
     }
@@ -1011,7 +1064,7 @@ mod tests {
                 }
                 "inc2" => {
                     let raw = increase_a_bit(a, Some(b));
-                    let got = ep(a).inc_towards(&ep(b)).into_string();
+                    let got = ep(a).inc_towards(&ep(b)).map(Epoch::into_string).unwrap_or_default();
                     if raw != want || got != want {
                         fail(format!("raw {raw:?}, Epoch::inc_towards {got:?}"));
                     }
@@ -1088,7 +1141,7 @@ mod tests {
 
     #[test]
     fn parse_rejects() {
-        let long = "1".repeat(100);
+        let long = format!("1.{}", "5".repeat(5000));
         for bad in [
             "",
             "abc",
@@ -1145,10 +1198,11 @@ mod tests {
             assert_eq!(e.to_string(), good);
             assert_eq!(good.parse::<Epoch>().unwrap().into_string(), good);
         }
-        assert!(Epoch::parse(&"1".repeat(64).replacen('1', "1.", 1)).is_err());
-        let max = format!("1.{}", "2".repeat(62));
-        assert_eq!(max.len(), 64);
+        assert!(Epoch::parse(&"1".repeat(4096).replacen('1', "1.", 1)).is_err());
+        let max = format!("1.{}", "2".repeat(4094));
+        assert_eq!(max.len(), 4096);
         assert!(Epoch::parse(&max).is_ok());
+        assert!(!is_valid(&"1".repeat(64).replacen('1', "1.", 1)), "rrr makes at most 64 characters");
     }
 
     #[test]
@@ -1205,30 +1259,91 @@ mod tests {
         assert_eq!(increment_last_place("1.59"), "1.6");
         assert_eq!(increment_last_place("9.99"), "10.0");
         // Crossing a power of ten: the reference keeps a padded leading zero.
-        let s = ep("999.9").inc_towards(&ep("1000.1"));
+        let s = ep("999.9").inc_towards(&ep("1000.1")).unwrap();
         assert_eq!(s.as_str(), "0999.9500000000000454747350886464119");
         assert!(is_valid(s.as_str()));
-        // No string lies strictly between these two.
+        // 1.5 and 1.50 are ordered by the comparator, but nothing lies
+        // between them as numbers (the bump used to give 1.500 and 1.50).
         let (a, b) = (ep("1.5"), ep("1.50"));
         assert!(a < b);
-        assert!(fallback_between("1.5", "1.50").is_none());
-        let _ = a.inc_towards(&b);
-        // ... but between 1.5 and 1.500 there is 1.50.
-        assert_eq!(fallback_between("1.5", "1.500").unwrap().as_str(), "1.50");
-        let s = ep("1.5").inc_towards(&ep("1.500"));
-        assert!(ep("1.5") < s && s < ep("1.500"), "{s}");
+        assert_eq!(a.cmp_value(&b), Ordering::Equal);
+        assert!(a.inc_towards(&b).is_none());
+        assert!(ep("1.5").inc_towards(&ep("1.500")).is_none());
+        assert!(ep("1.0").inc_towards(&ep("1.00")).is_none());
+        // Neighbours 64 characters long leave no room either.
+        let l = format!("1.{}", "0".repeat(62));
+        let r = format!("1.{}1", "0".repeat(61));
+        assert!(ep(&l).inc_towards(&ep(&r)).is_none());
+        let s = ep("1.5").inc_towards(&ep("1.5000001")).unwrap();
+        assert!(ep("1.5").cmp_value(&s) == Ordering::Less && s.cmp_value(&ep("1.5000001")) == Ordering::Less);
     }
 
     #[test]
-    #[should_panic(expected = "not greater")]
-    fn inc_towards_lower_panics() {
-        let _ = ep("2").inc_towards(&ep("1"));
+    fn long_epochs_of_the_reference_are_read_and_bumped() {
+        // The reference's init of 2000 files of one mtime bisects down to
+        // 684 characters; rrr reads those, and its own bumps stay short.
+        let mut l = Epoch::parse("1700000000.0").unwrap();
+        let mut r = Epoch::parse("1700000000.0000001").unwrap();
+        let mut longest = 0;
+        for _ in 0..2000 {
+            let mid = increase_a_bit(l.as_str(), Some(r.as_str()));
+            let m = Epoch::parse(&mid).unwrap_or_else(|e| panic!("{e}"));
+            assert!(l < m && m < r);
+            longest = longest.max(mid.len());
+            r = m;
+            if longest > 700 {
+                break;
+            }
+        }
+        assert!(longest > 600, "{longest}");
+        let bumped = r.inc();
+        assert_eq!(r.cmp_value(&bumped), Ordering::Less);
+        // Between two neighbours that close, no epoch of at most 64
+        // characters fits: the caller spreads instead.
+        let up = Epoch::parse("1700000000.0000001").unwrap();
+        assert!(r.inc_towards(&up).is_none());
+        l = Epoch::parse("1700000000.0").unwrap();
+        assert!(l.inc_towards(&r).is_none());
+        assert!(Epoch::parse("1700000000.1").unwrap().inc_towards(&up).is_none(), "not above");
     }
 
     #[test]
-    #[should_panic(expected = "not greater")]
-    fn inc_towards_equal_panics() {
-        let _ = ep("2").inc_towards(&ep("2.0"));
+    fn decimal_comparison() {
+        for (a, b, want) in [
+            ("1.5", "1.50", Ordering::Equal),
+            ("1700000000", "1700000000.0", Ordering::Equal),
+            ("01.5", "1.5", Ordering::Equal),
+            ("1.0", "1.00000000000000000001", Ordering::Less),
+            ("9.99", "10", Ordering::Less),
+            ("1.49", "1.5", Ordering::Less),
+            ("0", "0.0", Ordering::Equal),
+            ("2", "10", Ordering::Less),
+        ] {
+            assert_eq!(cmp_decimal(a, b), want, "{a} {b}");
+            assert_eq!(cmp_decimal(b, a), want.reverse(), "{b} {a}");
+        }
+    }
+
+    #[test]
+    fn perl_min_keeps_the_winners_text() {
+        let m = ep("1700000060.5000001");
+        let got = perl_min(&[PerlNum::float(1700006400.5), PerlNum::text(&m), PerlNum::text(&ep("1700010000.5"))]);
+        assert_eq!(got.unwrap().as_str(), "1700000060.5000001");
+        // A computed double prints as %.15g, but compares unrounded.
+        let got = perl_min(&[PerlNum::float(1700000060.5000002), PerlNum::text(&m)]).unwrap();
+        assert_eq!(got.as_str(), "1700000060.5000001");
+        assert_eq!(perl_min(&[PerlNum::float(1700000000.25), PerlNum::text(&m)]).unwrap().as_str(), "1700000000.25");
+        // Equal doubles: the first argument wins.
+        let (a, b) = (ep("1700000060.50000001"), ep("1700000060.50000002"));
+        assert_eq!(a.to_f64(), b.to_f64());
+        assert_eq!(perl_min(&[PerlNum::text(&b), PerlNum::text(&a)]).unwrap().as_str(), b.as_str());
+        assert_eq!(perl_min(&[PerlNum::float(-5.0)]).unwrap().as_str(), "0");
+    }
+
+    #[test]
+    fn inc_towards_needs_a_greater_number() {
+        assert!(ep("2").inc_towards(&ep("1")).is_none());
+        assert!(ep("2").inc_towards(&ep("2.0")).is_none());
     }
 
     #[test]
@@ -1348,10 +1463,18 @@ mod tests {
                 Ordering::Greater => (r, l),
                 Ordering::Equal => return Ok(()),
             };
-            prop_assume!(fallback_between(l.as_str(), r.as_str()).is_some());
-            let s = l.inc_towards(&r);
-            prop_assert!(l < s && s < r, "{} < {} < {}", l, s, r);
-            prop_assert!(is_valid(s.as_str()));
+            match l.inc_towards(&r) {
+                Some(s) => {
+                    prop_assert!(l < s && s < r, "{} < {} < {}", l, s, r);
+                    prop_assert!(l.cmp_value(&s) == Ordering::Less && s.cmp_value(&r) == Ordering::Less,
+                        "{} < {} < {} as numbers", l, s, r);
+                    prop_assert!(is_valid(s.as_str()));
+                }
+                None => prop_assert!(
+                    l.cmp_value(&r) == Ordering::Equal || fallback_between(l.as_str(), r.as_str()).is_none(),
+                    "no bump between {} and {}", l, r
+                ),
+            }
         }
 
         #[test]
@@ -1361,7 +1484,7 @@ mod tests {
             for _ in 0..n {
                 r = r.inc();
             }
-            let s = l.inc_towards(&r);
+            let s = l.inc_towards(&r).unwrap();
             prop_assert!(l < s && s < r, "{} < {} < {}", l, s, r);
             prop_assert_eq!(s.as_str(), increase_a_bit(l.as_str(), Some(r.as_str())));
         }

@@ -4,11 +4,15 @@
 //!
 //! Options are parsed as Getopt::Long does by default: `-x` and `--x`,
 //! `--x=v` and `--x v`, unique abbreviations, case-insensitive names
-//! (`_` and `-` are interchangeable here). An option rrr has no use for is
-//! accepted with a one-line warning; an unknown one is a usage error, as
-//! in Perl. Where the Perl tool behaves differently from `rrr`, the Perl
-//! behaviour is kept: `rrr-update` aggregates afterwards and only warns
-//! about a path outside the root; `rrr-fsck` repairs unless `--dry-run`.
+//! (`_` and `-` are interchangeable here), `--no-x`/`--nox` for the
+//! negatable ones. An option rrr has no use for is accepted with a
+//! one-line warning; an unknown one is a usage error, as in Perl. `--help`
+//! prints the Perl script's own usage (`pod2usage`, from `perl_help.txt`).
+//! Where the Perl tool behaves differently from `rrr`, the Perl behaviour
+//! is kept: `rrr-update` aggregates (forced, twice) only with `--epoch`,
+//! does not look at the disk, only warns about a path outside the root and
+//! dies on a `--delete` of a path the collection does not list;
+//! `rrr-fsck` repairs unless `--dry-run`.
 
 /// What a Perl entry point asks for: `rrr` argument lists to run in
 /// order, environment to set, warnings to print first.
@@ -17,6 +21,8 @@ pub struct Translation {
     pub steps: Vec<Vec<String>>,
     pub env: Vec<(String, String)>,
     pub warnings: Vec<String>,
+    /// `--help`: the Perl script's usage, for stdout (and exit 0).
+    pub help: Option<&'static str>,
 }
 
 /// The Perl entry points rrr answers to.
@@ -26,6 +32,8 @@ pub const TOOLS: &[&str] =
 #[derive(Clone, Copy)]
 enum Kind {
     Flag,
+    /// A flag Getopt::Long also takes as `--no-x` / `--nox` (`x!`).
+    Negatable,
     Value,
 }
 
@@ -38,8 +46,14 @@ struct Spec {
 const fn flag(name: &'static str, aliases: &'static [&'static str]) -> Spec {
     Spec { name, aliases, kind: Kind::Flag }
 }
+const fn negatable(name: &'static str) -> Spec {
+    Spec { name, aliases: &[], kind: Kind::Negatable }
+}
 const fn value(name: &'static str) -> Spec {
     Spec { name, aliases: &[], kind: Kind::Value }
+}
+const fn value_aka(name: &'static str, aliases: &'static [&'static str]) -> Spec {
+    Spec { name, aliases, kind: Kind::Value }
 }
 
 const RRR_INIT: &[Spec] = &[
@@ -58,20 +72,20 @@ const RRR_UPDATE: &[Spec] = &[
     flag("help", &["h"]),
 ];
 const RRR_AGGREGATE: &[Spec] =
-    &[value("locktimeout"), flag("dry-run", &["n"]), flag("verbose", &["v"]), flag("help", &["h"])];
+    &[value("locktimeout"), negatable("dry-run"), flag("verbose", &["v"]), flag("help", &["h"])];
 const RRR_NEWS: &[Spec] = &[
     value("after"),
     value("before"),
     value("contains_epoch"),
     value("contains_path"),
     value("contains_type"),
-    flag("dry-run", &["n"]),
+    negatable("dry-run"),
     value("local"),
     value("localroot"),
     value("max"),
     value("remote"),
-    value("rsync"),
-    flag("skip-deletes", &[]),
+    value_aka("rsync_options", &["rsync"]),
+    negatable("skip-deletes"),
     flag("verbose", &["v"]),
     flag("help", &["h"]),
 ];
@@ -86,10 +100,10 @@ const RRR_CLIENT: &[Spec] = &[
     value("password"),
     value("tmpdir"),
     value("runstatusfile"),
-    flag("skip-deletes", &[]),
+    negatable("skip-deletes"),
     // rrr's own: make an existing tree a mirror of --source (DECISIONS.md).
     flag("adopt", &[]),
-    flag("verbose", &["v"]),
+    negatable("verbose"),
     value("verboselog"),
     flag("help", &["h"]),
 ];
@@ -138,6 +152,14 @@ fn getopt(tool: &str, args: &[String]) -> Result<Parsed, String> {
         };
         let n = norm(name);
         let exact = specs.iter().find(|s| norm(s.name) == n || s.aliases.iter().any(|al| norm(al) == n));
+        // `--no-x` / `--nox` of a negatable `x`: as if `--x` had not been given.
+        let negated = exact.is_none().then(|| n.strip_prefix("no").map(|r| r.strip_prefix('-').unwrap_or(r))).flatten();
+        if let Some(spec) =
+            negated.and_then(|r| specs.iter().find(|s| matches!(s.kind, Kind::Negatable) && norm(s.name) == r))
+        {
+            opts.retain(|(k, _)| *k != spec.name);
+            continue;
+        }
         let spec = match exact {
             Some(s) => s,
             None => {
@@ -155,7 +177,7 @@ fn getopt(tool: &str, args: &[String]) -> Result<Parsed, String> {
             }
         };
         match spec.kind {
-            Kind::Flag => opts.push((spec.name, None)),
+            Kind::Flag | Kind::Negatable => opts.push((spec.name, None)),
             Kind::Value => {
                 let v = match inline {
                     Some(v) => v,
@@ -186,14 +208,7 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
     let get = |n: &str| opts.iter().rev().find(|(k, _)| *k == n).and_then(|(_, v)| v.clone());
     let has = |n: &str| opts.iter().any(|(k, _)| *k == n);
     if has("help") {
-        t.steps.push(vec![
-            s(match tool {
-                "rrr-server" => "watch",
-                "rrr-client" => "rmirror",
-                other => other.trim_start_matches("rrr-"),
-            }),
-            s("--help"),
-        ]);
+        t.help = Some(perl_usage(tool));
         return Ok(t);
     }
     let ignored = |t: &mut Translation, n: &str, why: &str| {
@@ -234,9 +249,11 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
             let [principal, file] = rest.as_slice() else {
                 return Err(format!("{tool}: expected PRINCIPAL FILE"));
             };
-            let mut step = vec![s("update"), s("--outside-is-warning")];
+            let mut step = vec![s("update"), s("--perl")];
             if has("delete") {
                 step.push(s("--delete"));
+            } else if has("add") {
+                step.push(s("--add"));
             }
             if let Some(e) = get("epoch") {
                 step.extend([s("--epoch"), e]);
@@ -247,12 +264,10 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
                 return Ok(t);
             }
             t.steps.push(step);
-            // The Perl script aggregates afterwards: forced, twice, after a dirty update.
+            // Only a dirty update aggregates afterwards: forced, twice.
             if has("epoch") {
                 t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
                 t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
-            } else {
-                t.steps.push(vec![s("aggregate"), principal.clone()]);
             }
         }
         "rrr-aggregate" => {
@@ -271,7 +286,7 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
         }
         "rrr-news" => {
             ignored(&mut t, "verbose", "no verbose mode");
-            ignored(&mut t, "rsync", "rrr uses its own safe rsync options");
+            ignored(&mut t, "rsync_options", "rrr uses its own safe rsync options");
             if has("dry-run") {
                 return Err(format!("{tool}: --dry-run is not supported (the Perl tool dies on it too)"));
             }
@@ -374,6 +389,16 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
     Ok(t)
 }
 
+/// The Perl script's `--help` (its `pod2usage(0)`): "Usage:", its
+/// synopsis, "Options:" and the options it documents.
+pub fn perl_usage(tool: &str) -> &'static str {
+    const HELP: &str = include_str!("perl_help.txt");
+    let header = format!("=== {tool}\n");
+    let Some(start) = HELP.find(&header).map(|i| i + header.len()) else { return "" };
+    let end = HELP[start..].find("\n=== ").map_or(HELP.len(), |i| start + i + 1);
+    &HELP[start..end]
+}
+
 /// `HOST::MOD/x` + user → `user@HOST::MOD/x`; `rsync://HOST/…` → `rsync://user@HOST/…`.
 fn with_user(source: &str, user: &str) -> String {
     if let Some(rest) = source.strip_prefix("rsync://") {
@@ -462,14 +487,54 @@ mod tests {
         let t = tr("rrr-update", &["--epoch=1700000000", "P", "f"]);
         assert_eq!(t.steps.len(), 3);
         assert_eq!(t.steps[1], ["aggregate", "--force", "P"]);
+        assert_eq!(t.steps[2], ["aggregate", "--force", "P"]);
+        // Without --epoch the Perl script only updates the principal.
         let t = tr("rrr-update", &["P", "f"]);
-        assert_eq!(t.steps, [vec!["update", "--outside-is-warning", "P", "f"], vec!["aggregate", "P"]]);
+        assert_eq!(t.steps, [vec!["update", "--perl", "P", "f"]]);
+        let t = tr("rrr-update", &["--delete", "P", "f"]);
+        assert_eq!(t.steps, [vec!["update", "--perl", "--delete", "P", "f"]]);
+        let t = tr("rrr-update", &["--add", "P", "f"]);
+        assert_eq!(t.steps, [vec!["update", "--perl", "--add", "P", "f"]]);
         assert!(tr("rrr-update", &["-n", "P", "f"]).steps.is_empty());
         assert_eq!(tr("rrr-fsck", &["P"]).steps, [["fsck", "--repair", "P"]]);
         assert_eq!(tr("rrr-fsck", &["-n", "P"]).steps, [["fsck", "P"]]);
         assert_eq!(tr("rrr-aggregate", &["--locktimeout=5", "P"]).steps, [["--locktimeout", "5", "aggregate", "P"]]);
         assert_eq!(tr("rrr-overview", &[]).steps, [["overview", "./RECENT.recent"]]);
         assert_eq!(tr("rrr-server", &["--verbose", "P"]).steps, [["watch", "P"]]);
+    }
+
+    #[test]
+    fn help_is_the_perl_usage() {
+        for tool in TOOLS {
+            let t = tr(tool, &["--help"]);
+            assert!(t.steps.is_empty(), "{tool}");
+            let help = t.help.unwrap();
+            assert!(help.starts_with("Usage:\n") && help.contains("\nOptions:\n"), "{tool}: {help}");
+            assert!(help.contains(&format!("      {tool} ")), "{tool}: names itself: {help}");
+            assert!(help.ends_with("\n\n") && !help.contains("==="), "{tool}");
+            // Every option the parser takes is documented there, and back.
+            for spec in specs(tool) {
+                assert!(help.contains(&format!("--{}", spec.name)), "{tool}: --{} undocumented", spec.name);
+            }
+            let documented = help.lines().filter(|l| l.starts_with("    --")).count();
+            assert_eq!(documented, specs(tool).len(), "{tool}");
+        }
+        assert!(tr("rrr-client", &["-h"]).help.unwrap().contains("--source=s"));
+        assert!(tr("rrr-news", &["-h"]).help.unwrap().contains("--rsync_options|rsync=s@"));
+    }
+
+    #[test]
+    fn negatable_and_aliased_options() {
+        let t = tr("rrr-news", &["--skip-deletes", "--no-skip-deletes", "-local", "P"]);
+        assert_eq!(t.steps, [["news", "--perl-format", "--local", "P"]]);
+        let t = tr("rrr-news", &["--noskip-deletes", "--skip-deletes", "-local", "P"]);
+        assert_eq!(t.steps, [["news", "--perl-format", "--local", "P", "--skip-deletes"]]);
+        let t = tr("rrr-news", &["--rsync_options=compress=1", "-local", "P"]);
+        assert!(t.warnings[0].contains("--rsync_options is ignored"), "{:?}", t.warnings);
+        assert!(tr("rrr-news", &["--nodry-run", "-local", "P"]).steps.len() == 1);
+        let t = tr("rrr-client", &["--source", "h::m/RECENT.recent", "--target", "/m", "--noverbose"]);
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        assert!(translate("rrr-news", &["--nolocal".into(), "P".into()]).unwrap_err().contains("unknown option"));
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //!   one event, not the epoch plus a bumped copy.
 //! - 4.2: only `new` and `delete` are accepted.
 
-use crate::epoch::Epoch;
+use crate::epoch::{perl_min, Epoch, PerlNum};
 use crate::recentfile::{check_relative_path, Event, EventKind, Merged, Recentfile};
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -56,7 +57,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     let listed: HashSet<String> = rf.events.iter().map(|e| e.path.clone()).collect();
     let mut batch: HashSet<&str> = HashSet::with_capacity(changes.len());
     let mut spread: HashMap<String, u64> = HashMap::new();
-    let mut bound: Option<f64> = None;
+    let mut bound: Option<Epoch> = None;
     let steps: Vec<Option<&Change>> = if order.is_empty() { vec![None] } else { order.into_iter().map(Some).collect() };
     for change in steps {
         let caller = change.and_then(|c| c.epoch.as_ref());
@@ -66,9 +67,11 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
         };
         if !out.dirty {
             if let Some(m) = rf.meta.merged.epoch() {
-                let secs = interval_secs as f64;
-                let b = (now.to_f64().max(epoch.to_f64()) - secs).min(m.to_f64()).min(epoch.to_f64());
-                bound = Some(b);
+                // min(max(now, epoch) - secs, merged.epoch, epoch), as the
+                // reference's List::Util::min: the winner keeps its text.
+                let virtual_now = if *now >= epoch { now } else { &epoch };
+                let window = PerlNum::float(virtual_now.to_f64() - interval_secs as f64);
+                bound = perl_min(&[window, PerlNum::text(m), PerlNum::text(&epoch)]);
             }
         }
         let Some(change) = change else { continue };
@@ -91,7 +94,6 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     }
     if !out.dirty {
         if let Some(b) = bound {
-            let b = Epoch::from_clock(b);
             while rf.events.last().is_some_and(|e| e.epoch < b) {
                 rf.events.pop();
                 out.truncated += 1;
@@ -103,24 +105,28 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
 }
 
 /// The clock, or a bump above the newest event when the clock has not
-/// moved past it (spec 7.4).
+/// moved past it (spec 7.4). A whole-second reading is stored as `<N>.0`,
+/// as the reference's comparator leaves its `$now` (spec 7.1).
 fn monotonic(rf: &Recentfile, now: &Epoch) -> Epoch {
     match rf.events.first() {
-        Some(top) if *now <= top.epoch => top.epoch.inc(),
-        _ => now.clone(),
+        Some(top) if now.cmp_value(&top.epoch) != Ordering::Greater => top.epoch.inc(),
+        _ => now.with_dot(),
     }
 }
 
 /// Insert at the epoch's place, bumping towards the newer neighbour on a
-/// collision (spec 7.4). Returns the epoch used.
+/// collision (spec 7.4). Returns the epoch used. Collisions and places are
+/// decided by value (`1.5` collides with `1.50`): every epoch written
+/// differs from the others as a decimal number.
 ///
 /// Many files with one mtime (a freshly unpacked tree) make the reference
 /// bisect towards that epoch, one more digit every few files; past about
 /// 150 files no epoch of at most 64 characters is left in between, and
-/// the reference's own strings would grow without bound. When the bump
-/// has not found a free epoch after [`MAX_BUMPS`] tries, the epoch is
-/// instead spread upwards in steps of 1e-7 s (`E + k·10⁻⁷`, the first free
-/// one; `spread` remembers k per epoch), which keeps init linear.
+/// the reference's own strings grow without bound (684 characters for
+/// 2000 files). When the bump finds no free epoch, or has not found one
+/// after [`MAX_BUMPS`] tries, the epoch is instead spread upwards in steps
+/// of 1e-7 s (`E + k·10⁻⁷`, the first free one; `spread` remembers k per
+/// epoch), which keeps init linear.
 fn dirty_insert(
     rf: &mut Recentfile,
     mut epoch: Epoch,
@@ -130,30 +136,42 @@ fn dirty_insert(
 ) -> Epoch {
     let events = &mut rf.events;
     let wanted = epoch.clone();
-    // First index whose epoch is <= ours (the list is strictly decreasing).
+    // The first index whose epoch is not above ours (the list decreases).
     // A batch sorted newest first (init's) appends: check the end first.
-    let mut i = match events.last() {
-        Some(last) if last.epoch > epoch => events.len(),
-        _ => events.partition_point(|e| e.epoch > epoch),
+    let place = |events: &[Event], e: &Epoch| match events.last() {
+        Some(last) if last.epoch.cmp_value(e) == Ordering::Greater => events.len(),
+        _ => events.partition_point(|x| x.epoch.cmp_value(e) == Ordering::Greater),
     };
+    let taken =
+        |events: &[Event], i: usize, e: &Epoch| events.get(i).is_some_and(|x| x.epoch.cmp_value(e) == Ordering::Equal);
+    let mut i = place(events, &epoch);
     // Once an epoch had to be spread, its neighbourhood stays full.
     let mut bumps = if spread.contains_key(wanted.as_str()) { MAX_BUMPS } else { 0 };
-    while i < events.len() && events[i].epoch == epoch {
-        if bumps == MAX_BUMPS {
-            let k = spread.entry(wanted.as_str().to_string()).or_insert(0);
-            loop {
-                *k += 1;
-                epoch = spread_epoch(&wanted, *k).unwrap_or_else(|| epoch.inc());
-                i = events.partition_point(|e| e.epoch > epoch);
-                if !(i < events.len() && events[i].epoch == epoch) {
-                    break;
-                }
+    while taken(events, i, &epoch) {
+        let bumped = match i {
+            _ if bumps == MAX_BUMPS => None,
+            0 => Some(epoch.inc()),
+            _ => epoch.inc_towards(&events[i - 1].epoch),
+        };
+        match bumped {
+            Some(b) => {
+                epoch = b;
+                bumps += 1;
             }
-            break;
+            None => {
+                let k = spread.entry(wanted.as_str().to_string()).or_insert(0);
+                loop {
+                    *k += 1;
+                    epoch = spread_epoch(&wanted, *k).unwrap_or_else(|| epoch.inc());
+                    i = place(events, &epoch);
+                    if !taken(events, i, &epoch) {
+                        break;
+                    }
+                }
+                break;
+            }
         }
-        epoch = if i == 0 { epoch.inc() } else { epoch.inc_towards(&events[i - 1].epoch) };
-        i = events.partition_point(|e| e.epoch > epoch);
-        bumps += 1;
+        i = place(events, &epoch);
     }
     events.insert(i, Event::new(epoch.clone(), path, kind));
     epoch
@@ -180,6 +198,26 @@ fn spread_epoch(e: &Epoch, k: u64) -> Option<Epoch> {
     let int = int.checked_add(u64::try_from(sum / scale).ok()?)?;
     Epoch::parse(&format!("{int}.{:0digits$}", sum % scale)).ok()
 }
+
+/// Why an epoch given to `update` (`--epoch`, a `--stdin` line) cannot be
+/// recorded: it is not positive, or, unless `future_ok` (the Perl
+/// rrr-update, which replaces it by the clock), it lies more than an hour
+/// ahead of `now` (`99999999999`, a typo, would otherwise silently become
+/// the clock).
+pub fn check_caller_epoch(epoch: &Epoch, now: &Epoch, future_ok: bool) -> Result<(), String> {
+    if epoch.cmp_value(&Epoch::parse("0").expect("0 is an epoch")) != Ordering::Greater {
+        return Err(format!("epoch {epoch}: not a positive number of seconds since 1970"));
+    }
+    if !future_ok && epoch.to_f64() > now.to_f64() + MAX_AHEAD_SECS {
+        return Err(format!(
+            "epoch {epoch}: more than an hour after the clock ({now}); a dirty update records an event of the past"
+        ));
+    }
+    Ok(())
+}
+
+/// How far ahead of the clock a caller's epoch may be.
+const MAX_AHEAD_SECS: f64 = 3600.0;
 
 /// Why a path given to `update` cannot be recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -313,6 +351,89 @@ mod tests {
         assert_eq!(epochs(&small), ["1700000000.0000001", "1700000000.00000005", "1700000000.0"]);
         assert_eq!(spread_epoch(&e("1700000000"), 3).unwrap().as_str(), "1700000000.0000003");
         assert_eq!(spread_epoch(&e("1.99999999"), 1).unwrap().as_str(), "2.00000000");
+    }
+
+    /// Strictly decreasing as decimal numbers, not only by the comparator.
+    fn decreasing_as_numbers(rf: &Recentfile) -> bool {
+        rf.events.windows(2).all(|w| w[0].epoch.cmp_value(&w[1].epoch) == Ordering::Greater)
+    }
+
+    #[test]
+    fn same_mtime_files_get_distinct_numbers() {
+        // Past about 142 files of one mtime the bump used to fall back on
+        // `1700000000.00`, the same number as `1700000000.0`.
+        for n in [141, 142, 143, 400, 2000] {
+            let changes: Vec<Change> = (0..n).map(|i| change(&format!("f{i}"), Some("1700000000"))).collect();
+            let mut rf = Recentfile::default();
+            batch_update(&mut rf, 3600, &changes, &e("1700000100.5"));
+            assert_eq!(rf.events.len(), n);
+            assert!(decreasing_as_numbers(&rf), "{n} files");
+            assert!(rf.events.iter().all(|ev| ev.epoch.as_str().len() <= 64));
+        }
+        // One file at a time, as watch and repeated updates record them.
+        let mut rf = Recentfile::default();
+        for i in 0..300 {
+            batch_update(&mut rf, 3600, &[change(&format!("f{i}"), Some("1700000000"))], &e("1700000100.5"));
+        }
+        assert!(decreasing_as_numbers(&rf));
+    }
+
+    #[test]
+    fn an_equal_number_spelled_differently_collides() {
+        // A file written elsewhere may hold `1700000000.50`; a dirty update
+        // at `1700000000.5` must not add the same number again.
+        let mut rf = Recentfile::from_events(vec![
+            Event::new(e("1700000001.5"), "b", EventKind::New),
+            Event::new(e("1700000000.50"), "a", EventKind::New),
+        ]);
+        batch_update(&mut rf, 3600, &[change("c", Some("1700000000.5"))], &e("1700000100.5"));
+        assert!(decreasing_as_numbers(&rf), "{:?}", epochs(&rf));
+        assert_eq!(rf.events.len(), 3);
+        // ... nor a clock reading equal to the newest event.
+        let mut rf = Recentfile::from_events(vec![Event::new(e("1700000100.50"), "a", EventKind::New)]);
+        batch_update(&mut rf, 3600, &[change("b", None)], &e("1700000100.5"));
+        assert!(decreasing_as_numbers(&rf), "{:?}", epochs(&rf));
+    }
+
+    #[test]
+    fn same_tick_updates_are_distinct_numbers() {
+        for now in ["1700000100.5", "1700000100", "1700000100.99999"] {
+            let mut rf = Recentfile::default();
+            for i in 0..500 {
+                batch_update(&mut rf, 3600, &[change(&format!("p{i}"), None)], &e(now));
+            }
+            assert_eq!(rf.events.len(), 500);
+            assert!(decreasing_as_numbers(&rf), "{now}");
+        }
+    }
+
+    #[test]
+    fn whole_second_clock_is_stored_with_dot_zero() {
+        // The reference's comparator appends `.0` to its `$now` in place.
+        let mut rf = Recentfile::default();
+        batch_update(&mut rf, 3600, &[change("a", None)], &e("1700000100"));
+        batch_update(&mut rf, 3600, &[change("b", None)], &e("1700000200"));
+        assert_eq!(epochs(&rf), ["1700000200.0", "1700000100.0"]);
+    }
+
+    #[test]
+    fn truncation_bound_keeps_merged_epochs_text() {
+        // Issue 12: the bound used to be printed back from a double, so
+        // `1700000060.5000001` became `1700000060.5` and the event at
+        // `1700000060.5` survived where the reference drops it.
+        use crate::aggregate::merge;
+        use crate::interval::Interval;
+        let (h1, h6) = (Interval::parse("1h").unwrap(), Interval::parse("6h").unwrap());
+        let mut p = Recentfile::default();
+        batch_update(&mut p, 3600, &[change("old", Some("1699990000"))], &e("1700000000.5"));
+        batch_update(&mut p, 3600, &[change("b", None)], &e("1700000060.5"));
+        batch_update(&mut p, 3600, &[change("c", None)], &e("1700000060.5"));
+        assert_eq!(epochs(&p)[..2], ["1700000060.5000001", "1700000060.5"]);
+        let mut big = Recentfile::default();
+        assert!(merge(&mut big, &h6, &mut p, &h1, &e("1700000060.5"), false));
+        assert_eq!(p.meta.merged.epoch().unwrap().as_str(), "1700000060.5000001");
+        batch_update(&mut p, 3600, &[change("d", None)], &e("1700010000.5"));
+        assert_eq!(epochs(&p), ["1700010000.5", "1700000060.5000001"]);
     }
 
     #[test]

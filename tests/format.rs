@@ -196,3 +196,399 @@ fn unknown_meta_keys_and_types_are_not_fatal() {
     assert_eq!(stdout(&o), "1700000002.0\tnew\ta\n");
     assert!(stderr(&o).contains("brandnew"));
 }
+
+// ---------------------------------------------------------------------------
+// Differential tests against the real YAML::Syck (Perl, libyaml-syck-perl).
+
+/// The installed YAML::Syck, driven through `tests/support/syck.pl`.
+/// Missing Perl or YAML::Syck fails the test: these checks are the proof
+/// that rrr's files are Perl's, and must not pass by being skipped.
+struct Syck {
+    script: std::path::PathBuf,
+}
+
+impl Syck {
+    fn new() -> Syck {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/syck.pl");
+        let syck = Syck { script };
+        let version = syck.run("version\n");
+        assert_eq!(
+            version.trim(),
+            "1.34",
+            "the differential tests need YAML::Syck 1.34 (Debian: apt-get install libyaml-syck-perl)"
+        );
+        syck
+    }
+
+    /// One answer line per command line.
+    fn run(&self, commands: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("commands");
+        fs::write(&input, commands).unwrap();
+        let out = std::process::Command::new("perl")
+            .arg(&self.script)
+            .stdin(fs::File::open(&input).unwrap())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run perl (needed for the YAML::Syck differential tests): {e}"));
+        assert!(
+            out.status.success(),
+            "perl {} failed ({}): {}\n(the differential tests need perl and YAML::Syck 1.34: apt-get install libyaml-syck-perl)",
+            self.script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// `Dump({path => P})` for each name.
+    fn dumps(&self, names: &[String]) -> Vec<String> {
+        let commands: String = names.iter().map(|n| format!("dump {}\n", hex(n.as_bytes()))).collect();
+        let out = self.run(&commands);
+        let lines: Vec<String> = out.lines().map(|l| String::from_utf8(unhex(l)).expect("Syck wrote UTF-8")).collect();
+        assert_eq!(lines.len(), names.len());
+        lines
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|c| format!("{c:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+/// Pieces of names that YAML or Perl might read as something other than
+/// a plain string: every indicator, YAML 1.1 bools, nulls, numbers,
+/// sexagesimals, dates, merge keys, Perl's numbers (`0 but true`, `inf`,
+/// `nan(1)`), quotes, backslashes, spaces, non-ASCII.
+const ATOMS: &[&str] = &[
+    "-",
+    "?",
+    ":",
+    ",",
+    "[",
+    "]",
+    "{",
+    "}",
+    "#",
+    "&",
+    "*",
+    "!",
+    "|",
+    ">",
+    "'",
+    "\"",
+    "%",
+    "@",
+    "`",
+    "^",
+    "~",
+    "=",
+    "<",
+    "+",
+    ".",
+    "\\",
+    "/",
+    " ",
+    "  ",
+    "- ",
+    "? ",
+    ": ",
+    " #",
+    "::",
+    ",,",
+    "--",
+    "---",
+    "...",
+    "<<",
+    "''",
+    "\\\"",
+    "\\x41",
+    "\\n",
+    "y",
+    "n",
+    "Y",
+    "N",
+    "yes",
+    "No",
+    "TRUE",
+    "true",
+    "False",
+    "off",
+    "On",
+    "null",
+    "Null",
+    "NULL",
+    "nil",
+    "0",
+    "7",
+    "007",
+    "-0",
+    "+5",
+    "-5",
+    "123456789",
+    "1234567890",
+    "-12345678",
+    "-123456789",
+    "1.5",
+    ".5",
+    "1.",
+    "-.5",
+    "1e5",
+    "1E+5",
+    "1.5e-3",
+    "1e",
+    "0x1F",
+    "0o17",
+    "017",
+    "1_000",
+    "1,000",
+    "0b101",
+    ".inf",
+    "-.Inf",
+    ".NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "nan",
+    "NaN",
+    "nanq",
+    "snan",
+    "1.#INF",
+    "1#IND",
+    "nan(12)",
+    "nan(0x1f)",
+    "nan( 1)",
+    "0 but true",
+    "1:20",
+    "190:20:30",
+    "190:20:30.15",
+    "-1:30",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "2001-12-14 21:59:43.10 -5",
+    "2002-12-14T21:59:43Z",
+    "é",
+    "€",
+    "𝄞",
+    "\u{a0}",
+    "\u{2028}",
+    "\u{feff}",
+    "e\u{301}",
+    "Ä: b",
+    "a",
+    "b",
+    "Foo-1.0",
+    "id/A/AB",
+    "x.tar.gz",
+    "dir",
+    "1700000000.5",
+];
+
+/// Every atom alone, at the start and the end of a word, after and before
+/// a space, inside a path; every pair of short atoms; then `random` names drawn by
+/// proptest from up to five atoms joined by nothing, spaces or slashes,
+/// and long names (up to the reader's 4096-byte limit).
+fn generated_names(random: usize) -> Vec<String> {
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    let mut names: Vec<String> = Vec::new();
+    for a in ATOMS {
+        for form in ["{}", "{}a", "a{}", "a {}", "{} a", "dir/{}", "{}/f", "id/A/AB/{}.tar.gz", "{}é", "{}\u{a0}/f"] {
+            names.push(form.replace("{}", a));
+        }
+    }
+    // Pairs of the short atoms (the indicators and their neighbours):
+    // every two-character start and end.
+    let short: Vec<&str> = ATOMS.iter().copied().filter(|a| a.len() <= 2).collect();
+    for a in &short {
+        for b in &short {
+            names.push(format!("{a}{b}"));
+        }
+    }
+    let atom = prop::sample::select(ATOMS);
+    let joined = (prop::collection::vec(atom.clone(), 1..6), prop::sample::select(&["", " ", "/", "", "-"][..]))
+        .prop_map(|(parts, sep)| parts.join(sep));
+    let long = (atom, 20usize..1300).prop_map(|(a, n)| a.repeat(n).chars().take(4000).collect::<String>());
+    let strategy = prop_oneof![9 => joined, 1 => long];
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    for _ in 0..random {
+        names.push(strategy.new_tree(&mut runner).unwrap().current());
+    }
+    // Paths are printable (writers refuse control characters), non-empty,
+    // at most 4096 bytes.
+    names.retain(|n| !n.is_empty() && n.len() <= 4096 && !n.chars().any(|c| (c as u32) < 0x20 || c == '\x7f'));
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    names
+}
+
+/// How many random names the differential tests draw: a few thousand in CI
+/// (seconds); `bench/syck-differential.sh` sets RRR_SYCK_CASES higher.
+fn random_cases() -> usize {
+    std::env::var("RRR_SYCK_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
+}
+
+/// A principal as the reference writes it, holding `names` as paths.
+fn doc_with_paths(names: &[String]) -> (recentfile::Recentfile, Producer) {
+    let step = fixtures().join("perl-0.4.3/s2-news-deletes-aggregate/step2-after-2-deletes");
+    let mut rf = store::read_file(&step.join("RECENT-1h.yaml")).unwrap().unwrap();
+    rf.events = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let epoch = Epoch::parse(&format!("{}.5", 1_700_100_000 - i as u64)).unwrap();
+            recentfile::Event::new(epoch, n.clone(), recentfile::EventKind::New)
+        })
+        .collect();
+    let producer = Producer { program: "rrr".into(), time: Epoch::parse("1700100000.5").unwrap() };
+    (rf, producer)
+}
+
+#[test]
+fn emitter_quotes_every_generated_name_as_yaml_syck_does() {
+    let syck = Syck::new();
+    let names = generated_names(random_cases());
+    let dumps = syck.dumps(&names);
+    let mut wrong = Vec::new();
+    let mut styles: std::collections::BTreeMap<&str, (usize, Vec<&str>)> = Default::default();
+    for (name, dump) in names.iter().zip(&dumps) {
+        let ours = format!("--- \npath: {}\n", recentfile::syck::scalar(name));
+        if ours != *dump {
+            wrong.push(format!("{name:?}: Syck {dump:?}, rrr {ours:?}"));
+        }
+        let value = dump.strip_prefix("--- \npath: ").unwrap_or(dump);
+        let style = match value.as_bytes()[0] {
+            b'\'' => "single-quoted",
+            b'"' => "double-quoted",
+            _ => "plain",
+        };
+        let entry = styles.entry(style).or_default();
+        entry.0 += 1;
+        if entry.1.len() < 12 {
+            entry.1.push(name);
+        }
+    }
+    eprintln!("{} generated names compared with YAML::Syck's Dump:", names.len());
+    for (style, (n, examples)) in &styles {
+        eprintln!("  {style}: {n}, e.g. {examples:?}");
+    }
+    assert!(wrong.is_empty(), "{} of {} names differ:\n{}", wrong.len(), names.len(), wrong.join("\n"));
+}
+
+#[test]
+fn yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes() {
+    let syck = Syck::new();
+    let names = generated_names(random_cases());
+    let dir = tempfile::tempdir().unwrap();
+    let mut commands = String::new();
+    let chunks: Vec<&[String]> = names.chunks(250).collect();
+    let mut written = Vec::new();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let (rf, producer) = doc_with_paths(chunk);
+        let ours = dir.path().join(format!("rrr-{i}.yaml"));
+        let bytes = recentfile::serialize(&rf, Format::Yaml, &producer);
+        fs::write(&ours, &bytes).unwrap();
+        let theirs = dir.path().join(format!("syck-{i}.yaml"));
+        commands.push_str(&format!("load {}\nredump {} {}\n", ours.display(), ours.display(), theirs.display()));
+        let own = dir.path().join(format!("syck-own-{i}.yaml"));
+        let hexes: Vec<String> = chunk.iter().map(|n| hex(n.as_bytes())).collect();
+        commands.push_str(&format!("write {} {}\n", own.display(), hexes.join(" ")));
+        written.push((bytes, theirs, own));
+    }
+    let answers = syck.run(&commands);
+    let answers: Vec<&str> = answers.lines().collect();
+    assert_eq!(answers.len(), 3 * chunks.len());
+    let mut problems = Vec::new();
+    for (i, chunk) in chunks.iter().enumerate() {
+        // Syck's LoadFile of rrr's file gives every path back.
+        match answers[3 * i].strip_prefix("ok") {
+            None => problems.push(format!("chunk {i}: YAML::Syck cannot load rrr's file: {}", answers[3 * i])),
+            Some(paths) => {
+                let loaded: Vec<String> =
+                    paths.split_whitespace().map(|h| String::from_utf8_lossy(&unhex(h)).into_owned()).collect();
+                for (want, got) in chunk.iter().zip(&loaded) {
+                    if want != got {
+                        problems.push(format!("{want:?}: YAML::Syck loads {got:?}"));
+                    }
+                }
+                if loaded.len() != chunk.len() {
+                    problems.push(format!("chunk {i}: YAML::Syck loads {} paths of {}", loaded.len(), chunk.len()));
+                }
+            }
+        }
+        let (ours, theirs, own) = &written[i];
+        // Syck writes the loaded document back byte for byte as rrr wrote it ...
+        if answers[3 * i + 1] == "ok" {
+            let syck_bytes = fs::read(theirs).unwrap();
+            if syck_bytes != *ours {
+                let a = String::from_utf8_lossy(ours);
+                let b = String::from_utf8_lossy(&syck_bytes);
+                let first = a.lines().zip(b.lines()).find(|(x, y)| x != y);
+                problems.push(format!("chunk {i}: YAML::Syck rewrites rrr's file differently, first at {first:?}"));
+            }
+        }
+        // ... and rrr reads what Syck writes of its own data, every path
+        // exactly, on every read path: the strict one (which takes Syck's
+        // layout), the line reader, and whatever the full read picks.
+        assert_eq!(answers[3 * i + 2], "ok");
+        let text = String::from_utf8(fs::read(own).unwrap()).unwrap();
+        let reads = [
+            ("strict reader", rrr::recentfile::yaml::parse_syck(&text).ok_or("declined".to_string())),
+            (
+                "line reader",
+                recentfile::yaml::parse(&text).and_then(recentfile::read::validate).map_err(|e| e.to_string()),
+            ),
+            ("reader", recentfile::parse_bytes(text.as_bytes(), Format::Yaml).map_err(|e| e.to_string())),
+        ];
+        for (how, rf) in reads {
+            match rf {
+                Ok(rf) => {
+                    let paths: Vec<&String> = rf.events.iter().map(|e| &e.path).collect();
+                    if paths != chunk.iter().collect::<Vec<_>>() {
+                        let bad = chunk.iter().zip(&paths).find(|(a, b)| a != *b);
+                        problems.push(format!("chunk {i}: rrr's {how} reads Syck's file differently: {bad:?}"));
+                    }
+                }
+                Err(e) => problems.push(format!("chunk {i}: rrr's {how} cannot read Syck's file: {e}")),
+            }
+        }
+    }
+    eprintln!(
+        "{} generated names in {} files: loaded and rewritten by YAML::Syck; its own files read back by rrr",
+        names.len(),
+        chunks.len()
+    );
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn reads_and_rewrites_the_references_long_same_mtime_epochs() {
+    // The reference's init of 200 files of one mtime: epochs of up to 84
+    // characters, distinct as decimals. rrr reads them (they used to be
+    // refused as longer than 64), rewrites them byte for byte, and records
+    // another file of that mtime without a duplicate number.
+    let src = fixtures().join("perl-same-mtime/RECENT-1h.yaml");
+    let text = fs::read_to_string(&src).unwrap();
+    let rf = store::read_file(&src).unwrap().unwrap();
+    assert_eq!(rf.events.len(), 200);
+    assert!(rf.events.iter().any(|e| e.epoch.as_str().len() > 64));
+    let program = rf.meta.producers.iter().find(|(k, _)| k == "$0").unwrap().1.clone();
+    let time = Epoch::parse(rf.meta.produced().unwrap()).unwrap();
+    let written = String::from_utf8(recentfile::serialize(&rf, Format::Yaml, &Producer { program, time })).unwrap();
+    assert_eq!(mask_producers(&written), mask_producers(&text));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::copy(&src, root.join("RECENT-1h.yaml")).unwrap();
+    std::os::unix::fs::symlink("RECENT-1h.yaml", root.join("RECENT.recent")).unwrap();
+    fs::write(root.join("f200"), "x").unwrap();
+    let p = root.join("RECENT.recent");
+    ok(&["--now", "1700000200.5", "update", "--epoch", "1700000000", p.to_str().unwrap(), "f200"]);
+    let after = store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
+    assert_eq!(after.events.len(), 201);
+    for w in after.events.windows(2) {
+        assert_eq!(w[0].epoch.cmp_value(&w[1].epoch), std::cmp::Ordering::Greater, "{} {}", w[0].epoch, w[1].epoch);
+    }
+    assert_eq!(ok(&["news", "--local", p.to_str().unwrap()]).lines().count(), 201);
+}

@@ -335,6 +335,14 @@ fn fsck_finds_each_kind_of_difference_and_repairs() {
 fn racing_updates_lose_nothing() {
     let (_tmp, root) = small_origin(1);
     let p = principal(&root);
+    for w in 0..4 {
+        for i in 0..50 {
+            touch(&root, &format!("w{w}/f{i}"), None);
+        }
+    }
+    for i in 0..20 {
+        touch(&root, &format!("single/s{i}"), None);
+    }
     let children: Vec<_> = (0..4)
         .map(|w| {
             let input: String = (0..50).map(|i| format!("new w{w}/f{i}\n")).collect();
@@ -380,6 +388,92 @@ fn update_refuses_paths_outside_the_root() {
 }
 
 #[test]
+fn update_refuses_what_would_record_nonsense() {
+    let (tmp, root) = small_origin(1);
+    fs::create_dir_all(root.join(".rrr")).unwrap();
+    fs::write(root.join(".rrr/state.json"), "{}").unwrap();
+    let p = principal(&root);
+    let principal_file = root.join("RECENT-1h.yaml");
+    let before = fs::read(&principal_file).unwrap();
+    let refused = |args: &[&str], needle: &str| {
+        let mut a = vec!["--now", "1700000100.5", "update"];
+        a.extend_from_slice(args);
+        let o = rrr(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: wanted {needle:?} in {}", stderr(&o));
+    };
+    refused(&[&p, "d/missing"], "d/missing: no such file");
+    refused(&[&p, "d"], "d: is a directory");
+    for own in [
+        "RECENT-1h.yaml",
+        "RECENT.recent",
+        "RECENT-Z.yaml",
+        "RECENT-1h.yaml.lock/process",
+        "RECENT-1h.yaml.new",
+        ".rrr/state.json",
+    ] {
+        refused(&[&p, own], "one of rrr's own files");
+    }
+    refused(&[&p, root.join("RECENT-6h.yaml").to_str().unwrap()], "RECENT-6h.yaml");
+    for (epoch, needle) in
+        [("99999999999", "more than an hour after the clock"), ("0", "not a positive"), ("0.0", "not a positive")]
+    {
+        refused(&["--epoch", epoch, &p, "d/f0"], needle);
+    }
+    refused(&["--epoch", "abc", &p, "d/f0"], "not a decimal number");
+    // A whole batch is refused for one bad line.
+    let mut c = std::process::Command::new(rrr_bin())
+        .args(["update", "--stdin", &p])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    c.stdin.take().unwrap().write_all(b"new d/f0\n0 new d/f0\n").unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("stdin line 2: epoch 0"), "{}", stderr(&o));
+    // A path relative to the current directory, not the root: named with
+    // the path to give instead, for a new file and for a delete.
+    let origin_name = root.file_name().unwrap().to_str().unwrap();
+    for (args, wanted) in [(vec!["update"], "d/f0"), (vec!["update", "--delete"], "d/gone")] {
+        let (raw, principal_arg) = (format!("{origin_name}/{wanted}"), format!("{origin_name}/RECENT.recent"));
+        let mut a = args.clone();
+        a.extend([&*principal_arg, &*raw]);
+        let o = std::process::Command::new(rrr_bin()).args(&a).current_dir(tmp.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("give {wanted} or an absolute path")), "{}", stderr(&o));
+    }
+    assert_eq!(fs::read(&principal_file).unwrap(), before, "nothing was recorded");
+    // What is fine: a file on disk, a delete of a gone one, an epoch within the hour.
+    at("1700000100.5", &["update", &p, "d/f0"]);
+    at("1700000100.5", &["update", "--delete", &p, "d/gone"]);
+    at("1700000100.5", &["update", "--epoch", "1700003000", &p, "d/f0"]);
+}
+
+#[test]
+fn fsck_after_a_plain_init_is_clean() {
+    // Only the principal exists until the first aggregate: the other files
+    // are not missing yet (the reference's fsck exits 0 too).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    touch(&root, "a/one", Some(1_700_000_000));
+    at("1700000100.5", &["init", "--aggregator", AGG, root.to_str().unwrap()]);
+    let o = rrr(&["fsck", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    at("1700000200.5", &["aggregate", &principal(&root)]);
+    assert_eq!(rrr(&["fsck", &principal(&root)]).status.code(), Some(0));
+    // Once written, a missing file is a finding, at the end of the chain too.
+    fs::remove_file(root.join("RECENT-Z.yaml")).unwrap();
+    let o = rrr(&["fsck", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "missing-recentfile\tRECENT-Z.yaml\n");
+    fs::remove_file(root.join("RECENT-1d.yaml")).unwrap();
+    let o = rrr(&["fsck", &principal(&root)]);
+    assert!(stdout(&o).contains("missing-recentfile\tRECENT-1d.yaml"), "{}", stdout(&o));
+}
+
+#[test]
 fn init_refuses_existing_collection_and_ignores_own_files() {
     let (_tmp, root) = small_origin(2);
     fs::create_dir_all(root.join(".rrr")).unwrap();
@@ -393,4 +487,49 @@ fn init_refuses_existing_collection_and_ignores_own_files() {
     let paths: Vec<&str> = news.lines().map(|l| l.split('\t').nth(2).unwrap()).collect();
     assert_eq!(paths.len(), 2, "only the two tree files: {paths:?}");
     assert!(!root.join("RECENT-Z.yaml").exists(), "--force replaced the whole collection");
+}
+
+/// An epoch as a decimal number, for comparing without rrr's own code:
+/// the integer part without leading zeros padded to 20 digits, and the
+/// fraction padded to 70.
+fn decimal_key(e: &str) -> String {
+    let (int, frac) = e.split_once('.').unwrap_or((e, ""));
+    let int = int.trim_start_matches('0');
+    assert!(
+        int.len() <= 20 && frac.len() <= 70 && int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()),
+        "{e:?} is not a decimal number"
+    );
+    format!("{int:0>20}.{frac:0<70}")
+}
+
+#[test]
+fn init_of_2000_same_mtime_files_writes_distinct_decimal_epochs() {
+    // A freshly unpacked tree: every file has one mtime. The bump used to
+    // fall back on `1700000000.00` past about 142 files, the same number
+    // as `1700000000.0` (issue 12).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    for i in 0..2000 {
+        touch(&root, &format!("d{}/f{i}", i % 7), Some(1_700_000_000));
+    }
+    at("1700000100.5", &["init", root.to_str().unwrap()]);
+    let text = fs::read_to_string(root.join("RECENT-1h.yaml")).unwrap();
+    let epochs: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("    epoch: ")).map(|e| e.trim_matches('\'')).collect();
+    assert_eq!(epochs.len(), 2000);
+    for w in epochs.windows(2) {
+        assert!(decimal_key(w[0]) > decimal_key(w[1]), "{} and {} are not strictly decreasing numbers", w[0], w[1]);
+    }
+    assert!(epochs.iter().all(|e| e.len() <= 64), "epochs stay at most 64 characters");
+    assert_eq!(*epochs.last().unwrap(), "1700000000.0");
+    // Same-tick updates (a pinned clock) stay distinct numbers too.
+    let p = principal(&root);
+    for i in 0..20 {
+        at("1700000200", &["update", &p, &format!("d{}/f{i}", i % 7)]);
+    }
+    let rf = rrr::store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
+    let keys: Vec<String> = rf.events.iter().map(|e| decimal_key(e.epoch.as_str())).collect();
+    assert!(keys.windows(2).all(|w| w[0] > w[1]));
+    assert_eq!(rf.events.last().unwrap().epoch.as_str(), "1700000000.0");
+    assert!(rf.events.iter().take(20).all(|e| e.epoch.as_str().starts_with("1700000200.")), "{:?}", &rf.events[..3]);
 }

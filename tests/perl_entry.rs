@@ -63,7 +63,7 @@ fn rrr_news_prints_the_reference_lines_once_each() {
     assert!(stderr(&o).contains("unknown option"), "{}", stderr(&o));
     let o = tool("rrr-news", &["-rsync", "compress=1", "-max", "1", "-local", p.to_str().unwrap()]);
     assert!(o.status.success());
-    assert!(stderr(&o).contains("--rsync is ignored"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--rsync_options is ignored"), "{}", stderr(&o));
 }
 
 #[test]
@@ -86,11 +86,19 @@ fn origin_tools_keep_perl_behaviour() {
     assert!(!root.join("RECENT-6h.yaml").exists());
     tool_ok("rrr-aggregate", &["-locktimeout", "5", p]);
     assert!(root.join("RECENT-Z.yaml").exists());
-    // rrr-update aggregates afterwards, so the event reaches 6h at once.
+    // rrr-update only updates the principal, as the Perl script does ...
     fs::write(root.join("a/two"), "2").unwrap();
+    let six_before = fs::read(root.join("RECENT-6h.yaml")).unwrap();
     tool_ok("rrr-update", &["--add", p, "a/two"]);
-    let six = rrr::store::read_file(&root.join("RECENT-6h.yaml")).unwrap().unwrap();
-    assert!(six.events.iter().any(|e| e.path == "a/two"));
+    assert_eq!(fs::read(root.join("RECENT-6h.yaml")).unwrap(), six_before, "no aggregate without --epoch");
+    let one = rrr::store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
+    assert!(one.events.iter().any(|e| e.path == "a/two"));
+    // ... and, with --epoch, aggregates twice with force, so the dirty event
+    // reaches Z at once (and, being old, is cut from the smaller files).
+    tool_ok("rrr-update", &["--epoch", "1600000000", p, "a/one"]);
+    let z = rrr::store::read_file(&root.join("RECENT-Z.yaml")).unwrap().unwrap();
+    assert!(z.events.iter().any(|e| e.path == "a/one" && e.epoch.as_str() == "1600000000.0"), "{:?}", z.events);
+    assert!(ok(&["news", "--local", p]).contains("1600000000.0\tnew\ta/one\n"));
     // A path outside the root is a warning there, an error in `rrr update`.
     let o = tool("rrr-update", &[p, "/etc/passwd"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -106,6 +114,66 @@ fn origin_tools_keep_perl_behaviour() {
     // rrr-overview with -verbose.
     let ov = tool_ok("rrr-overview", &["-verbose", p]);
     assert!(ov.starts_with("Ival Cnt     Dirtymark"), "{ov}");
+}
+
+#[test]
+fn rrr_update_keeps_the_perl_scripts_checks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    fs::create_dir_all(root.join("a")).unwrap();
+    fs::write(root.join("a/one"), "1").unwrap();
+    tool_ok("rrr-init", &[root.to_str().unwrap()]);
+    let p = root.join("RECENT.recent");
+    let p = p.to_str().unwrap();
+    let principal = root.join("RECENT-1h.yaml");
+    let before = fs::read(&principal).unwrap();
+    // A delete of a path the collection never listed dies, as in Perl.
+    let o = tool("rrr-update", &["--delete", p, "a/never"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("Didn't find 'a/never' in this recentfile collection, giving up."), "{}", stderr(&o));
+    // rrr's own files and a non-positive epoch are refused here too.
+    for args in [vec![p, "RECENT-1h.yaml"], vec![p, "RECENT-1h.yaml.lock/process"], vec!["--epoch", "0", p, "a/one"]] {
+        let o = tool("rrr-update", &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(fs::read(&principal).unwrap(), before, "nothing recorded");
+    // A delete of a listed path says what it found; the disk is not
+    // consulted (the Perl script records a file that is not there), and a
+    // future --epoch becomes the clock.
+    let o = tool("rrr-update", &["--delete", p, "a/one"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("Found file:\n--- \n- \n  epoch: '"), "{}", stderr(&o));
+    tool_ok("rrr-update", &[p, "a/not-on-disk"]);
+    let o = tool("rrr-update", &["--epoch", "99999999999", p, "a/not-on-disk-either"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rf = rrr::store::read_file(&principal).unwrap().unwrap();
+    let e = rf.events.iter().find(|e| e.path == "a/not-on-disk-either").unwrap();
+    assert!(e.epoch.as_str().starts_with("17") || e.epoch.as_str().starts_with("18"), "{}", e.epoch);
+    assert!(rf.events.iter().any(|e| e.path == "a/one" && e.kind == rrr::recentfile::EventKind::Delete));
+}
+
+#[test]
+fn help_is_the_perl_scripts_usage() {
+    for name in rrr::perl_compat::TOOLS {
+        for flag in ["--help", "-h"] {
+            let got = tool_ok(name, &[flag]);
+            assert_eq!(got, rrr::perl_compat::perl_usage(name), "{name} {flag}");
+            assert!(got.starts_with(&format!("Usage:\n      {name} ")), "{name}: {got}");
+            assert!(!got.contains("Usage: rrr"), "{name}: not rrr's own usage: {got}");
+        }
+    }
+    let client = tool_ok("rrr-client", &["--help"]);
+    assert!(client.contains("--source=s") && client.contains("--target=s"), "{client}");
+    assert!(!client.contains("--remote") && !client.contains("--localroot"), "{client}");
+}
+
+#[test]
+fn rrr_overview_of_an_empty_collection_is_perls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    fs::create_dir_all(&root).unwrap();
+    tool_ok("rrr-init", &[root.to_str().unwrap()]);
+    assert_eq!(tool_ok("rrr-overview", &[root.join("RECENT.recent").to_str().unwrap()]), "\n\n");
 }
 
 mod support;

@@ -103,9 +103,14 @@ pub struct UpdateArgs {
     /// Read `[EPOCH] new|delete PATH` lines from stdin (one batch, one lock).
     #[arg(long)]
     pub stdin: bool,
-    /// A path outside the root is a warning, not an error (the Perl rrr-update's behaviour).
+    /// Behave as the Perl rrr-update: the disk is not consulted, a path
+    /// outside the root is a warning, a future epoch becomes the clock, a
+    /// delete needs the path in the collection.
     #[arg(long, hide = true)]
-    pub outside_is_warning: bool,
+    pub perl: bool,
+    /// With --perl: report the path's indexed event first (rrr-update --add).
+    #[arg(long, hide = true, requires = "perl")]
+    pub add: bool,
 }
 
 #[derive(Args, Debug)]

@@ -76,7 +76,8 @@ fn run(cli: Cli) -> Result<Exit> {
                 delete: a.delete,
                 epoch: epoch_arg(&a.epoch, "--epoch")?,
                 stdin: a.stdin,
-                outside_is_warning: a.outside_is_warning,
+                perl: a.perl,
+                add: a.add,
             };
             if opts.paths.is_empty() && !opts.stdin {
                 anyhow::bail!("nothing to record: give PATH arguments or --stdin");
@@ -271,6 +272,10 @@ fn run_perl_entry_point(tool: &str, args: Vec<String>) -> Exit {
             return Exit::Error;
         }
     };
+    if let Some(help) = t.help {
+        print!("{help}");
+        return Exit::Ok;
+    }
     for w in &t.warnings {
         eprintln!("{w}");
     }

@@ -3,7 +3,7 @@
 //! file whose age does not call for a merge, which it learns from `stat`
 //! alone, so the big files are not read then.
 
-use crate::aggregate::{merge, merge_due};
+use crate::aggregate::{file_age, merge, merge_due};
 use crate::collection::Collection;
 use crate::origin::{self, Writer};
 use crate::update::batch_update;
@@ -84,8 +84,10 @@ pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer)
     })
 }
 
-/// Seconds since `iv`'s file was last written (`None`: no such file).
+/// Seconds since `iv`'s file was last written, as the reference counts
+/// them ([`file_age`]; `None`: no such file).
 fn target_age(coll: &Collection, iv: &crate::interval::Interval, now: &crate::epoch::Epoch) -> Option<f64> {
-    let mtime = std::fs::metadata(coll.path_of(iv)).and_then(|m| m.modified()).ok()?;
-    Some(now.to_f64() - mtime.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()))
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(coll.path_of(iv)).ok()?;
+    Some(file_age(now, meta.mtime()))
 }

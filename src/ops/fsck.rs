@@ -8,7 +8,7 @@
 use crate::collection::Collection;
 use crate::origin::Writer;
 use crate::query::newest_per_path;
-use crate::recentfile::{EventKind, Recentfile};
+use crate::recentfile::{EventKind, Merged, Recentfile};
 use crate::tree::{self, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
@@ -34,7 +34,9 @@ pub enum Finding {
     Modified { path: String },
     /// A recentfile that cannot be read (order, duplicates, syntax...).
     Unreadable { file: String, error: String },
-    /// A recentfile named by the aggregator that does not exist.
+    /// A recentfile named by the aggregator that does not exist although
+    /// the cascade has written it (or a larger one): not one that the first
+    /// aggregate after `init` has yet to write.
     MissingRecentfile { file: String },
     /// Adjacent files that neither overlap nor touch, where the smaller
     /// one has not merged up to the larger one's newest event.
@@ -101,9 +103,28 @@ pub struct Report {
 /// Check the collection's files alone; returns the readable ones (smallest first).
 pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>) -> Vec<Recentfile> {
     let mut files: Vec<(String, Recentfile)> = Vec::new();
-    for iv in &coll.intervals {
+    let exists: Vec<bool> =
+        coll.intervals.iter().map(|iv| std::fs::symlink_metadata(coll.path_of(iv)).is_ok()).collect();
+    // The smaller neighbour's meta.merged, as read (for its into_interval).
+    let mut previous: Option<Merged> = None;
+    for (i, iv) in coll.intervals.iter().enumerate() {
         let name = coll.file_name(iv);
-        match coll.read(iv) {
+        let read = coll.read(iv);
+        if let Ok(None) = &read {
+            // Missing: a finding when the cascade has been here, i.e. a larger
+            // file exists or the smaller one says it was merged into this one.
+            // After a plain `init` only the principal exists (as with the
+            // reference, whose fsck exits 0 then).
+            let merged_here =
+                matches!(&previous, Some(Merged::Into { into_interval: Some(into), .. }) if into == iv.spec());
+            if i == 0 || exists[i + 1..].iter().any(|&e| e) || merged_here {
+                findings.push(Finding::MissingRecentfile { file: name });
+            }
+            previous = None;
+            continue;
+        }
+        previous = read.as_ref().ok().and_then(|r| r.as_ref()).map(|rf| rf.meta.merged.clone());
+        match read {
             Ok(Some(rf)) => {
                 if let Some(mi) = &rf.meta.interval {
                     if mi != iv.spec() {

@@ -1,12 +1,25 @@
 //! `rrr update`: record new/delete events in the principal, one batch under
-//! one lock. It never aggregates (the Perl-compatible `rrr-update` does).
+//! one lock. It never aggregates (the Perl-compatible `rrr-update` does, with
+//! `--epoch`).
+//!
+//! The whole batch is checked before the lock is taken, and a path that
+//! would record nonsense is refused (exit 2, naming the path): a file that
+//! does not exist (without `--delete`), a path outside the root, or given
+//! relative to the current directory instead of the root, one of rrr's own
+//! files (the one ignore set), an epoch that is not positive or lies more
+//! than an hour ahead. As `rrr-update` (`perl`), it keeps the Perl script's
+//! behaviour instead: the disk is not consulted, a path outside the root is
+//! a warning, a future epoch becomes the clock, and a delete needs the path
+//! somewhere in the collection ("Didn't find ...").
 
 use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::origin::{self, Writer};
-use crate::recentfile::EventKind;
-use crate::update::{batch_update, relative_to_root, Change, Outcome, PathError};
-use anyhow::{bail, Context, Result};
+use crate::query::{News, NewsFilter};
+use crate::recentfile::{Event, EventKind};
+use crate::tree::IgnoreSet;
+use crate::update::{batch_update, check_caller_epoch, normalize, relative_to_root, Change, Outcome, PathError};
+use anyhow::{anyhow, bail, Context, Result};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -17,8 +30,10 @@ pub struct Options {
     pub epoch: Option<Epoch>,
     /// Read `new PATH` / `delete PATH` lines (optionally `EPOCH new PATH`) from stdin.
     pub stdin: bool,
-    /// Paths outside the root are warnings (the Perl tools' behaviour), not errors.
-    pub outside_is_warning: bool,
+    /// Behave as the Perl `rrr-update` (see the module docs).
+    pub perl: bool,
+    /// `rrr-update --add`: report the path's event in the index first.
+    pub add: bool,
 }
 
 /// Forms of the root a given absolute path may start with.
@@ -51,22 +66,46 @@ pub fn parse_line(line: &str) -> Result<(Option<Epoch>, EventKind, &str), String
     Ok((epoch, kind, rest))
 }
 
-/// Turn options into changes (paths checked against the root).
-pub fn changes(opts: &Options, coll: &Collection) -> Result<Vec<Change>> {
+/// Turn options into changes, refusing what would record nonsense (see
+/// the module docs). `now` is the clock, for the future-epoch check.
+pub fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<Vec<Change>> {
     let roots = root_forms(&coll.root);
+    let ignore = IgnoreSet::new(&coll.filenameroot, &[]);
     let mut out = Vec::new();
     let mut push = |raw: &str, kind: EventKind, epoch: Option<Epoch>, origin: &str| -> Result<()> {
-        match relative_to_root(raw, &roots) {
-            Ok(path) => {
-                out.push(Change { path, kind, epoch });
-                Ok(())
-            }
-            Err(PathError::Outside(m)) if opts.outside_is_warning => {
+        if let Some(e) = &epoch {
+            check_caller_epoch(e, now, opts.perl).map_err(|m| anyhow!("{origin}{m}"))?;
+        }
+        let path = match relative_to_root(raw, &roots) {
+            Ok(path) => path,
+            Err(PathError::Outside(m)) if opts.perl => {
                 eprintln!("rrr: warning: {origin}{m}; ignored");
-                Ok(())
+                return Ok(());
             }
             Err(e) => bail!("{origin}{e}"),
+        };
+        if ignore.is_ignored(&path) {
+            let which = if path == raw { String::new() } else { format!(" ({path})") };
+            bail!(
+                "{origin}{raw}{which}: one of rrr's own files (a recentfile, its lock or temp file, .rrr/, an rsync \
+                 temp file), which no index may list"
+            );
         }
+        if opts.perl {
+            if kind == EventKind::Delete || opts.add {
+                let found = indexed_event(coll, &path)?;
+                match (&found, kind) {
+                    (Some(e), EventKind::Delete) => eprintln!("Found file:\n{}", syck_dump_events(&[e])),
+                    (Some(e), _) => eprintln!("Info: found file in index:\n{}", syck_dump_events(&[e])),
+                    (None, EventKind::Delete) => bail!("Didn't find '{raw}' in this recentfile collection, giving up."),
+                    (None, _) => {}
+                }
+            }
+        } else {
+            check_on_disk(raw, &path, kind, &coll.root).map_err(|m| anyhow!("{origin}{m}"))?;
+        }
+        out.push(Change { path, kind, epoch });
+        Ok(())
     };
     let kind = if opts.delete { EventKind::Delete } else { EventKind::New };
     for p in &opts.paths {
@@ -79,11 +118,80 @@ pub fn changes(opts: &Options, coll: &Collection) -> Result<Vec<Change>> {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (epoch, kind, path) = parse_line(line).map_err(|m| anyhow::anyhow!("stdin line {}: {m}", n + 1))?;
+            let (epoch, kind, path) = parse_line(line).map_err(|m| anyhow!("stdin line {}: {m}", n + 1))?;
             push(path, kind, epoch.or_else(|| opts.epoch.clone()), &format!("stdin line {}: ", n + 1))?;
         }
     }
     Ok(out)
+}
+
+/// A `new` needs the file (or symlink) on disk under the root; a path that
+/// names something inside the root only from the current directory
+/// (`origin2/modules/new.txt` for the root `origin2`) is refused with the
+/// path to give instead.
+fn check_on_disk(raw: &str, rel: &str, kind: EventKind, root: &Path) -> Result<(), String> {
+    let on_disk = std::fs::symlink_metadata(root.join(rel));
+    if let Ok(m) = &on_disk {
+        if m.is_dir() && kind == EventKind::New {
+            return Err(format!("{raw}: is a directory under the root {}, not a file", root.display()));
+        }
+        return Ok(());
+    }
+    if let Some(inside) = relative_to_cwd_inside(raw, root) {
+        return Err(format!(
+            "{raw}: no such file under the root {}; paths are relative to the root, not to the current \
+             directory: give {inside} or an absolute path",
+            root.display()
+        ));
+    }
+    match kind {
+        EventKind::New => Err(format!(
+            "{raw}: no such file under the root {} (a file that is gone is recorded with --delete)",
+            root.display()
+        )),
+        EventKind::Delete => Ok(()),
+    }
+}
+
+/// For a relative `raw` given from a current directory outside the root:
+/// the path relative to the root that it names from there, if it lies
+/// inside the root.
+fn relative_to_cwd_inside(raw: &str, root: &Path) -> Option<String> {
+    if Path::new(raw).is_absolute() {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let root = normalize(&std::path::absolute(root).ok()?);
+    if normalize(&cwd).starts_with(&root) {
+        return None;
+    }
+    let named = normalize(&cwd.join(raw));
+    let rel = named.strip_prefix(&root).ok()?;
+    (!rel.as_os_str().is_empty()).then(|| rel.to_string_lossy().into_owned())
+}
+
+/// The newest event of `path` anywhere in the collection (`news
+/// --contains-path`), reading the files smallest first until it is found.
+fn indexed_event(coll: &Collection, path: &str) -> Result<Option<Event>> {
+    let filter = NewsFilter { contains_path: Some(path.to_string()), max: Some(1), ..NewsFilter::default() };
+    let files = crate::ops::news::collect(coll, &filter)?;
+    Ok(News::of(&files).finish(&filter).first().map(|e| (*e).clone()))
+}
+
+/// Events as the Perl script's `YAML::Syck::Dump $news` shows them.
+fn syck_dump_events(events: &[&Event]) -> String {
+    use crate::recentfile::syck::scalar;
+    let mut out = String::from("--- \n");
+    for e in events {
+        out.push_str(&format!(
+            "- \n  epoch: {}\n  path: {}\n  type: {}\n",
+            scalar(e.epoch.as_str()),
+            scalar(&e.path),
+            e.kind.as_str()
+        ));
+    }
+    out.pop();
+    out
 }
 
 /// Record `changes` in the principal of `coll` under its lock, all or
@@ -117,7 +225,7 @@ pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outco
 pub fn run(opts: &Options, w: &Writer) -> Result<Outcome> {
     crate::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
-    let changes = changes(opts, &coll)?;
+    let changes = changes(opts, &coll, &w.clock.now())?;
     if changes.is_empty() && (opts.stdin || !opts.paths.is_empty()) {
         return Ok(Outcome::default());
     }

@@ -156,9 +156,11 @@ fn epoch_lt(a: &str, da: Option<usize>, b: &str, db: Option<usize>) -> bool {
 }
 
 /// `scalar(path)` without its searches for the common path: one that
-/// starts with a letter or digit, has a `/` (so no reader types it as a
-/// number, bool or null) and no space, control character or DEL (so
-/// nothing calls for double quotes). Such a path is written plain.
+/// starts with a letter or digit, has a `/` (so Perl takes it for no
+/// number and YAML for no bool or null), no space, control character or
+/// DEL, does not end in `:` (so nothing calls for double quotes), and
+/// does not start with a YAML bool or null word that a non-ASCII byte
+/// ends (`Null\u{a0}x/y`, single-quoted). Such a path is written plain.
 fn push_path(out: &mut String, path: &str) {
     if is_plain_path(path) {
         out.push_str(path);
@@ -169,7 +171,12 @@ fn push_path(out: &mut String, path: &str) {
 
 fn is_plain_path(s: &str) -> bool {
     let b = s.as_bytes();
-    !b.is_empty() && b[0].is_ascii_alphanumeric() && b.iter().all(|&c| c > b' ' && c != 0x7f) && b.contains(&b'/')
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b.iter().all(|&c| c > b' ' && c != 0x7f)
+        && b.contains(&b'/')
+        && b[b.len() - 1] != b':'
+        && !(b"nNyYtTfFoO".contains(&b[0]) && super::syck::is_bool_or_null(b))
 }
 
 fn kv(out: &mut String, indent: usize, key: &str, value: &str) {
@@ -375,7 +382,7 @@ fn split_head(text: &str) -> Option<(&str, &str, &str)> {
 const MAX_HEAD: usize = CHUNK;
 
 fn parse_meta(head: &str) -> Option<super::Meta> {
-    let meta: MetaOnly = serde_saphyr::from_str(head).ok()?;
+    let meta: MetaOnly = serde_saphyr::from_str(&resolve_byte_escapes(head)).ok()?;
     meta_from_raw(meta.meta).ok()
 }
 
@@ -545,15 +552,16 @@ fn unquote_epoch(v: &str) -> Option<&str> {
 /// A plain path value the line reader reads as is (so the strict path
 /// may too), given whether it holds a `:` or `#`: it starts with a
 /// letter, digit, non-ASCII character, `.` or `_`, and has no `: `, ` #`,
-/// trailing space or CR.
+/// trailing space or CR; or it is text without control characters that
+/// YAML::Syck itself writes plain (`-a`, `+5`, `~x`, `<<`).
 #[inline]
 fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
     let b = v.as_bytes();
     let (Some(&first), Some(&last)) = (b.first(), b.last()) else { return false };
-    if !(first.is_ascii_alphanumeric() || first >= 0x80 || first == b'.' || first == b'_')
-        || last == b' '
-        || last == b'\r'
-    {
+    if !(first.is_ascii_alphanumeric() || first >= 0x80 || first == b'.' || first == b'_') {
+        return b.iter().all(|&c| c >= b' ' && c != 0x7f) && super::syck::is_plain(v);
+    }
+    if last == b' ' || last == b'\r' {
         return false;
     }
     if colon_or_hash {
@@ -832,7 +840,7 @@ fn fast_parse(text: &str) -> Result<Option<RawDoc>, ReadError> {
     if !head.lines().any(|l| l.starts_with("meta:")) {
         return Ok(None);
     }
-    let meta: MetaOnly = match serde_saphyr::from_str(head) {
+    let meta: MetaOnly = match serde_saphyr::from_str(&resolve_byte_escapes(head)) {
         Ok(m) => m,
         Err(_) => return Ok(None),
     };
@@ -940,35 +948,38 @@ fn fast_scalar(v: &str) -> Option<String> {
         }
         b'"' => {
             let inner = v.strip_prefix('"')?.strip_suffix('"')?;
-            let mut out = String::with_capacity(inner.len());
-            let mut chars = inner.chars();
-            while let Some(c) = chars.next() {
+            // Bytes, not characters: Syck writes each byte of a non-ASCII
+            // character as its own `\xHH` (`ä` is `\xC3\xA4`).
+            let mut out = Vec::with_capacity(inner.len());
+            let mut bytes = inner.bytes();
+            while let Some(c) = bytes.next() {
                 match c {
-                    '"' => return None,
-                    '\\' => match chars.next()? {
-                        '\\' => out.push('\\'),
-                        '"' => out.push('"'),
-                        '/' => out.push('/'),
-                        'n' => out.push('\n'),
-                        't' => out.push('\t'),
-                        'r' => out.push('\r'),
-                        '0' => out.push('\0'),
-                        'a' => out.push('\x07'),
-                        'b' => out.push('\x08'),
-                        'e' => out.push('\x1b'),
-                        'f' => out.push('\x0c'),
-                        'v' => out.push('\x0b'),
-                        ' ' => out.push(' '),
-                        'x' => {
-                            let h: String = chars.by_ref().take(2).collect();
-                            out.push(char::from_u32(u32::from_str_radix(&h, 16).ok()?)?);
+                    b'"' => return None,
+                    b'\\' => out.push(match bytes.next()? {
+                        b'\\' => b'\\',
+                        b'"' => b'"',
+                        b'/' => b'/',
+                        b'n' => b'\n',
+                        b't' => b'\t',
+                        b'r' => b'\r',
+                        b'0' => 0,
+                        b'a' => 0x07,
+                        b'b' => 0x08,
+                        b'e' => 0x1b,
+                        b'f' => 0x0c,
+                        b'v' => 0x0b,
+                        b' ' => b' ',
+                        b'x' => {
+                            let hi = (bytes.next()? as char).to_digit(16)?;
+                            let lo = (bytes.next()? as char).to_digit(16)?;
+                            (hi * 16 + lo) as u8
                         }
                         _ => return None,
-                    },
+                    }),
                     c => out.push(c),
                 }
             }
-            Some(out)
+            String::from_utf8(out).ok()
         }
         b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
         _ => {
@@ -978,6 +989,88 @@ fn fast_scalar(v: &str) -> Option<String> {
             Some(v.to_string())
         }
     }
+}
+
+/// YAML::Syck writes each byte of a non-ASCII character in a double-quoted
+/// scalar as its own `\xHH` (Perl hands it bytes): `"\xC3\xA4: b"` is
+/// `ä: b`. A YAML reader takes `\xC3` for the character U+00C3, so before
+/// text goes to serde-saphyr every run of such escapes that spells UTF-8
+/// is replaced by its characters, which YAML allows raw in double quotes.
+/// Escapes inside single-quoted or plain scalars are text and stay.
+fn resolve_byte_escapes(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("\\x") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    // Where a quoted scalar may start: after a space, a flow indicator or
+    // at the start of a line (after its indentation).
+    let mut token_start = true;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' if token_start => {
+                out.push('"');
+                i += 1;
+                let mut run: Vec<u8> = Vec::new();
+                let flush = |run: &mut Vec<u8>, out: &mut String| {
+                    match std::str::from_utf8(run) {
+                        Ok(s) => out.push_str(s),
+                        Err(_) => run.iter().for_each(|x| out.push_str(&format!("\\x{x:02X}"))),
+                    }
+                    run.clear();
+                };
+                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                    let hex = |k: usize| b.get(k).and_then(|&h| (h as char).to_digit(16));
+                    if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') {
+                        if let (Some(hi), Some(lo)) = (hex(i + 2), hex(i + 3)) {
+                            let byte = (hi * 16 + lo) as u8;
+                            if byte >= 0x80 {
+                                run.push(byte);
+                                i += 4;
+                                continue;
+                            }
+                        }
+                    }
+                    flush(&mut run, &mut out);
+                    let n = if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] != b'\n' { 2 } else { 1 };
+                    // Whole characters: an escape's second byte is ASCII or
+                    // starts a character, as does every `i` here.
+                    let end = (i + n..=b.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(b.len());
+                    out.push_str(&text[i..end]);
+                    i = end;
+                }
+                flush(&mut run, &mut out);
+                token_start = false;
+            }
+            b'\'' if token_start => {
+                // Copy a single-quoted scalar as it is (`''` is a quote).
+                let mut end = i + 1;
+                while end < b.len() && b[end] != b'\n' {
+                    if b[end] == b'\'' {
+                        if b.get(end + 1) == Some(&b'\'') {
+                            end += 2;
+                            continue;
+                        }
+                        end += 1;
+                        break;
+                    }
+                    end += 1;
+                }
+                out.push_str(&text[i..end]);
+                i = end;
+                token_start = false;
+            }
+            _ => {
+                let end = (i + 1..=b.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(b.len());
+                out.push_str(&text[i..end]);
+                token_start = matches!(c, b' ' | b'\n' | b'\t' | b'[' | b'{' | b',');
+                i = end;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Either a protocol 1 mapping or a protocol 0 bare list.
@@ -993,6 +1086,7 @@ fn general_parse(text: &str) -> Result<RawDoc, ReadError> {
         })
         .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('%'))
         .unwrap_or("");
+    let text = &*resolve_byte_escapes(text);
     let yaml_err = |e: serde_saphyr::Error| ReadError::general(format!("not a valid recentfile: {e}"));
     if first.starts_with('-') || first.starts_with('[') {
         let events: Vec<GeneralEvent> = serde_saphyr::from_str(text).map_err(yaml_err)?;
@@ -1038,12 +1132,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn byte_escapes_become_characters_for_serde_saphyr() {
+        for (text, want) in [
+            ("a: \"\\xC3\\xA4: b\"\n", "a: \"ä: b\"\n"),
+            ("- \"x\\x7F\\xE2\\x82\\xAC\\\"\\xC3\"\n", "- \"x\\x7F€\\\"\\xC3\"\n"),
+            ("a: '\\xC3\\xA4'\nb: c\\xC3\\xA4\n", "a: '\\xC3\\xA4'\nb: c\\xC3\\xA4\n"),
+            ("a: \"\\\\xC3\\xA4\"\n", "a: \"\\\\xC3\\xA4\"\n"),
+            ("ä: \"ü\\xC3\\xA4\"", "ä: \"üä\""),
+        ] {
+            assert_eq!(resolve_byte_escapes(text), want, "{text:?}");
+        }
+        let meta = parse_meta("meta: \n  comment: \"\\xC3\\xA4: b\"\n").unwrap();
+        assert_eq!(meta.comment.as_deref(), Some("ä: b"));
+    }
+
+    #[test]
     fn fast_scalars() {
         assert_eq!(fast_scalar("'1700000000.5'").as_deref(), Some("1700000000.5"));
         assert_eq!(fast_scalar("'it''s'").as_deref(), Some("it's"));
         assert_eq!(fast_scalar("'a'b'"), None);
         assert_eq!(fast_scalar("\"a: b\"").as_deref(), Some("a: b"));
         assert_eq!(fast_scalar("\"\\x7F\\0\\n\"").as_deref(), Some("\x7f\0\n"));
+        assert_eq!(fast_scalar("\"\\xC3\\xA4: b\"").as_deref(), Some("ä: b"));
+        assert_eq!(fast_scalar("\"\\xC3: b\""), None, "not UTF-8");
         assert_eq!(fast_scalar("id/A/x.tar.gz").as_deref(), Some("id/A/x.tar.gz"));
         assert_eq!(fast_scalar("a #comment"), None);
         assert_eq!(fast_scalar("&anchor x"), None);
@@ -1206,7 +1317,24 @@ mod tests {
             push_epoch(&mut out, s);
             assert_eq!(out, scalar(s), "{s}");
         }
-        for s in ["id/A/AB/Foo-1.tar.gz", "a/b: c", "a/ #b", "-/x", "y", "1/2", "a/\u{7f}", "ä/b", "0x/1e5", "a b/c"] {
+        for s in [
+            "id/A/AB/Foo-1.tar.gz",
+            "a/b: c",
+            "a/ #b",
+            "-/x",
+            "y",
+            "1/2",
+            "a/\u{7f}",
+            "ä/b",
+            "0x/1e5",
+            "a b/c",
+            "dir/Foo-1.0:",
+            "a/b:c",
+            "nan/1",
+            "Null\u{a0}x/y",
+            "off\u{2028}/y",
+            "offx/y",
+        ] {
             let mut out = String::new();
             push_path(&mut out, s);
             assert_eq!(out, scalar(s), "{s}");

@@ -23,6 +23,11 @@ pub struct Translation {
     pub warnings: Vec<String>,
     /// `--help`: the Perl script's usage, for stdout (and exit 0).
     pub help: Option<&'static str>,
+    /// The steps after the first only follow up what the first one
+    /// committed (`rrr-update --epoch`'s aggregates): if one fails, the
+    /// change is still recorded, and the run exits 1 saying so
+    /// (DECISIONS.md), not 2 as if nothing had happened.
+    pub follow_ups: bool,
 }
 
 /// The Perl entry points rrr answers to.
@@ -268,6 +273,7 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
             if has("epoch") {
                 t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
                 t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
+                t.follow_ups = true;
             }
         }
         "rrr-aggregate" => {

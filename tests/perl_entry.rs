@@ -150,6 +150,15 @@ fn rrr_update_keeps_the_perl_scripts_checks() {
     let e = rf.events.iter().find(|e| e.path == "a/not-on-disk-either").unwrap();
     assert!(e.epoch.as_str().starts_with("17") || e.epoch.as_str().starts_with("18"), "{}", e.epoch);
     assert!(rf.events.iter().any(|e| e.path == "a/one" && e.kind == rrr::recentfile::EventKind::Delete));
+    // --epoch then aggregates; when that fails the update still stands: exit 1, saying so.
+    // (rrr-init's cascade is the Perl default, 1h 1d 1M 1Y Z.)
+    fs::remove_file(root.join("RECENT-1d.yaml")).ok();
+    fs::create_dir(root.join("RECENT-1d.yaml")).unwrap();
+    let o = tool("rrr-update", &["--epoch", "1700000000", p, "a/dirty"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("recorded; aggregate failed"), "{}", stderr(&o));
+    let rf = rrr::store::read_file(&principal).unwrap().unwrap();
+    assert!(rf.events.iter().any(|e| e.path == "a/dirty"));
 }
 
 #[test]

@@ -282,10 +282,14 @@ fn run_perl_entry_point(tool: &str, args: Vec<String>) -> Exit {
     for (k, v) in &t.env {
         std::env::set_var(k, v);
     }
-    for step in t.steps {
+    for (i, step) in t.steps.into_iter().enumerate() {
         let cli = Cli::parse_from(std::iter::once(tool.to_string()).chain(step));
         let exit = run_to_exit(cli);
         if exit != Exit::Ok {
+            if i > 0 && t.follow_ups && exit != Exit::Interrupted {
+                eprintln!("{tool}: recorded; aggregate failed (run rrr aggregate --force later)");
+                return Exit::Differences;
+            }
             return exit;
         }
     }

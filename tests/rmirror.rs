@@ -1228,6 +1228,26 @@ fn a_full_disk_is_not_retried() {
     assert!(state(&t.target)["last_error"].as_str().unwrap().contains("No space left"));
 }
 
+/// A full disk when the run lock is created is reported as what it is
+/// (exit 2), never as "another rmirror runs" (75, which cron ignores).
+#[test]
+fn a_full_disk_at_the_lock_is_not_another_run() {
+    let t = Setup::new(2);
+    let _mnt = Tmpfs::mount(&t.target, "1m,nr_inodes=48");
+    pass(&t.src(), &t.target, &[], 0);
+    fs::remove_file(t.target.join(".rrr/rmirror.flock")).unwrap();
+    // Use up every inode.
+    for i in 0.. {
+        if fs::write(t.target.join(format!("filler-{i}")), "").is_err() {
+            break;
+        }
+    }
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("rmirror.flock") && stderr(&o).contains("No space left on device"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("another rmirror"), "{}", stderr(&o));
+}
+
 #[test]
 fn a_directory_renamed_at_the_origin_leaves_no_empty_directory() {
     let t = Setup::new(3);

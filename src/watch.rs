@@ -454,6 +454,25 @@ impl Flush {
     }
 }
 
+/// When the cascade runs next: every `every` after the `last` run, at a
+/// moment when no change came for a batch delay (an aggregate rewrites the
+/// larger files; in the middle of a burst it would only hold the batches
+/// up), but no later than the principal's `window` after the last run:
+/// from then on the principal would pass its window, since its truncation
+/// bound is min(now − window, merged.epoch) (spec 8.3) and merged.epoch
+/// moves only with an aggregate.
+pub fn aggregate_at(
+    last: Instant,
+    every: Duration,
+    window: Duration,
+    last_change: Option<Instant>,
+    pace: &Pace,
+) -> Instant {
+    let due = last + every;
+    let calm = last_change.map_or(due, |l| due.max(l + pace.delay));
+    calm.min(last + every.max(window))
+}
+
 /// The message for ENOSPC when adding a watch.
 pub fn watch_limit_message(dir: &str, limit: Option<u64>, needed: usize) -> String {
     let limit = limit.map_or_else(|| "unknown".to_string(), |l| l.to_string());
@@ -745,6 +764,23 @@ mod tests {
             fresh.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, t);
         }
         assert!(fresh.due(t, &PACE), "size");
+    }
+
+    #[test]
+    fn aggregate_waits_for_calm_but_not_past_the_window() {
+        let t = Instant::now();
+        let min = Duration::from_secs(60);
+        let hour = Duration::from_secs(3600);
+        // Quiet tree: on the timer.
+        assert_eq!(aggregate_at(t, min, hour, None, &PACE), t + min);
+        assert_eq!(aggregate_at(t, min, hour, Some(t + Duration::from_secs(5)), &PACE), t + min);
+        // Changes still coming at the timer: a delay after the last one.
+        let l = t + min + Duration::from_millis(300);
+        assert_eq!(aggregate_at(t, min, hour, Some(l), &PACE), l + PACE.delay);
+        // A stream that never pauses: at the principal's window at the latest.
+        assert_eq!(aggregate_at(t, min, hour, Some(t + 2 * hour), &PACE), t + hour);
+        // A window shorter than the timer does not make it run more often.
+        assert_eq!(aggregate_at(t, min, Duration::from_secs(10), Some(t + hour), &PACE), t + min);
     }
 
     #[test]

@@ -31,7 +31,9 @@ use crate::origin::Writer;
 use crate::recentfile::{check_relative_path, EventKind};
 use crate::tree::IgnoreSet;
 use crate::update::Change;
-use crate::watch::{classify, is_under, join, watch_limit_message, Batch, Happening, Heartbeat, OnDisk, Pace};
+use crate::watch::{
+    aggregate_at, classify, is_under, join, watch_limit_message, Batch, Happening, Heartbeat, OnDisk, Pace,
+};
 use crate::watcher::{AddError, RawEvent, Watcher};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -411,18 +413,9 @@ impl Daemon<'_> {
         self.last_heartbeat + if self.active { HEARTBEAT_ACTIVE } else { HEARTBEAT_IDLE }
     }
 
-    /// When the cascade runs: every `--aggregate-every`, at a moment when no
-    /// change came for a batch delay (an aggregate rewrites larger files; in
-    /// the middle of a burst it would only hold the batches up), but no later
-    /// than the principal's interval after the previous one: from then on
-    /// the principal would pass its window (its truncation bound is
-    /// min(now − interval, merged.epoch), spec 8.3).
     fn aggregate_at(&self) -> Instant {
-        let every = self.last_aggregate + self.opts.aggregate_every;
         let window = Duration::from_secs(self.coll.principal().seconds());
-        let forced = self.last_aggregate + self.opts.aggregate_every.max(window);
-        let calm = self.batch.last_change().map_or(every, |l| every.max(l + self.opts.batch_delay));
-        calm.min(forced)
+        aggregate_at(self.last_aggregate, self.opts.aggregate_every, window, self.batch.last_change(), &self.pace)
     }
 
     fn on_events(&mut self, read: crate::watcher::Read) -> Result<()> {

@@ -187,19 +187,28 @@ def burst_once(rrr, n, base):
             c0 = cpu_ns(d.pid)
             w = subprocess.Popen([sys.executable, "-c", WRITER, root, str(n), "burst"], stdout=subprocess.PIPE,
                                  text=True)
-            # Drain renames while the writer runs; then look for the last file.
+            # Every rename of the principal is timed as it is seen. The last
+            # file is indexed by the first rename after its close (t_last)
+            # whose content lists it.
+            base_name = os.path.basename(principal)
+            renames = []
             while w.poll() is None:
-                dw.names(0.2)
+                if base_name in dw.names(0.2):
+                    renames.append(time.time())
             t_first, t_last, last = w.stdout.read().split()
             t_first, t_last = float(t_first), float(t_last)
             needle = f"path: {last}\n".encode()
-            t_indexed = None
+            with open(principal, "rb") as f:
+                listed = needle in f.read()
+            if base_name in dw.names(0):  # a rename seen only now
+                renames.append(time.time())
+            after = [t for t in renames if t >= t_last]
+            t_indexed = after[0] if listed and after else None
             while t_indexed is None:
                 if time.time() - t_last > 600:
                     sys.exit("the last file was not indexed within 600 s")
-                names = dw.names(1.0)
-                now = time.time()
-                if os.path.basename(principal) in names or not names:
+                if base_name in dw.names(1.0):
+                    now = time.time()
                     with open(principal, "rb") as f:
                         if needle in f.read():
                             t_indexed = now

@@ -8,7 +8,8 @@
 //! - [`recentfile`]: the model, YAML::Syck-identical and JSON (de)serialization.
 //!
 //! Side effects live at the edge, each in one place:
-//! - [`store`]: the lock directory protocol, atomic writes, the principal symlink.
+//! - [`store`]: the lock directory protocol, atomic writes, the principal symlink;
+//! - [`watcher`]: the inotify instance of `rrr watch` (pure rules in [`watch`]).
 //!
 //! The mirror: [`done`] (pure: which epoch intervals a mirror has),
 //! [`remote`] (SRC forms, fetching recentfiles into a hidden temp dir),
@@ -40,3 +41,4 @@ pub mod store;
 pub mod tree;
 pub mod update;
 pub mod watch;
+pub mod watcher;

@@ -86,6 +86,20 @@ pub struct Entry {
 pub fn walk(
     root: &Path,
     ignore: &IgnoreSet,
+    each: impl FnMut(Entry),
+    skipped: impl FnMut(&Path, String),
+) -> std::io::Result<()> {
+    walk_with(root, ignore, |_| {}, each, skipped)
+}
+
+/// [`walk`], calling `enter` with each directory's relative path ("" for
+/// the root) right before the directory is listed (`watch` adds its watch
+/// there, so that a file created during the walk is either listed or seen
+/// by the watch).
+pub fn walk_with(
+    root: &Path,
+    ignore: &IgnoreSet,
+    mut enter: impl FnMut(&str),
     mut each: impl FnMut(Entry),
     mut skipped: impl FnMut(&Path, String),
 ) -> std::io::Result<()> {
@@ -93,6 +107,7 @@ pub fn walk(
     let io_error = |p: &Path, e: std::io::Error| format!("IO error for operation on {}: {e}", p.display());
     // Open directories, innermost last, each with its path relative to the root.
     let mut stack: Vec<(std::fs::ReadDir, String)> = Vec::new();
+    enter("");
     match std::fs::read_dir(root) {
         Ok(rd) => stack.push((rd, String::new())),
         Err(e) => skipped(root, io_error(root, e)),
@@ -130,6 +145,7 @@ pub fn walk(
             continue;
         }
         if file_type.is_dir() {
+            enter(&rel);
             match std::fs::read_dir(de.path()) {
                 Ok(rd) => stack.push((rd, rel)),
                 Err(e) => skipped(&de.path(), io_error(&de.path(), e)),

@@ -52,18 +52,28 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
         (None, None) => std::cmp::Ordering::Equal,
     });
     let order: Vec<&Change> = order.into_iter().map(|(_, c)| c).collect();
-    // Paths already in the file, and paths of this batch (borrowed: init's
-    // batch is the whole tree).
-    let listed: HashSet<String> = rf.events.iter().map(|e| e.path.clone()).collect();
+    // Paths already in the file (for dirty items only), and paths of this
+    // batch (borrowed: init's batch is the whole tree).
+    let listed: HashSet<String> = match changes.iter().any(|c| c.epoch.is_some()) {
+        true => rf.events.iter().map(|e| e.path.clone()).collect(),
+        false => HashSet::new(),
+    };
     let mut batch: HashSet<&str> = HashSet::with_capacity(changes.len());
     let mut spread: HashMap<String, u64> = HashMap::new();
     let mut bound: Option<Epoch> = None;
+    // Items without a caller epoch (they come last) go on top in order:
+    // collected here newest last and put in place once at the end, with the
+    // older events of their paths removed in one pass. Inserting each at
+    // index 0 moved the whole list every time, quadratic for a big batch
+    // into a big principal (a burst under `watch`).
+    let mut top: Vec<Event> = Vec::new();
+    let mut replaced: HashSet<&str> = HashSet::new();
     let steps: Vec<Option<&Change>> = if order.is_empty() { vec![None] } else { order.into_iter().map(Some).collect() };
     for change in steps {
         let caller = change.and_then(|c| c.epoch.as_ref());
         let epoch = match caller {
             Some(e) if *now > *e => e.with_dot(),
-            _ => monotonic(rf, now),
+            _ => monotonic(top.last().or(rf.events.first()), now),
         };
         if !out.dirty {
             if let Some(m) = rf.meta.merged.epoch() {
@@ -75,13 +85,16 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
             }
         }
         let Some(change) = change else { continue };
-        if listed.contains(&change.path) || batch.contains(change.path.as_str()) {
-            rf.events.retain(|e| e.path != change.path);
-        }
-        batch.insert(&change.path);
         if caller.is_none() {
-            rf.events.insert(0, Event::new(epoch, change.path.clone(), change.kind));
+            if batch.contains(change.path.as_str()) {
+                top.retain(|e| e.path != change.path);
+            }
+            replaced.insert(&change.path);
+            top.push(Event::new(epoch, change.path.clone(), change.kind));
         } else {
+            if listed.contains(&change.path) || batch.contains(change.path.as_str()) {
+                rf.events.retain(|e| e.path != change.path);
+            }
             let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut spread);
             let mark = if epoch > *now { epoch.clone() } else { now.clone() };
             rf.meta.dirtymark = Some(mark);
@@ -90,7 +103,12 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
             }
             out.dirty = true;
         }
+        batch.insert(&change.path);
         out.inserted += 1;
+    }
+    if !top.is_empty() {
+        rf.events.retain(|e| !replaced.contains(e.path.as_str()));
+        rf.events.splice(0..0, top.into_iter().rev());
     }
     if !out.dirty {
         if let Some(b) = bound {
@@ -107,8 +125,8 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
 /// The clock, or a bump above the newest event when the clock has not
 /// moved past it (spec 7.4). A whole-second reading is stored as `<N>.0`,
 /// as the reference's comparator leaves its `$now` (spec 7.1).
-fn monotonic(rf: &Recentfile, now: &Epoch) -> Epoch {
-    match rf.events.first() {
+fn monotonic(top: Option<&Event>, now: &Epoch) -> Epoch {
+    match top {
         Some(top) if now.cmp_value(&top.epoch) != Ordering::Greater => top.epoch.inc(),
         _ => now.with_dot(),
     }

@@ -1,81 +1,123 @@
 //! The pure core of `rrr watch`: what an inotify event means for the index,
-//! and the pending batch that turns events into one `update`.
+//! the pending batch that turns events into one `update`, and when that
+//! batch is recorded.
 //!
 //! No filesystem, no clock: the runner (`ops::watch`) owns the watcher, the
-//! directory scans and the writes, and passes in what it learned (whether a
-//! path is a directory we watch, what exists at flush time, which indexed
-//! paths lie under a directory that moved away) and the time.
+//! directory scans and the writes, and passes in what it learned (what a
+//! created file looks like on disk at flush time, which indexed paths lie
+//! under a directory that moved away) and the time.
 //!
-//! The rules (DECISIONS.md, issue 5):
+//! The rules (DECISIONS.md, issues 5 and 14):
+//! - inotify reports only what can change the index ([`MASK`]): no opens,
+//!   reads or read-only closes, so the mirrors' reads of the tree cost the
+//!   daemon nothing;
 //! - a file is `new` when closed after writing or moved in, never on create
 //!   alone (a half-written file is not announced);
-//! - a file created and never opened (a hard link, a symlink, `mknod`) is
-//!   `new` at the next batch flush, if it still exists; one created by
-//!   `open` waits for its close;
+//! - a file created and neither written nor closed since is `new` at the
+//!   next flush if the disk shows that no open made it ([`OnDisk::Linked`]:
+//!   a hard link, a symlink, `mknod`). One that an open may have made
+//!   ([`OnDisk::Fresh`]) waits for its write and close; if neither comes
+//!   within [`Pace::fresh_wait`] it is recorded anyway (an open with no
+//!   write, or a link whose other name went away in the same clock tick);
 //! - `delete` on delete or moved out; a rename is a delete plus a new;
 //! - a directory moved out deletes every indexed file under it;
 //! - attribute-only changes are ignored;
 //! - within a batch the last word on a path wins, and batch order is event
 //!   order (so epochs follow the events).
+//!
+//! When a batch is recorded ([`Pace`], [`Batch::due`]): every record
+//! rewrites the whole principal, which a burst makes large, so the pace
+//! adapts. A batch is recorded once the tree has been quiet for a moment
+//! (a burst or a single change is over: low latency), or when its oldest
+//! change has waited the batch delay (a steady stream: one rewrite per
+//! delay, however fast the events come), or when it holds `size` changes.
+//! After a record that took T, the quiet trigger waits T more and the size
+//! trigger [`SIZE_REST`] × T, so records take at most about half the
+//! daemon's time (a quarter in a steady burst) whatever the principal's
+//! size.
 
 use crate::recentfile::EventKind;
 use crate::update::Change;
-use notify::event::{AccessKind, AccessMode, CreateKind, EventKind as NK, ModifyKind, RemoveKind, RenameMode};
+use inotify::{EventMask, WatchMask};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// What the daemon asks inotify for on every directory: creations, data
+/// writes, closes after writing, moves, deletes, and the directory's own
+/// move or deletion. Not `IN_OPEN`, `IN_ACCESS`, `IN_CLOSE_NOWRITE` (every
+/// read of the tree would wake the daemon) nor `IN_ATTRIB` (ignored).
+/// Symlinks are not followed, only directories are watched, and a file
+/// unlinked while open reports nothing more.
+pub const MASK: WatchMask = WatchMask::CREATE
+    .union(WatchMask::MODIFY)
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::DELETE)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::DONT_FOLLOW)
+    .union(WatchMask::ONLYDIR)
+    .union(WatchMask::EXCL_UNLINK);
 
 /// What one inotify event says, reduced to what the index cares about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Happening {
     /// The kernel queue overflowed: events were lost.
     Overflow,
+    /// The watch is gone (its directory was deleted, or it was removed).
+    WatchGone,
+    /// A filesystem under the tree was unmounted.
+    Unmounted,
     Created {
         dir: bool,
     },
-    Opened,
     ClosedWrite,
-    ClosedNoWrite,
     /// Data written (not yet closed).
     Modified,
-    /// Renamed into this place (file or directory: the runner looks).
-    MovedIn,
+    /// Renamed into this place.
+    MovedIn {
+        dir: bool,
+    },
     /// Renamed away from this place (from the parent's watch).
-    MovedOut,
+    MovedOut {
+        dir: bool,
+    },
     /// A watched directory itself was moved (only the root's matters).
     MovedSelf,
     Deleted {
         dir: bool,
     },
+    /// A watched directory itself was deleted (only the root's matters).
+    DeletedSelf,
 }
 
-/// Classify a notify event. `None`: nothing the index cares about
-/// (attributes, a rename pair's summary, unknown kinds).
-pub fn classify(ev: &notify::Event) -> Option<Happening> {
-    if ev.need_rescan() {
-        return Some(Happening::Overflow);
+/// Classify an inotify event mask. `None`: nothing the index cares about.
+pub fn classify(mask: EventMask) -> Option<Happening> {
+    let dir = mask.contains(EventMask::ISDIR);
+    let table = [
+        (EventMask::Q_OVERFLOW, Happening::Overflow),
+        (EventMask::IGNORED, Happening::WatchGone),
+        (EventMask::UNMOUNT, Happening::Unmounted),
+        (EventMask::CREATE, Happening::Created { dir }),
+        (EventMask::CLOSE_WRITE, Happening::ClosedWrite),
+        (EventMask::MODIFY, Happening::Modified),
+        (EventMask::MOVED_TO, Happening::MovedIn { dir }),
+        (EventMask::MOVED_FROM, Happening::MovedOut { dir }),
+        (EventMask::MOVE_SELF, Happening::MovedSelf),
+        (EventMask::DELETE, Happening::Deleted { dir }),
+        (EventMask::DELETE_SELF, Happening::DeletedSelf),
+    ];
+    table.into_iter().find(|(bit, _)| mask.contains(*bit)).map(|(_, h)| h)
+}
+
+/// `dir/name` (`name` alone in the root, "").
+pub fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
     }
-    Some(match ev.kind {
-        NK::Create(CreateKind::Folder) => Happening::Created { dir: true },
-        NK::Create(_) => Happening::Created { dir: false },
-        NK::Access(AccessKind::Open(_)) => Happening::Opened,
-        NK::Access(AccessKind::Close(AccessMode::Write)) => Happening::ClosedWrite,
-        NK::Access(AccessKind::Close(_)) => Happening::ClosedNoWrite,
-        NK::Modify(ModifyKind::Data(_)) => Happening::Modified,
-        NK::Modify(ModifyKind::Name(RenameMode::To)) => Happening::MovedIn,
-        // notify reports IN_MOVE_SELF as `From` without a cookie.
-        NK::Modify(ModifyKind::Name(RenameMode::From)) if ev.attrs.tracker().is_none() => Happening::MovedSelf,
-        NK::Modify(ModifyKind::Name(RenameMode::From)) => Happening::MovedOut,
-        NK::Remove(RemoveKind::Folder) => Happening::Deleted { dir: true },
-        NK::Remove(RemoveKind::File) => Happening::Deleted { dir: false },
-        _ => return None,
-    })
-}
-
-/// `path` relative to `root`, `/`-separated; `Some("")` for the root itself.
-pub fn relative(root: &Path, path: &Path) -> Option<Result<String, PathBuf>> {
-    let rel = path.strip_prefix(root).ok()?;
-    Some(rel.to_str().map(str::to_string).ok_or_else(|| path.to_path_buf()))
 }
 
 /// Whether `path` is `dir` or lies below it (`dir` = "" is the root).
@@ -83,11 +125,68 @@ pub fn is_under(path: &str, dir: &str) -> bool {
     dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
 }
 
+/// What the disk shows, at flush time, of a file that was created and has
+/// been neither written nor closed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnDisk {
+    /// Gone again, or a directory now (its own events cover it).
+    Gone,
+    /// Not made by an open: a symlink, a special file, or a regular file
+    /// with several links or whose ctime differs from its mtime (link(2)
+    /// changes the ctime only; a file created by open(2) has both equal).
+    Linked,
+    /// A regular file with one link and mtime = ctime: maybe an upload
+    /// whose first write has not come yet.
+    Fresh,
+}
+
+impl OnDisk {
+    /// Judge an lstat: `ctime`/`mtime` in nanoseconds.
+    pub fn of(is_dir: bool, is_file: bool, nlink: u64, mtime: i128, ctime: i128) -> OnDisk {
+        if is_dir {
+            OnDisk::Gone
+        } else if !is_file || nlink > 1 || mtime != ctime {
+            OnDisk::Linked
+        } else {
+            OnDisk::Fresh
+        }
+    }
+}
+
+/// How many times the last record's duration the size trigger waits after
+/// it: in a burst the size is reached again at once, and each record
+/// rewrites the whole principal, so records by size take at most a
+/// quarter of the daemon's time.
+pub const SIZE_REST: u32 = 3;
+
+/// When batches are recorded (see the module documentation).
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// Record when this many changes are pending.
+    pub size: usize,
+    /// Record when the oldest pending change waited this long.
+    pub delay: Duration,
+    /// Record when no change came for this long.
+    pub quiet: Duration,
+    /// Record a [`OnDisk::Fresh`] file this long after its creation even
+    /// without a write or close.
+    pub fresh_wait: Duration,
+}
+
+impl Pace {
+    /// The pace for a batch delay: quiet a tenth of it, fresh files
+    /// recorded after ten delays (at least a second).
+    pub fn new(size: usize, delay: Duration) -> Pace {
+        Pace { size, delay, quiet: delay / 10, fresh_wait: (delay * 10).max(Duration::from_secs(1)) }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Created {
     seq: u64,
-    opened: bool,
     at: Instant,
+    /// The disk showed it [`OnDisk::Fresh`]: look again at this time.
+    fresh_until: Option<Instant>,
 }
 
 /// The batch being collected, and the files in the middle of being written.
@@ -95,6 +194,7 @@ struct Created {
 pub struct Batch {
     seq: u64,
     changes: HashMap<String, (u64, EventKind)>,
+    /// Created, and neither written nor closed since.
     created: HashMap<String, Created>,
     /// Files with data written and not yet closed: the marker time current
     /// when the first write was seen (a lower bound of the file's mtime).
@@ -103,6 +203,10 @@ pub struct Batch {
     forgotten: Vec<(u64, String)>,
     /// When the oldest pending change arrived.
     since: Option<Instant>,
+    /// When the newest change arrived.
+    last_change: Option<Instant>,
+    /// When the last record ended, and how long it took (see [`Batch::recorded`]).
+    last_record: Option<(Instant, Duration)>,
     /// Raw events seen since the last flush (for the log).
     pub events: usize,
 }
@@ -112,8 +216,8 @@ pub struct Batch {
 #[derive(Debug, Default, PartialEq)]
 pub struct Flush {
     changes: Vec<(u64, String, EventKind)>,
-    /// Created and never opened: recorded if they still exist.
-    unwritten: Vec<(u64, String)>,
+    /// Created and neither written nor closed since, with their creation time.
+    unwritten: Vec<(u64, String, Instant)>,
     /// Directories moved away: their indexed files are deleted.
     pub forgotten: Vec<String>,
     forgotten_seq: Vec<u64>,
@@ -121,10 +225,19 @@ pub struct Flush {
     pub events: usize,
 }
 
+/// A flush resolved: the changes to record, in event order, and the
+/// created files kept back because they may still be written.
+#[derive(Debug, Default, PartialEq)]
+pub struct Resolved {
+    pub changes: Vec<Change>,
+    fresh: Vec<(u64, String, Instant)>,
+}
+
 impl Batch {
     fn next(&mut self, now: Instant) -> u64 {
         self.seq += 1;
         self.since.get_or_insert(now);
+        self.last_change = Some(now);
         self.seq
     }
 
@@ -142,19 +255,17 @@ impl Batch {
         match h {
             Happening::Created { dir: false } => {
                 let seq = self.next(now);
-                self.created.insert(path.to_string(), Created { seq, opened: false, at: now });
-            }
-            Happening::Opened => {
-                if let Some(c) = self.created.get_mut(path) {
-                    c.opened = true;
-                }
+                self.created.insert(path.to_string(), Created { seq, at: now, fresh_until: None });
             }
             Happening::Modified => {
+                // Being written: it waits for its close.
+                self.created.remove(path);
                 self.writing.entry(path.to_string()).or_insert(marker);
             }
-            Happening::ClosedWrite | Happening::MovedIn => self.record(path, EventKind::New, now),
-            Happening::ClosedNoWrite if self.created.contains_key(path) => self.record(path, EventKind::New, now),
-            Happening::MovedOut | Happening::Deleted { dir: false } => self.record(path, EventKind::Delete, now),
+            Happening::ClosedWrite | Happening::MovedIn { dir: false } => self.record(path, EventKind::New, now),
+            Happening::MovedOut { dir: false } | Happening::Deleted { dir: false } => {
+                self.record(path, EventKind::Delete, now)
+            }
             _ => {}
         }
     }
@@ -173,24 +284,60 @@ impl Batch {
         self.forgotten.push((seq, dir.to_string()));
     }
 
-    /// Changes waiting to be recorded (created-unopened files included).
+    /// Changes waiting to be recorded (created files not known to be
+    /// fresh included).
     pub fn pending(&self) -> usize {
-        self.changes.len() + self.created.values().filter(|c| !c.opened).count() + self.forgotten.len()
+        self.changes.len() + self.created.values().filter(|c| c.fresh_until.is_none()).count() + self.forgotten.len()
     }
 
-    /// Whether the batch must be flushed now: `size` changes, or the oldest
-    /// waited `delay`.
-    pub fn due(&self, now: Instant, size: usize, delay: Duration) -> bool {
-        self.pending() > 0 && (self.changes.len() >= size || self.since.is_some_and(|s| now >= s + delay))
+    /// When the next fresh file is to be looked at again.
+    fn fresh_due(&self) -> Option<Instant> {
+        self.created.values().filter_map(|c| c.fresh_until).min()
+    }
+
+    /// Whether the batch must be recorded now (see [`Pace`]).
+    pub fn due(&self, now: Instant, pace: &Pace) -> bool {
+        if self.fresh_due().is_some_and(|t| now >= t) {
+            return true;
+        }
+        if self.pending() == 0 {
+            return false;
+        }
+        if self.since.is_some_and(|s| now >= s + pace.delay) {
+            return true;
+        }
+        let rested = |times: u32| self.last_record.is_none_or(|(end, took)| now >= end + took * times);
+        (self.last_change.is_some_and(|l| now >= l + pace.quiet) && rested(1))
+            || (self.changes.len() >= pace.size && rested(SIZE_REST))
+    }
+
+    /// Whether the oldest pending change waited the batch delay (the only
+    /// trigger while a backlog of events is read).
+    pub fn overdue(&self, now: Instant, pace: &Pace) -> bool {
+        self.pending() > 0 && self.since.is_some_and(|s| now >= s + pace.delay)
     }
 
     /// When the batch falls due by time.
-    pub fn deadline(&self, delay: Duration) -> Option<Instant> {
-        if self.pending() > 0 {
-            self.since.map(|s| s + delay)
-        } else {
-            None
+    pub fn deadline(&self, pace: &Pace) -> Option<Instant> {
+        let fresh = self.fresh_due();
+        if self.pending() == 0 {
+            return fresh;
         }
+        let by_delay = self.since.map(|s| s + pace.delay);
+        let rest = self.last_record.map(|(end, took)| end + took);
+        let by_quiet = self.last_change.map(|l| (l + pace.quiet).max(rest.unwrap_or(l)));
+        [fresh, by_delay, by_quiet].into_iter().flatten().min()
+    }
+
+    /// A record that took `took` ended at `now`: the quiet trigger rests
+    /// as long, the size trigger [`SIZE_REST`] times as long.
+    pub fn recorded(&mut self, now: Instant, took: Duration) {
+        self.last_record = Some((now, took));
+    }
+
+    /// When the newest change arrived.
+    pub fn last_change(&self) -> Option<Instant> {
+        self.last_change
     }
 
     /// The oldest marker time of a file still being written: synced-to
@@ -206,31 +353,37 @@ impl Batch {
         self.writing.clear();
     }
 
-    /// Take the batch. `with_unwritten`: also take created-unopened files
-    /// (not on a size-triggered flush, which may fall between a create and
-    /// its open).
-    pub fn take(&mut self, with_unwritten: bool) -> Flush {
-        let mut f = Flush {
-            changes: self.changes.drain().map(|(p, (s, k))| (s, p, k)).collect(),
-            since: self.since.take(),
-            events: std::mem::take(&mut self.events),
-            ..Flush::default()
-        };
-        if with_unwritten {
-            let mut un: Vec<(u64, String)> =
-                self.created.iter().filter(|(_, c)| !c.opened).map(|(p, c)| (c.seq, p.clone())).collect();
-            un.sort();
-            for (_, p) in &un {
-                self.created.remove(p);
-            }
-            f.unwritten = un;
+    /// Take the batch: the changes, and the created files due for a look
+    /// (all but the fresh ones still within their wait).
+    pub fn take(&mut self, now: Instant) -> Flush {
+        let mut un: Vec<(u64, String, Instant)> = self
+            .created
+            .iter()
+            .filter(|(_, c)| c.fresh_until.is_none_or(|t| now >= t))
+            .map(|(p, c)| (c.seq, p.clone(), c.at))
+            .collect();
+        un.sort();
+        for (_, p, _) in &un {
+            self.created.remove(p);
         }
         let (seqs, dirs): (Vec<u64>, Vec<String>) = self.forgotten.drain(..).unzip();
-        f.forgotten = dirs;
-        f.forgotten_seq = seqs;
-        // Left behind: they fall due with the next batch.
-        self.since = self.created.values().filter(|c| !c.opened).map(|c| c.at).min();
-        f
+        Flush {
+            changes: self.changes.drain().map(|(p, (s, k))| (s, p, k)).collect(),
+            unwritten: un,
+            forgotten: dirs,
+            forgotten_seq: seqs,
+            since: self.since.take(),
+            events: std::mem::take(&mut self.events),
+        }
+    }
+
+    /// Keep the fresh files of a resolved flush, to look at them again
+    /// when their wait is over (unless a write, close or delete comes).
+    pub fn keep_fresh(&mut self, r: &Resolved, pace: &Pace) {
+        for (seq, p, at) in &r.fresh {
+            let c = Created { seq: *seq, at: *at, fresh_until: Some(*at + pace.fresh_wait) };
+            self.created.entry(p.clone()).or_insert(c);
+        }
     }
 
     /// Put a flush that could not be recorded back (it is retried).
@@ -241,9 +394,8 @@ impl Batch {
                 *e = (s, k);
             }
         }
-        for (s, p) in f.unwritten {
-            let at = f.since.unwrap_or_else(Instant::now);
-            self.created.entry(p).or_insert(Created { seq: s, opened: false, at });
+        for (s, p, at) in f.unwritten {
+            self.created.entry(p).or_insert(Created { seq: s, at, fresh_until: None });
         }
         for (s, d) in f.forgotten_seq.into_iter().zip(f.forgotten) {
             self.forgotten.push((s, d));
@@ -261,13 +413,28 @@ impl Flush {
         self.changes.is_empty() && self.unwritten.is_empty() && self.forgotten.is_empty()
     }
 
-    /// The changes to record, in event order. `exists`: whether an
-    /// unwritten (created, never opened) path is still there;
-    /// `indexed_under`: the live indexed paths under each forgotten
-    /// directory, in the order of `self.forgotten`.
-    pub fn resolve(&self, exists: impl Fn(&str) -> bool, indexed_under: &[Vec<String>]) -> Vec<Change> {
+    /// The changes to record, in event order, and the fresh files to keep.
+    /// `look`: what the disk shows of an unwritten path; `indexed_under`:
+    /// the live indexed paths under each forgotten directory, in the order
+    /// of `self.forgotten`; `now` and `fresh_wait` decide whether a fresh
+    /// file waited long enough.
+    pub fn resolve(
+        &self,
+        look: impl Fn(&str) -> OnDisk,
+        indexed_under: &[Vec<String>],
+        now: Instant,
+        fresh_wait: Duration,
+    ) -> Resolved {
         let mut last: HashMap<&str, (u64, EventKind)> = HashMap::new();
-        let unwritten = self.unwritten.iter().filter(|(_, p)| exists(p)).map(|(s, p)| (s, p, &EventKind::New));
+        let mut fresh = Vec::new();
+        let mut unwritten = Vec::new();
+        for (s, p, at) in &self.unwritten {
+            match look(p) {
+                OnDisk::Gone => {}
+                OnDisk::Fresh if now < *at + fresh_wait => fresh.push((*s, p.clone(), *at)),
+                OnDisk::Linked | OnDisk::Fresh => unwritten.push((s, p, &EventKind::New)),
+            }
+        }
         for (s, p, k) in self.changes.iter().map(|(s, p, k)| (s, p, k)).chain(unwritten) {
             if last.get(p.as_str()).is_none_or(|(s0, _)| s0 < s) {
                 last.insert(p, (*s, *k));
@@ -282,8 +449,28 @@ impl Flush {
         }
         let mut v: Vec<(u64, &str, EventKind)> = last.into_iter().map(|(p, (s, k))| (s, p, k)).collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        v.into_iter().map(|(_, p, k)| Change { path: p.to_string(), kind: k, epoch: None }).collect()
+        let changes = v.into_iter().map(|(_, p, k)| Change { path: p.to_string(), kind: k, epoch: None }).collect();
+        Resolved { changes, fresh }
     }
+}
+
+/// When the cascade runs next: every `every` after the `last` run, at a
+/// moment when no change came for a batch delay (an aggregate rewrites the
+/// larger files; in the middle of a burst it would only hold the batches
+/// up), but no later than the principal's `window` after the last run:
+/// from then on the principal would pass its window, since its truncation
+/// bound is min(now − window, merged.epoch) (spec 8.3) and merged.epoch
+/// moves only with an aggregate.
+pub fn aggregate_at(
+    last: Instant,
+    every: Duration,
+    window: Duration,
+    last_change: Option<Instant>,
+    pace: &Pace,
+) -> Instant {
+    let due = last + every;
+    let calm = last_change.map_or(due, |l| due.max(l + pace.delay));
+    calm.min(last + every.max(window))
 }
 
 /// The message for ENOSPC when adding a watch.
@@ -311,18 +498,41 @@ pub struct Heartbeat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{DataChange, MetadataKind};
-    use notify::Event;
     use EventKind::{Delete, New};
 
-    fn changes(
+    const PACE: Pace = Pace {
+        size: 1000,
+        delay: Duration::from_secs(1),
+        quiet: Duration::from_millis(100),
+        fresh_wait: Duration::from_secs(10),
+    };
+
+    /// Take and resolve: `linked` and `fresh` are what the disk shows of
+    /// unwritten paths (others are gone).
+    fn flush_at(
         b: &mut Batch,
-        with_unwritten: bool,
-        exists: &[&str],
+        now: Instant,
+        linked: &[&str],
+        fresh: &[&str],
         under: &[Vec<String>],
     ) -> Vec<(String, EventKind)> {
-        let f = b.take(with_unwritten);
-        f.resolve(|p| exists.contains(&p), under).into_iter().map(|c| (c.path, c.kind)).collect()
+        let f = b.take(now);
+        let look = |p: &str| {
+            if linked.contains(&p) {
+                OnDisk::Linked
+            } else if fresh.contains(&p) {
+                OnDisk::Fresh
+            } else {
+                OnDisk::Gone
+            }
+        };
+        let r = f.resolve(look, under, now, PACE.fresh_wait);
+        b.keep_fresh(&r, &PACE);
+        r.changes.into_iter().map(|c| (c.path, c.kind)).collect()
+    }
+
+    fn changes(b: &mut Batch, linked: &[&str], under: &[Vec<String>]) -> Vec<(String, EventKind)> {
+        flush_at(b, Instant::now(), linked, &[], under)
     }
 
     fn s(v: &[(&str, EventKind)]) -> Vec<(String, EventKind)> {
@@ -330,34 +540,49 @@ mod tests {
     }
 
     #[test]
-    fn classify_events() {
-        let ev = |k| Event::new(k).add_path("/r/x".into());
+    fn classify_masks() {
+        use EventMask as M;
         let table = [
-            (ev(NK::Create(CreateKind::File)), Some(Happening::Created { dir: false })),
-            (ev(NK::Create(CreateKind::Folder)), Some(Happening::Created { dir: true })),
-            (ev(NK::Access(AccessKind::Open(AccessMode::Any))), Some(Happening::Opened)),
-            (ev(NK::Access(AccessKind::Close(AccessMode::Write))), Some(Happening::ClosedWrite)),
-            (ev(NK::Access(AccessKind::Close(AccessMode::Read))), Some(Happening::ClosedNoWrite)),
-            (ev(NK::Modify(ModifyKind::Data(DataChange::Any))), Some(Happening::Modified)),
-            (ev(NK::Modify(ModifyKind::Metadata(MetadataKind::Any))), None),
-            (ev(NK::Modify(ModifyKind::Name(RenameMode::To))).set_tracker(7), Some(Happening::MovedIn)),
-            (ev(NK::Modify(ModifyKind::Name(RenameMode::From))).set_tracker(7), Some(Happening::MovedOut)),
-            (ev(NK::Modify(ModifyKind::Name(RenameMode::From))), Some(Happening::MovedSelf)),
-            (ev(NK::Modify(ModifyKind::Name(RenameMode::Both))).set_tracker(7), None),
-            (ev(NK::Remove(RemoveKind::File)), Some(Happening::Deleted { dir: false })),
-            (ev(NK::Remove(RemoveKind::Folder)), Some(Happening::Deleted { dir: true })),
-            (Event::new(NK::Other).set_flag(notify::event::Flag::Rescan), Some(Happening::Overflow)),
+            (M::CREATE, Some(Happening::Created { dir: false })),
+            (M::CREATE | M::ISDIR, Some(Happening::Created { dir: true })),
+            (M::CLOSE_WRITE, Some(Happening::ClosedWrite)),
+            (M::MODIFY, Some(Happening::Modified)),
+            (M::MOVED_TO, Some(Happening::MovedIn { dir: false })),
+            (M::MOVED_TO | M::ISDIR, Some(Happening::MovedIn { dir: true })),
+            (M::MOVED_FROM, Some(Happening::MovedOut { dir: false })),
+            (M::MOVED_FROM | M::ISDIR, Some(Happening::MovedOut { dir: true })),
+            (M::MOVE_SELF, Some(Happening::MovedSelf)),
+            (M::DELETE, Some(Happening::Deleted { dir: false })),
+            (M::DELETE | M::ISDIR, Some(Happening::Deleted { dir: true })),
+            (M::DELETE_SELF, Some(Happening::DeletedSelf)),
+            (M::Q_OVERFLOW, Some(Happening::Overflow)),
+            (M::IGNORED, Some(Happening::WatchGone)),
+            (M::UNMOUNT, Some(Happening::Unmounted)),
+            // Not asked for, and meaningless to the index if they came.
+            (M::OPEN, None),
+            (M::ACCESS, None),
+            (M::CLOSE_NOWRITE, None),
+            (M::ATTRIB, None),
         ];
-        for (e, want) in table {
-            assert_eq!(classify(&e), want, "{e:?}");
+        for (mask, want) in table {
+            assert_eq!(classify(mask), want, "{mask:?}");
+        }
+    }
+
+    #[test]
+    fn mask_leaves_out_reads() {
+        for bit in [WatchMask::OPEN, WatchMask::ACCESS, WatchMask::CLOSE_NOWRITE, WatchMask::ATTRIB] {
+            assert!(!MASK.intersects(bit), "{bit:?}");
+        }
+        for bit in [WatchMask::CREATE, WatchMask::MODIFY, WatchMask::CLOSE_WRITE, WatchMask::MOVE, WatchMask::DELETE] {
+            assert!(MASK.contains(bit), "{bit:?}");
         }
     }
 
     #[test]
     fn paths() {
-        assert_eq!(relative(Path::new("/r"), Path::new("/r/a/b")), Some(Ok("a/b".into())));
-        assert_eq!(relative(Path::new("/r"), Path::new("/r")), Some(Ok("".into())));
-        assert_eq!(relative(Path::new("/r"), Path::new("/s/a")), None);
+        assert_eq!(join("", "a"), "a");
+        assert_eq!(join("a/b", "c"), "a/b/c");
         assert!(is_under("a/b", "a") && is_under("a", "a") && is_under("x", ""));
         assert!(!is_under("ab/c", "a"));
     }
@@ -367,25 +592,81 @@ mod tests {
         let t = Instant::now();
         let mut b = Batch::default();
         b.on_file(Happening::Created { dir: false }, "f", 0.0, t);
-        b.on_file(Happening::Opened, "f", 0.0, t);
         b.on_file(Happening::Modified, "f", 0.0, t);
-        assert!(changes(&mut b, true, &["f"], &[]).is_empty(), "half-written file announced");
+        // Even if the disk made it look like a link, a written file waits.
+        assert!(changes(&mut b, &["f"], &[]).is_empty(), "half-written file announced");
         b.on_file(Happening::ClosedWrite, "f", 0.0, t);
-        assert_eq!(changes(&mut b, true, &["f"], &[]), s(&[("f", New)]));
+        assert_eq!(changes(&mut b, &["f"], &[]), s(&[("f", New)]));
     }
 
     #[test]
-    fn created_unopened_recorded_at_flush_if_present() {
+    fn created_unwritten_recorded_at_flush_if_linked() {
         let t = Instant::now();
         let mut b = Batch::default();
         b.on_file(Happening::Created { dir: false }, "link", 0.0, t);
         b.on_file(Happening::Created { dir: false }, "gone", 0.0, t);
         assert_eq!(b.pending(), 2);
-        assert!(b.due(t + Duration::from_secs(1), 1000, Duration::from_secs(1)));
-        // A size-triggered flush leaves them for the next one.
-        assert!(changes(&mut b, false, &["link"], &[]).is_empty());
-        assert_eq!(changes(&mut b, true, &["link"], &[]), s(&[("link", New)]));
+        assert!(!b.due(t, &PACE));
+        assert!(b.due(t + PACE.quiet, &PACE));
+        assert_eq!(changes(&mut b, &["link"], &[]), s(&[("link", New)]));
         assert_eq!(b.pending(), 0);
+        assert!(!b.due(t + Duration::from_secs(100), &PACE));
+    }
+
+    #[test]
+    fn fresh_file_waits_for_its_write_and_close() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.on_file(Happening::Created { dir: false }, "upload", 0.0, t);
+        b.on_file(Happening::ClosedWrite, "other", 0.0, t);
+        let t1 = t + Duration::from_secs(1);
+        assert_eq!(flush_at(&mut b, t1, &[], &["upload"], &[]), s(&[("other", New)]));
+        // Kept, but not pending: it neither blocks synced-to nor triggers.
+        assert_eq!(b.pending(), 0);
+        assert!(!b.due(t + Duration::from_secs(5), &PACE));
+        assert_eq!(b.deadline(&PACE), Some(t + PACE.fresh_wait));
+        // The first write comes, then the close: recorded at the close only.
+        b.on_file(Happening::Modified, "upload", 0.0, t1);
+        assert_eq!(b.deadline(&PACE), None);
+        assert!(!b.due(t + Duration::from_secs(60), &PACE));
+        b.on_file(Happening::ClosedWrite, "upload", 0.0, t1);
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("upload", New)]));
+    }
+
+    #[test]
+    fn fresh_file_recorded_after_its_wait() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.on_file(Happening::Created { dir: false }, "f", 0.0, t);
+        assert!(flush_at(&mut b, t + PACE.quiet, &[], &["f"], &[]).is_empty());
+        let later = t + PACE.fresh_wait;
+        assert!(!b.due(later - Duration::from_millis(1), &PACE));
+        assert!(b.due(later, &PACE));
+        // Gone meanwhile: nothing; still there: new.
+        let mut gone = Batch::default();
+        gone.on_file(Happening::Created { dir: false }, "f", 0.0, t);
+        assert!(flush_at(&mut gone, t, &[], &["f"], &[]).is_empty());
+        assert!(flush_at(&mut gone, later, &[], &[], &[]).is_empty());
+        assert_eq!(flush_at(&mut b, later, &[], &["f"], &[]), s(&[("f", New)]));
+        assert_eq!(b.deadline(&PACE), None);
+    }
+
+    #[test]
+    fn on_disk_judges_an_lstat() {
+        assert_eq!(OnDisk::of(true, false, 2, 1, 1), OnDisk::Gone);
+        assert_eq!(OnDisk::of(false, false, 1, 1, 1), OnDisk::Linked, "symlink or special file");
+        assert_eq!(OnDisk::of(false, true, 2, 1, 1), OnDisk::Linked, "hard link");
+        assert_eq!(OnDisk::of(false, true, 1, 1, 2), OnDisk::Linked, "hard link whose other name is gone");
+        assert_eq!(OnDisk::of(false, true, 1, 5, 5), OnDisk::Fresh, "made by an open");
+    }
+
+    #[test]
+    fn deleted_before_flush_is_a_delete_only() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.on_file(Happening::Created { dir: false }, "f", 0.0, t);
+        b.on_file(Happening::Deleted { dir: false }, "f", 0.0, t);
+        assert_eq!(changes(&mut b, &["f"], &[]), s(&[("f", Delete)]));
     }
 
     #[test]
@@ -394,11 +675,11 @@ mod tests {
         let mut b = Batch::default();
         b.on_file(Happening::ClosedWrite, "a", 0.0, t);
         b.on_file(Happening::ClosedWrite, "b", 0.0, t);
-        b.on_file(Happening::MovedOut, "a", 0.0, t); // rename a -> c
-        b.on_file(Happening::MovedIn, "c", 0.0, t);
+        b.on_file(Happening::MovedOut { dir: false }, "a", 0.0, t); // rename a -> c
+        b.on_file(Happening::MovedIn { dir: false }, "c", 0.0, t);
         b.on_file(Happening::Deleted { dir: false }, "b", 0.0, t);
         b.on_file(Happening::ClosedWrite, "b", 0.0, t);
-        assert_eq!(changes(&mut b, true, &[], &[]), s(&[("a", Delete), ("c", New), ("b", New)]));
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("a", Delete), ("c", New), ("b", New)]));
     }
 
     #[test]
@@ -408,11 +689,12 @@ mod tests {
         b.on_file(Happening::ClosedWrite, "d/new", 0.0, t);
         b.on_file(Happening::ClosedWrite, "dx/keep", 0.0, t);
         b.forget_dir("d", t);
-        b.on_file(Happening::MovedIn, "d/back", 0.0, t);
-        let f = b.take(true);
+        b.on_file(Happening::MovedIn { dir: false }, "d/back", 0.0, t);
+        let f = b.take(t);
         assert_eq!(f.forgotten, vec!["d".to_string()]);
         let under = vec![vec!["d/old".to_string(), "d/back".to_string()]];
-        let got: Vec<_> = f.resolve(|_| true, &under).into_iter().map(|c| (c.path, c.kind)).collect();
+        let r = f.resolve(|_| OnDisk::Linked, &under, t, PACE.fresh_wait);
+        let got: Vec<_> = r.changes.into_iter().map(|c| (c.path, c.kind)).collect();
         assert_eq!(got.len(), 4, "{got:?}");
         assert_eq!(got[0], ("dx/keep".to_string(), New));
         let mut middle: Vec<&str> = got[1..3]
@@ -434,18 +716,77 @@ mod tests {
         b.on_file(Happening::ClosedWrite, "a", 0.0, t);
         b.on_file(Happening::Created { dir: false }, "l", 0.0, t);
         b.forget_dir("d", t);
-        let f = b.take(true);
+        let f = b.take(t);
         b.restore(f);
         assert_eq!(b.pending(), 3);
         let under = vec![vec!["d/x".to_string()]];
-        assert_eq!(changes(&mut b, true, &["l"], &under), s(&[("a", New), ("l", New), ("d/x", Delete)]));
+        assert_eq!(changes(&mut b, &["l"], &under), s(&[("a", New), ("l", New), ("d/x", Delete)]));
     }
 
     #[test]
-    fn writing_floor_and_due() {
+    fn pace_quiet_delay_size_and_rest() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut b = Batch::default();
+        assert!(!b.due(t, &PACE));
+        assert_eq!(b.deadline(&PACE), None);
+        // A steady stream: never quiet, due by the delay.
+        for i in 0..20 {
+            b.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, t + ms(50 * i));
+        }
+        let last = t + ms(950);
+        assert!(!b.due(last + ms(40), &PACE));
+        assert!(b.due(t + PACE.delay, &PACE));
+        assert!(b.overdue(t + PACE.delay, &PACE) && !b.overdue(last, &PACE));
+        assert_eq!(b.deadline(&PACE), Some(t + PACE.delay));
+        // Quiet: due a moment after the last change.
+        let mut q = Batch::default();
+        q.on_file(Happening::ClosedWrite, "a", 0.0, t);
+        assert_eq!(q.deadline(&PACE), Some(t + PACE.quiet));
+        assert!(q.due(t + PACE.quiet, &PACE));
+        // After a record that took 300 ms, quiet waits as long; the delay does not.
+        q.recorded(t, ms(300));
+        assert!(!q.due(t + PACE.quiet, &PACE));
+        assert_eq!(q.deadline(&PACE), Some(t + ms(300)));
+        assert!(q.due(t + ms(300), &PACE));
+        // Size, in a burst (never quiet): rests SIZE_REST times as long.
+        let mut big = Batch::default();
+        big.recorded(t, ms(300));
+        let size_rested = t + ms(300) * SIZE_REST;
+        for i in 0..PACE.size {
+            big.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, size_rested - ms(50));
+        }
+        assert!(!big.due(t + ms(300), &PACE));
+        assert!(!big.due(size_rested - ms(1), &PACE));
+        assert!(big.due(size_rested, &PACE));
+        let mut fresh = Batch::default();
+        for i in 0..PACE.size {
+            fresh.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, t);
+        }
+        assert!(fresh.due(t, &PACE), "size");
+    }
+
+    #[test]
+    fn aggregate_waits_for_calm_but_not_past_the_window() {
+        let t = Instant::now();
+        let min = Duration::from_secs(60);
+        let hour = Duration::from_secs(3600);
+        // Quiet tree: on the timer.
+        assert_eq!(aggregate_at(t, min, hour, None, &PACE), t + min);
+        assert_eq!(aggregate_at(t, min, hour, Some(t + Duration::from_secs(5)), &PACE), t + min);
+        // Changes still coming at the timer: a delay after the last one.
+        let l = t + min + Duration::from_millis(300);
+        assert_eq!(aggregate_at(t, min, hour, Some(l), &PACE), l + PACE.delay);
+        // A stream that never pauses: at the principal's window at the latest.
+        assert_eq!(aggregate_at(t, min, hour, Some(t + 2 * hour), &PACE), t + hour);
+        // A window shorter than the timer does not make it run more often.
+        assert_eq!(aggregate_at(t, min, Duration::from_secs(10), Some(t + hour), &PACE), t + min);
+    }
+
+    #[test]
+    fn writing_floor() {
         let t = Instant::now();
         let mut b = Batch::default();
-        assert!(!b.due(t, 1, Duration::ZERO));
         b.on_file(Happening::Modified, "big", 5.0, t);
         b.on_file(Happening::Modified, "big", 9.0, t);
         b.on_file(Happening::Modified, "other", 7.0, t);
@@ -453,9 +794,6 @@ mod tests {
         assert_eq!(b.pending(), 0);
         b.on_file(Happening::ClosedWrite, "big", 9.0, t);
         assert_eq!(b.writing_floor(), Some(7.0));
-        assert!(b.due(t, 1, Duration::from_secs(9)));
-        assert!(!b.due(t, 2, Duration::from_secs(9)));
-        assert_eq!(b.deadline(Duration::from_secs(9)), Some(t + Duration::from_secs(9)));
         b.clear_in_flight();
         assert_eq!(b.writing_floor(), None);
     }

@@ -124,4 +124,38 @@ proptest! {
         let bytes = recentfile::serialize(&rf, Format::Yaml, &producer());
         prop_assert_eq!(recentfile::parse_bytes(&bytes, Format::Yaml).unwrap().events, rf.events);
     }
+
+    /// A batch of clock-stamped changes gives the list that recording them
+    /// one at a time gives (same tick or not, paths repeated, over a file
+    /// that already lists some of them, with a dirty item in front).
+    #[test]
+    fn one_batch_equals_one_at_a_time(
+        before in prop::collection::vec((0usize..12, any::<bool>()), 0..20),
+        batch in prop::collection::vec((0usize..12, any::<bool>()), 1..40),
+        dirty in prop::option::of(0usize..12),
+        tick in 0u32..2,
+    ) {
+        let change = |(p, del): (usize, bool)| Change {
+            path: format!("d/p{p}"),
+            kind: if del { EventKind::Delete } else { EventKind::New },
+            epoch: None,
+        };
+        let mut start = Recentfile::default();
+        let t0 = Epoch::parse("1700000000.5").unwrap();
+        for c in before.iter().copied().map(change) {
+            batch_update(&mut start, 3600, &[c], &t0);
+        }
+        let now = Epoch::from_clock(1_700_000_000.5 + tick as f64);
+        let mut changes: Vec<Change> = batch.iter().copied().map(change).collect();
+        if let Some(p) = dirty {
+            changes.insert(0, Change { path: format!("d/p{p}"), kind: EventKind::New, epoch: Some(Epoch::from_whole_seconds(1_699_999_000)) });
+        }
+        let mut at_once = start.clone();
+        batch_update(&mut at_once, 3600, &changes, &now);
+        let mut one_by_one = start;
+        for c in &changes {
+            batch_update(&mut one_by_one, 3600, std::slice::from_ref(c), &now);
+        }
+        prop_assert_eq!(at_once.events, one_by_one.events);
+    }
 }

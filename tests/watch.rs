@@ -243,6 +243,10 @@ fn directory_tree_moved_in_and_out() {
     for f in ["t/b/c", "t/b/d/e", "t/b/d/later"] {
         wait_kind(&root, f, "delete");
     }
+    // Its watches follow it: a file written there now has the new name.
+    write(&root, "t/b2/d/after", "x");
+    wait_kind(&root, "t/b2/d/after", "new");
+    assert!(!news(&root).contains_key("t/b/d/after"), "a moved directory's file recorded under its old name");
     // A tree removed with rm -r: each file's delete is recorded.
     for f in ["r/s/t/1", "r/s/2", "r/3"] {
         write(&root, f, "x");
@@ -254,7 +258,7 @@ fn directory_tree_moved_in_and_out() {
     }
     // Moved out: everything under it deleted.
     fs::rename(root.join("t"), tmp.path().join("gone")).unwrap();
-    for f in ["t/a", "t/b2/c", "t/b2/d/e", "t/b2/d/later"] {
+    for f in ["t/a", "t/b2/c", "t/b2/d/e", "t/b2/d/later", "t/b2/d/after"] {
         wait_kind(&root, f, "delete");
     }
     // The old watches are gone: writes out there are not recorded.
@@ -395,5 +399,89 @@ fn sigterm_flushes_and_restart_records_offline_changes() {
     let hb = root.join(".rrr/watch.json");
     let hb: serde_json::Value = serde_json::from_str(&fs::read_to_string(&hb).unwrap()).unwrap();
     assert!(hb["synced_to"].is_string(), "{hb}");
+    assert_eq!(d.stop().0, 0);
+}
+
+/// The events of the batch that recorded `path` (from the JSON log): the
+/// first batch line after which `path` is in the index.
+fn events_of_batch_recording(d: &Daemon, root: &Path, path: &str) -> u64 {
+    wait_kind(root, path, "new");
+    let log = d.log();
+    let batches: Vec<serde_json::Value> =
+        log.lines().filter(|l| l.contains("\"kind\":\"batch\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
+    batches.last().map(|b| b["events"].as_u64().unwrap()).expect("a batch line")
+}
+
+#[test]
+fn reads_of_the_tree_do_not_wake_the_daemon() {
+    let files: Vec<String> = (0..200).map(|i| format!("r/{}/f{i}", i % 10)).collect();
+    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (_tmp, root) = tree(&refs);
+    let d = Daemon::start(&root, &[]);
+    write(&root, "first", "x");
+    events_of_batch_recording(&d, &root, "first");
+    // What a mirror's rsync does to every file and directory: open, read, close.
+    for _ in 0..5 {
+        for f in &files {
+            assert_eq!(fs::read_to_string(root.join(f)).unwrap(), *f);
+        }
+        for i in 0..10 {
+            assert_eq!(fs::read_dir(root.join(format!("r/{i}"))).unwrap().count(), 20);
+        }
+    }
+    write(&root, "second", "x");
+    // The marker's own events and a heartbeat's; reading 1000 files used to
+    // add three events each (open, access, close).
+    let events = events_of_batch_recording(&d, &root, "second");
+    assert!(events < 100, "{events} events for one new file after 1000 reads:\n{}", d.log());
+    assert_eq!(d.stop().0, 0);
+}
+
+#[test]
+fn slow_upload_recorded_when_closed_not_when_opened() {
+    use std::io::Write;
+    let (_tmp, root) = tree(&["keep"]);
+    // The default batch delay: a file opened and not written yet is kept
+    // back for ten of them.
+    let d = Daemon::start(&root, &["--batch-delay", "1000"]);
+    let mut up = fs::File::create(root.join("upload.tar.gz")).unwrap();
+    // Batches come and go while it is open, before and after its first write.
+    write(&root, "marker1", "x");
+    wait_kind(&root, "marker1", "new");
+    assert_eq!(kind_of(&root, "upload.tar.gz"), None, "announced when opened");
+    up.write_all(b"first half").unwrap();
+    up.flush().unwrap();
+    write(&root, "marker2", "x");
+    wait_kind(&root, "marker2", "new");
+    assert_eq!(kind_of(&root, "upload.tar.gz"), None, "announced half-written");
+    up.write_all(b", second half").unwrap();
+    drop(up);
+    wait_kind(&root, "upload.tar.gz", "new");
+    assert_eq!(differences(&root), Vec::<String>::new());
+    assert_eq!(d.stop().0, 0);
+}
+
+#[test]
+fn link_whose_first_name_is_gone_and_unwritten_open_recorded() {
+    let (_tmp, root) = tree(&["keep", "target"]);
+    let d = Daemon::start(&root, &["--batch-delay", "200"]);
+    // A hard link whose other name goes away at once: one link left, but
+    // link(2) gave it a ctime newer than its mtime, so no open made it.
+    fs::hard_link(root.join("target"), root.join("moved-by-link")).unwrap();
+    fs::remove_file(root.join("target")).unwrap();
+    write(&root, "marker", "x");
+    wait_kind(&root, "marker", "new");
+    assert_eq!(kind_of(&root, "moved-by-link").as_deref(), Some("new"), "not recorded with the batch after it");
+    wait_kind(&root, "target", "delete");
+    // Created by an open for reading only: no write, no close-write ever
+    // comes. It is recorded after its wait (ten batch delays).
+    let p = std::ffi::CString::new(root.join("opened-read-only").into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: open(2)/close(2) on a path we own.
+    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_RDONLY, 0o644) };
+    assert!(fd >= 0);
+    // SAFETY: fd was returned by open above.
+    unsafe { libc::close(fd) };
+    wait_kind(&root, "opened-read-only", "new");
+    assert_eq!(differences(&root), Vec::<String>::new());
     assert_eq!(d.stop().0, 0);
 }

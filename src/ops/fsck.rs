@@ -6,14 +6,13 @@
 //! not move.
 
 use crate::collection::Collection;
+use crate::epoch::Epoch;
 use crate::origin::Writer;
-use crate::query::newest_per_path;
 use crate::recentfile::{EventKind, Merged, Recentfile};
-use crate::tree::{self, IgnoreSet};
+use crate::tree::{self, Entry, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 pub struct Options {
@@ -100,13 +99,16 @@ pub struct Report {
     pub repair_refused: Option<String>,
 }
 
-/// Check the collection's files alone; returns the readable ones (smallest first).
-pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>) -> Vec<Recentfile> {
-    let mut files: Vec<(String, Recentfile)> = Vec::new();
+/// Check the collection's files alone, one at a time, smallest first
+/// (unreadable or missing files, interval mismatches, skipped events, gaps
+/// between adjacent files), and hand each readable one to `each`.
+pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>, mut each: impl FnMut(Recentfile)) {
     let exists: Vec<bool> =
         coll.intervals.iter().map(|iv| std::fs::symlink_metadata(coll.path_of(iv)).is_ok()).collect();
     // The smaller neighbour's meta.merged, as read (for its into_interval).
     let mut previous: Option<Merged> = None;
+    // The previous readable file: its name, oldest epoch and merged.epoch.
+    let mut prev: Option<(String, Option<Epoch>, Option<Epoch>)> = None;
     for (i, iv) in coll.intervals.iter().enumerate() {
         let name = coll.file_name(iv);
         let read = coll.read(iv);
@@ -140,66 +142,130 @@ pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>) -> Vec<Recent
                         reason: s.reason.clone(),
                     });
                 }
-                files.push((name, rf));
+                if let (Some((a_name, Some(oldest), merged_upto)), Some(next_newest)) = (&prev, rf.newest()) {
+                    // A keeps every event newer than what it last merged into B
+                    // (merged.epoch), so only events between B's newest and A's
+                    // oldest that A never merged can be missing.
+                    if *oldest > next_newest.epoch && merged_upto.as_ref().is_none_or(|m| *m > next_newest.epoch) {
+                        findings.push(Finding::Gap {
+                            file: a_name.clone(),
+                            oldest: oldest.to_string(),
+                            next_file: name.clone(),
+                            next_newest: next_newest.epoch.to_string(),
+                        });
+                    }
+                }
+                prev = Some((name, rf.oldest().map(|e| e.epoch.clone()), rf.meta.merged.epoch().cloned()));
+                each(rf);
             }
             Ok(None) => findings.push(Finding::MissingRecentfile { file: name }),
             Err(e) => findings.push(Finding::Unreadable { file: name, error: e.to_string() }),
         }
     }
-    for pair in files.windows(2) {
-        let ((a_name, a), (b_name, b)) = (&pair[0], &pair[1]);
-        if let (Some(oldest), Some(next_newest)) = (a.oldest(), b.newest()) {
-            // A keeps every event newer than what it last merged into B
-            // (merged.epoch), so only events between B's newest and A's
-            // oldest that A never merged can be missing.
-            let merged_upto = a.meta.merged.epoch();
-            if oldest.epoch > next_newest.epoch && merged_upto.is_none_or(|m| *m > next_newest.epoch) {
-                findings.push(Finding::Gap {
-                    file: a_name.clone(),
-                    oldest: oldest.epoch.to_string(),
-                    next_file: b_name.clone(),
-                    next_newest: next_newest.epoch.to_string(),
-                });
+}
+
+/// The index as the tree comparison needs it: each path's newest event
+/// over the whole collection. The files are read one at a time, smallest
+/// first, and a path's first occurrence wins (as in news), so only one
+/// file's events are in memory at once.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// The whole second of each path's newest event if that is a `new`;
+    /// `None` if it is a `delete`.
+    newest: foldhash::HashMap<String, Option<i64>>,
+}
+
+impl Index {
+    /// Read the collection; `findings` gets what [`check_files`] finds.
+    pub fn read(coll: &Collection, findings: &mut Vec<Finding>) -> Index {
+        let mut newest = foldhash::HashMap::default();
+        check_files(coll, findings, |rf| {
+            for e in rf.events {
+                let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
+                newest.entry(e.path).or_insert(live);
+            }
+        });
+        Index { newest }
+    }
+
+    /// How many paths the index says exist.
+    pub fn live(&self) -> usize {
+        self.newest.values().filter(|v| v.is_some()).count()
+    }
+
+    /// The paths the index says exist under `dir`.
+    pub fn live_under(&self, dir: &str) -> Vec<String> {
+        self.newest
+            .iter()
+            .filter(|(p, v)| v.is_some() && crate::watch::is_under(p, dir))
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+}
+
+/// Compare the tree (its files in walk order) with the index. With
+/// `changed_since`, indexed files whose mtime or ctime is at or after it
+/// (and not older than their event) are `Modified`.
+pub fn differences(index: Index, tree: &[Entry], changed_since: Option<i64>) -> Vec<Finding> {
+    let mut newest = index.newest;
+    let mut findings = Vec::new();
+    for e in tree {
+        match newest.remove(e.rel.as_str()).flatten() {
+            None => findings.push(Finding::MissingInIndex { path: e.rel.clone() }),
+            Some(indexed_at) => {
+                if let Some(since) = changed_since {
+                    if (e.mtime >= since || e.ctime >= since) && e.mtime.max(e.ctime) >= indexed_at {
+                        findings.push(Finding::Modified { path: e.rel.clone() });
+                    }
+                }
             }
         }
     }
-    files.into_iter().map(|(_, rf)| rf).collect()
+    let mut gone: Vec<String> = newest.into_iter().filter(|(_, v)| v.is_some()).map(|(p, _)| p).collect();
+    gone.sort();
+    findings.extend(gone.into_iter().map(|path| Finding::MissingOnDisk { path }));
+    findings
 }
 
 /// Compare index and tree. With `changed_since`, indexed files whose mtime
 /// or ctime is newer are reported as `Modified`.
 pub fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>) -> Result<Report> {
+    compare_with(coll, ignore, changed_since, |_| {})
+}
+
+/// [`compare`], calling `enter` with each directory of the tree right
+/// before it is listed (see [`tree::walk_with`]). The index is read on a
+/// second thread while the tree is walked: one waits for the disk, the
+/// other parses.
+pub fn compare_with(
+    coll: &Collection,
+    ignore: &IgnoreSet,
+    changed_since: Option<i64>,
+    enter: impl FnMut(&str),
+) -> Result<Report> {
     let mut report = Report::default();
-    let files = check_files(coll, &mut report.findings);
-    let news = newest_per_path(files.iter());
-    let live: HashMap<&str, &crate::recentfile::Event> =
-        news.iter().filter(|e| e.kind == EventKind::New).map(|e| (e.path.as_str(), *e)).collect();
-    report.index_files = live.len();
-    let mut on_disk: HashSet<String> = HashSet::new();
+    let mut tree = Vec::new();
     let mut unindexable = Vec::new();
-    tree::walk(
-        &coll.root,
-        ignore,
-        |e| {
-            match live.get(e.rel.as_str()) {
-                None => report.findings.push(Finding::MissingInIndex { path: e.rel.clone() }),
-                Some(ev) => {
-                    if let Some(since) = changed_since {
-                        let indexed_at = ev.epoch.whole_seconds();
-                        if (e.mtime >= since || e.ctime >= since) && e.mtime.max(e.ctime) >= indexed_at {
-                            report.findings.push(Finding::Modified { path: e.rel.clone() });
-                        }
-                    }
-                }
-            }
-            on_disk.insert(e.rel);
-        },
-        |p, why| unindexable.push(Finding::Unindexable { path: p.to_string_lossy().into_owned(), reason: why }),
-    )?;
-    report.disk_files = on_disk.len();
-    let mut gone: Vec<&str> = live.keys().copied().filter(|p| !on_disk.contains(*p)).collect();
-    gone.sort();
-    report.findings.extend(gone.into_iter().map(|p| Finding::MissingOnDisk { path: p.to_string() }));
+    let (index, walked) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let mut findings = Vec::new();
+            (Index::read(coll, &mut findings), findings)
+        });
+        let walked = tree::walk_with(
+            &coll.root,
+            ignore,
+            enter,
+            |e| tree.push(e),
+            |p, why| unindexable.push(Finding::Unindexable { path: p.to_string_lossy().into_owned(), reason: why }),
+        );
+        (reader.join(), walked)
+    });
+    let (index, findings) = index.map_err(|_| anyhow::anyhow!("reading the index failed"))?;
+    walked?;
+    report.findings = findings;
+    report.index_files = index.live();
+    report.disk_files = tree.len();
+    report.findings.extend(differences(index, &tree, changed_since));
     report.findings.extend(unindexable);
     Ok(report)
 }

@@ -1,16 +1,18 @@
-//! `rrr watch`: the origin daemon. It owns the inotify watcher (one
-//! non-recursive watch per directory, managed here so that every failure
-//! is seen), the directory scans, the heartbeat file and the writes; what
-//! an event means is decided by the pure core in [`crate::watch`].
+//! `rrr watch`: the origin daemon. It drives the inotify watcher
+//! ([`crate::watcher`]), the directory scans, the heartbeat file and the
+//! writes; what an event means and when a batch is recorded is decided by
+//! the pure core in [`crate::watch`].
 //!
 //! Nothing is lost:
-//! - a new directory is watched first, then listed, so a file created
-//!   before the watch existed is found by the listing and one created after
-//!   by the watch;
-//! - on a kernel queue overflow (or a watcher error) the tree is rescanned:
-//!   missing watches are added and the tree is compared with the index
-//!   (`fsck` logic), files modified since the last marker included;
-//! - at start-up the same comparison runs against the last heartbeat.
+//! - a directory is watched first, then listed, so a file created before
+//!   the watch existed is found by the listing and one created after by
+//!   the watch;
+//! - on a kernel queue overflow the tree is rescanned: missing watches are
+//!   added and the tree is compared with the index (`fsck` logic), files
+//!   modified since the last marker included;
+//! - at start-up the same comparison runs against the last heartbeat. It
+//!   adds the watches during its walk of the tree, while a second thread
+//!   reads the index one file at a time.
 //!
 //! Markers. The heartbeat is written atomically into `.rrr/watch.json`,
 //! which is watched. The kernel queue is FIFO, so when the rename's event
@@ -23,22 +25,22 @@
 use crate::clock::Clock;
 use crate::collection::Collection;
 use crate::epoch::Epoch;
-use crate::ops::fsck::{compare, Finding};
+use crate::ops::fsck::{compare_with, Finding, Index};
 use crate::ops::update::record;
 use crate::origin::Writer;
-use crate::query::newest_per_path;
 use crate::recentfile::{check_relative_path, EventKind};
 use crate::tree::IgnoreSet;
 use crate::update::Change;
-use crate::watch::{classify, is_under, relative, watch_limit_message, Batch, Happening, Heartbeat};
+use crate::watch::{
+    aggregate_at, classify, is_under, join, watch_limit_message, Batch, Happening, Heartbeat, OnDisk, Pace,
+};
+use crate::watcher::{AddError, RawEvent, Watcher};
 use anyhow::{bail, Context, Result};
-use notify::{Config, INotifyWatcher, RecursiveMode, Watcher};
 use serde_json::{json, Value};
 use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 pub struct Options {
@@ -109,22 +111,15 @@ impl Log {
     }
 }
 
-enum WatchFail {
-    Limit,
-    Other(String),
-}
-
 struct Daemon<'a> {
     opts: &'a Options,
     w: &'a Writer,
     coll: Collection,
     ignore: IgnoreSet,
-    /// The root as an absolute path (the prefix of every watcher path).
+    /// The root as an absolute path.
     root: PathBuf,
-    watcher: INotifyWatcher,
-    rx: Receiver<notify::Result<notify::Event>>,
-    /// Watched directories, relative ("" is the root).
-    dirs: HashSet<String>,
+    watcher: Watcher,
+    pace: Pace,
     batch: Batch,
     log: Log,
     started: f64,
@@ -139,7 +134,7 @@ struct Daemon<'a> {
     /// Some directory could not be watched (limit): rescan periodically.
     degraded: bool,
     limit_reported: bool,
-    next_aggregate: Instant,
+    last_aggregate: Instant,
     retry_at: Option<Instant>,
 }
 
@@ -165,9 +160,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
         }
     };
     let started = wall();
-    let (tx, rx) = channel();
-    let watcher = INotifyWatcher::new(tx, Config::default().with_follow_symlinks(false))
-        .context("cannot start the inotify watcher")?;
+    let watcher = Watcher::start(&root).context("cannot start the inotify watcher")?;
     let now = Instant::now();
     let mut d = Daemon {
         opts,
@@ -176,8 +169,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
         ignore,
         root,
         watcher,
-        rx,
-        dirs: HashSet::new(),
+        pace: Pace::new(opts.batch_size, opts.batch_delay),
         batch: Batch::default(),
         log,
         started,
@@ -189,7 +181,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
         rescan: None,
         degraded: false,
         limit_reported: false,
-        next_aggregate: now,
+        last_aggregate: now,
         retry_at: None,
     };
     d.start(previous)?;
@@ -202,22 +194,6 @@ impl Daemon<'_> {
             self.root.clone()
         } else {
             self.root.join(rel)
-        }
-    }
-
-    fn add_watch(&mut self, rel: &str) -> Result<(), WatchFail> {
-        match self.watcher.watch(&self.abs(rel), RecursiveMode::NonRecursive) {
-            Ok(()) => {
-                self.dirs.insert(rel.to_string());
-                Ok(())
-            }
-            Err(e) => match &e.kind {
-                notify::ErrorKind::MaxFilesWatch => Err(WatchFail::Limit),
-                // Gone already: the parent's watch reports its removal.
-                notify::ErrorKind::PathNotFound => Ok(()),
-                notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                _ => Err(WatchFail::Other(format!("cannot watch {:?}: {e}", rel))),
-            },
         }
     }
 
@@ -241,35 +217,39 @@ impl Daemon<'_> {
         watch_limit_message(rel, limit, self.count_dirs())
     }
 
+    /// A watch could not be added: at start the limit is fatal; later the
+    /// daemon rescans periodically until every directory is watched.
+    fn watch_failed(&mut self, rel: &str, e: AddError, fatal_limit: bool) -> Result<()> {
+        match e {
+            AddError::Gone => {}
+            AddError::Limit if fatal_limit => bail!("{}", self.limit_message(rel)),
+            AddError::Limit => {
+                if !self.limit_reported {
+                    let msg = self.limit_message(rel);
+                    self.log
+                        .error(format!("{msg}; rescanning the tree every {:?} meanwhile", self.opts.aggregate_every));
+                    self.limit_reported = true;
+                }
+                self.degraded = true;
+            }
+            AddError::Other(e) => {
+                self.log.error(format!("cannot watch {rel:?}: {e}"));
+                self.degraded = true;
+            }
+        }
+        Ok(())
+    }
+
     /// Watch `rel` and every directory below it (those not watched yet),
-    /// listing each after its watch exists. With `record`, the files
-    /// found are recorded as new. Returns the directories seen.
-    fn watch_tree(&mut self, rel: &str, record: bool, fatal_limit: bool) -> Result<HashSet<String>> {
-        let mut seen = HashSet::new();
+    /// listing each after its watch exists, and record the files found as
+    /// new (a directory made or moved in).
+    fn watch_tree(&mut self, rel: &str) -> Result<()> {
         let mut stack = vec![rel.to_string()];
         let now = Instant::now();
         while let Some(dir) = stack.pop() {
-            if !self.dirs.contains(&dir) {
-                match self.add_watch(&dir) {
-                    Ok(()) => {}
-                    Err(WatchFail::Limit) => {
-                        if fatal_limit {
-                            bail!("{}", self.limit_message(&dir));
-                        }
-                        if !self.limit_reported {
-                            let msg = self.limit_message(&dir);
-                            self.log.error(format!(
-                                "{msg}; rescanning the tree every {:?} meanwhile",
-                                self.opts.aggregate_every
-                            ));
-                            self.limit_reported = true;
-                        }
-                        self.degraded = true;
-                    }
-                    Err(WatchFail::Other(m)) => {
-                        self.log.error(m);
-                        self.degraded = true;
-                    }
+            if !self.watcher.is_watched(&dir) {
+                if let Err(e) = self.watcher.add(&dir) {
+                    self.watch_failed(&dir, e, false)?;
                 }
             }
             let rd = match fs::read_dir(self.abs(&dir)) {
@@ -280,33 +260,52 @@ impl Daemon<'_> {
                     continue;
                 }
             };
-            seen.insert(dir.clone());
             for ent in rd.flatten() {
                 let Some(name) = ent.file_name().to_str().map(str::to_string) else {
                     self.log.warn(format!("cannot index {}: path is not UTF-8", ent.path().display()));
                     continue;
                 };
-                let child = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+                let child = join(&dir, &name);
                 if self.ignore.is_ignored(&child) {
                     continue;
                 }
                 match ent.file_type() {
                     Ok(ft) if ft.is_dir() => stack.push(child),
-                    Ok(_) if record => match check_relative_path(&child) {
+                    Ok(_) => match check_relative_path(&child) {
                         Ok(()) => self.batch.record(&child, EventKind::New, now),
                         Err(why) => self.log.warn(format!("cannot index {child:?}: {why}")),
                     },
-                    _ => {}
+                    Err(_) => {}
                 }
             }
         }
-        Ok(seen)
+        Ok(())
     }
 
     /// Compare the tree with the index and record the differences (files
-    /// modified at or after `since` included). Returns (new, delete).
-    fn reconcile(&mut self, since: Option<i64>) -> Result<(usize, usize)> {
-        let report = compare(&self.coll, &self.ignore, since)?;
+    /// modified at or after `since` included), watching every directory of
+    /// the tree on the way (each before it is listed) and dropping the
+    /// watches of directories no longer there. Returns (new, delete).
+    fn reconcile(&mut self, since: Option<i64>, fatal_limit: bool) -> Result<(usize, usize)> {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut failed: Vec<(String, AddError)> = Vec::new();
+        let watcher = &mut self.watcher;
+        let report = compare_with(&self.coll, &self.ignore, since, |dir| {
+            if !watcher.is_watched(dir) {
+                if let Err(e) = watcher.add(dir) {
+                    failed.push((dir.to_string(), e));
+                }
+            }
+            seen.insert(dir.to_string());
+        })?;
+        for (dir, e) in failed {
+            self.watch_failed(&dir, e, fatal_limit)?;
+        }
+        let stale: Vec<String> =
+            self.watcher.dirs().filter(|d| !seen.contains(*d) && *d != ".rrr").map(String::from).collect();
+        for d in stale {
+            self.watcher.remove(&d);
+        }
         if let Some(Finding::Unreadable { file, error }) =
             report.findings.iter().find(|f| matches!(f, Finding::Unreadable { .. }))
         {
@@ -330,19 +329,18 @@ impl Daemon<'_> {
     fn start(&mut self, previous: Option<Heartbeat>) -> Result<()> {
         let t0 = Instant::now();
         fs::create_dir_all(self.root.join(".rrr")).context("cannot create .rrr/")?;
-        if let Err(WatchFail::Limit) = self.add_watch(".rrr") {
-            bail!("{}", self.limit_message(".rrr"));
+        if let Err(e) = self.watcher.add(".rrr") {
+            self.watch_failed(".rrr", e, true)?;
         }
-        self.watch_tree("", false, true)?;
         let since = previous
             .as_ref()
             .and_then(|hb| Epoch::parse(&hb.synced_to).ok())
             .map(|e| e.to_f64())
             .unwrap_or(self.started);
         let since = (since - CLOCK_SLACK).floor() as i64;
-        let (news, deletes) = self.reconcile(Some(since))?;
+        let (news, deletes) = self.reconcile(Some(since), true)?;
         let root = self.root.display().to_string();
-        let watches = self.dirs.len();
+        let watches = self.watcher.count();
         let ms = t0.elapsed().as_millis();
         let heartbeat = previous.map(|h| h.synced_to);
         self.log.emit(
@@ -369,49 +367,34 @@ impl Daemon<'_> {
             }
             let now = Instant::now();
             let mut wake = now + SIGNAL_POLL;
-            for t in
-                [self.batch.deadline(self.opts.batch_delay), Some(self.next_aggregate), Some(self.next_heartbeat())]
-                    .into_iter()
-                    .flatten()
-            {
+            let deadline = if self.flush_allowed() { self.batch.deadline(&self.pace) } else { self.retry_at };
+            for t in [deadline, Some(self.aggregate_at()), Some(self.next_heartbeat())].into_iter().flatten() {
                 wake = wake.min(t);
             }
-            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
-                Ok(ev) => {
-                    self.on_event(ev)?;
-                    let mut n = 0usize;
-                    while let Ok(ev) = self.rx.try_recv() {
-                        self.on_event(ev)?;
-                        n += 1;
-                        // While a backlog is read, only the clock flushes (every
-                        // 256 events we look): each record rewrites the whole
-                        // principal, so a daemon that fell behind catches up with
-                        // fewer, larger batches instead of falling further behind.
-                        // The size trigger applies once the backlog is read.
-                        let check_time = n.is_multiple_of(256);
-                        if check_time
-                            && self.flush_allowed()
-                            && self.batch.due(Instant::now(), usize::MAX, self.opts.batch_delay)
-                        {
-                            self.flush(false);
-                        }
-                        if check_time && crate::signals::stop_requested() {
-                            break;
-                        }
+            if let Some(read) = self.watcher.recv_timeout(wake.saturating_duration_since(now)) {
+                self.on_events(read)?;
+                // While a backlog is read, only the delay flushes: each record
+                // rewrites the whole principal, so a daemon that fell behind
+                // catches up with fewer, larger batches.
+                while let Some(read) = self.watcher.try_recv() {
+                    self.on_events(read)?;
+                    if self.flush_allowed() && self.batch.overdue(Instant::now(), &self.pace) {
+                        self.flush();
+                    }
+                    if crate::signals::stop_requested() {
+                        break;
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => bail!("the inotify watcher stopped"),
             }
             // The channel is drained here.
             if let Some(why) = self.rescan.take() {
                 self.rescan(&why)?;
             }
             let now = Instant::now();
-            if self.flush_allowed() && self.batch.due(now, self.opts.batch_size, self.opts.batch_delay) {
-                self.flush(true);
+            if self.flush_allowed() && self.batch.due(now, &self.pace) {
+                self.flush();
             }
-            if now >= self.next_aggregate {
+            if now >= self.aggregate_at() {
                 if self.degraded {
                     self.rescan("some directories are not watched")?;
                 }
@@ -431,51 +414,61 @@ impl Daemon<'_> {
         self.last_heartbeat + if self.active { HEARTBEAT_ACTIVE } else { HEARTBEAT_IDLE }
     }
 
-    fn on_event(&mut self, res: notify::Result<notify::Event>) -> Result<()> {
+    fn aggregate_at(&self) -> Instant {
+        let window = Duration::from_secs(self.coll.principal().seconds());
+        aggregate_at(self.last_aggregate, self.opts.aggregate_every, window, self.batch.last_change(), &self.pace)
+    }
+
+    fn on_events(&mut self, read: crate::watcher::Read) -> Result<()> {
+        let events = read.context("cannot read inotify events")?;
+        for ev in events {
+            self.on_event(ev)?;
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, ev: RawEvent) -> Result<()> {
         self.batch.events += 1;
-        let ev = match res {
-            Ok(ev) => ev,
-            Err(e) => {
-                let rel =
-                    e.paths.first().and_then(|p| relative(&self.root, p)).and_then(Result::ok).unwrap_or_default();
-                if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
-                    let msg = self.limit_message(&rel);
-                    self.log.error(msg);
-                    self.degraded = true;
-                } else {
-                    self.log.error(format!("watcher error: {e}; rescanning"));
-                }
-                self.rescan.get_or_insert_with(|| format!("watcher error: {e}"));
+        let Some(h) = classify(ev.mask) else { return Ok(()) };
+        match h {
+            Happening::Overflow => {
+                self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
                 return Ok(());
             }
-        };
-        let Some(h) = classify(&ev) else { return Ok(()) };
-        if h == Happening::Overflow {
-            self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
-            return Ok(());
+            Happening::Unmounted => {
+                self.rescan.get_or_insert_with(|| "a filesystem under the tree was unmounted".into());
+                return Ok(());
+            }
+            Happening::WatchGone => {
+                self.watcher.forget(ev.wd);
+                return Ok(());
+            }
+            _ => {}
         }
-        let Some(path) = ev.paths.first() else { return Ok(()) };
-        let rel = match relative(&self.root, path) {
-            None => return Ok(()),
-            Some(Err(p)) => {
-                if matches!(h, Happening::ClosedWrite | Happening::MovedIn) {
+        // Events still queued for a watch removed since are dropped.
+        let Some(dir) = self.watcher.dir_of(ev.wd) else { return Ok(()) };
+        let Some(name) = &ev.name else {
+            // The watched directory itself: only the root's fate matters.
+            if dir.is_empty() && matches!(h, Happening::MovedSelf | Happening::DeletedSelf) {
+                bail!("the root {} was moved or deleted", self.root.display());
+            }
+            return Ok(());
+        };
+        let rel = match name.to_str() {
+            Some(n) => join(dir, n),
+            None => {
+                if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. }) {
+                    let p = self.abs(dir).join(name);
                     self.log.warn(format!("cannot index {}: path is not UTF-8", p.display()));
                 }
                 return Ok(());
             }
-            Some(Ok(rel)) => rel,
         };
-        if rel.is_empty() {
-            if matches!(h, Happening::MovedSelf | Happening::Deleted { .. }) {
-                bail!("the root {} was moved or deleted", self.root.display());
-            }
-            return Ok(());
-        }
         if is_under(&rel, ".rrr") {
-            if rel == ".rrr/watch.json" && h == Happening::MovedIn {
+            if rel == ".rrr/watch.json" && h == (Happening::MovedIn { dir: false }) {
                 self.on_marker();
-            } else if rel == ".rrr" && matches!(h, Happening::MovedOut | Happening::Deleted { .. }) {
-                self.dirs.remove(".rrr");
+            } else if rel == ".rrr" && matches!(h, Happening::MovedOut { .. } | Happening::Deleted { .. }) {
+                self.watcher.remove(".rrr");
             }
             return Ok(());
         }
@@ -485,25 +478,13 @@ impl Daemon<'_> {
         self.active = true;
         let now = Instant::now();
         match h {
-            Happening::Created { dir: true } => {
-                self.watch_tree(&rel, true, false)?;
-            }
-            Happening::MovedIn => match fs::symlink_metadata(self.abs(&rel)) {
-                Ok(m) if m.is_dir() => {
-                    self.watch_tree(&rel, true, false)?;
-                }
-                Ok(_) => self.file_event(h, &rel, now),
-                Err(_) => {} // moved on again: its move-out follows
-            },
-            Happening::MovedOut if self.dirs.contains(&rel) => {
-                self.dirs.retain(|d| !is_under(d, &rel));
+            Happening::Created { dir: true } | Happening::MovedIn { dir: true } => self.watch_tree(&rel)?,
+            Happening::MovedOut { dir: true } => {
+                self.watcher.remove_under(&rel);
                 self.batch.forget_dir(&rel, now);
             }
             // Its subdirectories were deleted first, each with its own event.
-            Happening::Deleted { dir: true } => {
-                self.dirs.remove(&rel);
-            }
-            Happening::MovedSelf => {}
+            Happening::Deleted { dir: true } => self.watcher.remove(&rel),
             _ => self.file_event(h, &rel, now),
         }
         Ok(())
@@ -511,7 +492,7 @@ impl Daemon<'_> {
 
     fn file_event(&mut self, h: Happening, rel: &str, now: Instant) {
         if let Err(why) = check_relative_path(rel) {
-            if matches!(h, Happening::ClosedWrite | Happening::MovedIn) {
+            if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. }) {
                 self.log.warn(format!("cannot index {rel:?}: {why}"));
             }
             return;
@@ -537,9 +518,9 @@ impl Daemon<'_> {
         self.last_heartbeat = Instant::now();
         self.active = false;
         let dir = self.root.join(".rrr");
-        if !self.dirs.contains(".rrr") {
+        if !self.watcher.is_watched(".rrr") {
             let _ = fs::create_dir_all(&dir);
-            let _ = self.add_watch(".rrr");
+            let _ = self.watcher.add(".rrr");
         }
         let now = wall();
         let hb = Heartbeat {
@@ -567,7 +548,7 @@ impl Daemon<'_> {
     }
 
     fn aggregate(&mut self) {
-        self.next_aggregate = Instant::now() + self.opts.aggregate_every;
+        self.last_aggregate = Instant::now();
         match crate::ops::aggregate::aggregate(&self.coll, false, self.opts.keep_deletes, self.w) {
             Ok(r) if r.merges > 0 => {
                 let written = r.written.join(" ");
@@ -583,24 +564,39 @@ impl Daemon<'_> {
 
     /// The live indexed paths under each directory.
     fn indexed_under(&self, dirs: &[String]) -> Result<Vec<Vec<String>>> {
-        let mut files = Vec::new();
-        for iv in &self.coll.intervals {
-            if let Some(rf) = self.coll.read(iv).with_context(|| format!("cannot read {}", self.coll.file_name(iv)))? {
-                files.push(rf);
+        let mut findings = Vec::new();
+        let index = Index::read(&self.coll, &mut findings);
+        if let Some(Finding::Unreadable { file, error }) =
+            findings.iter().find(|f| matches!(f, Finding::Unreadable { .. }))
+        {
+            bail!("cannot read recentfile {file}: {error}");
+        }
+        Ok(dirs.iter().map(|d| index.live_under(d)).collect())
+    }
+
+    /// What the disk shows of a created file that saw no write.
+    fn look(&self, rel: &str) -> OnDisk {
+        use std::os::unix::fs::MetadataExt;
+        match fs::symlink_metadata(self.abs(rel)) {
+            Err(_) => OnDisk::Gone,
+            Ok(m) => {
+                let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+                OnDisk::of(
+                    m.is_dir(),
+                    m.is_file(),
+                    m.nlink(),
+                    ns(m.mtime(), m.mtime_nsec()),
+                    ns(m.ctime(), m.ctime_nsec()),
+                )
             }
         }
-        let live: Vec<&str> = newest_per_path(files.iter())
-            .into_iter()
-            .filter(|e| e.kind == EventKind::New)
-            .map(|e| e.path.as_str())
-            .collect();
-        Ok(dirs.iter().map(|d| live.iter().filter(|p| is_under(p, d)).map(|p| p.to_string()).collect()).collect())
     }
 
     /// Record the pending batch (one update, one lock). On failure the
     /// batch is kept and retried.
-    fn flush(&mut self, with_unwritten: bool) {
-        let f = self.batch.take(with_unwritten);
+    fn flush(&mut self) {
+        let t0 = Instant::now();
+        let f = self.batch.take(t0);
         if f.is_empty() {
             self.batch.events += f.events;
             if self.batch.pending() == 0 {
@@ -608,22 +604,32 @@ impl Daemon<'_> {
             }
             return;
         }
-        let t0 = Instant::now();
         let under = if f.forgotten.is_empty() { Ok(Vec::new()) } else { self.indexed_under(&f.forgotten) };
         let res = under.and_then(|under| {
-            let changes = f.resolve(|p| fs::symlink_metadata(self.root.join(p)).is_ok_and(|m| !m.is_dir()), &under);
-            if !changes.is_empty() {
-                record(&self.coll, &changes, self.w)?;
+            let r = f.resolve(|p| self.look(p), &under, t0, self.pace.fresh_wait);
+            if !r.changes.is_empty() {
+                record(&self.coll, &r.changes, self.w)?;
             }
-            Ok(changes)
+            Ok(r)
         });
         match res {
-            Ok(changes) => {
+            Ok(r) => {
                 self.retry_at = None;
+                self.batch.keep_fresh(&r, &self.pace);
+                if self.batch.pending() == 0 {
+                    self.advance_synced();
+                }
+                if r.changes.is_empty() {
+                    // Only files kept back: nothing to say yet.
+                    self.batch.events += f.events;
+                    return;
+                }
+                let changes = &r.changes;
                 let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
                 let deletes = changes.len() - news;
                 let latency = f.since.map_or(0, |s| s.elapsed().as_millis() as u64);
-                let record_ms = t0.elapsed().as_millis() as u64;
+                let took = t0.elapsed();
+                let record_ms = took.as_millis() as u64;
                 let events = f.events;
                 self.log.emit(
                     "batch",
@@ -637,9 +643,7 @@ impl Daemon<'_> {
                         )
                     },
                 );
-                if self.batch.pending() == 0 {
-                    self.advance_synced();
-                }
+                self.batch.recorded(Instant::now(), took);
                 release_memory();
             }
             Err(e) => {
@@ -655,17 +659,10 @@ impl Daemon<'_> {
     fn rescan(&mut self, why: &str) -> Result<()> {
         let t0 = Instant::now();
         let since = (self.last_marker - CLOCK_SLACK).floor() as i64;
-        self.flush(true);
+        self.flush();
         self.degraded = false;
-        let seen = self.watch_tree("", false, false)?;
-        let stale: Vec<String> =
-            self.dirs.iter().filter(|d| !seen.contains(*d) && d.as_str() != ".rrr").cloned().collect();
-        for d in stale {
-            let _ = self.watcher.unwatch(&self.abs(&d));
-            self.dirs.remove(&d);
-        }
         self.batch.clear_in_flight();
-        let (news, deletes) = match self.reconcile(Some(since)) {
+        let (news, deletes) = match self.reconcile(Some(since), false) {
             Ok(x) => x,
             Err(e) => {
                 self.log.error(format!("rescan failed (retrying): {e:#}"));
@@ -674,7 +671,7 @@ impl Daemon<'_> {
             }
         };
         let ms = t0.elapsed().as_millis() as u64;
-        let watches = self.dirs.len();
+        let watches = self.watcher.count();
         self.log.emit(
             "rescan",
             json!({ "reason": why, "watches": watches, "new": news, "delete": deletes, "ms": ms }),
@@ -692,20 +689,18 @@ impl Daemon<'_> {
         self.heartbeat();
         let until = Instant::now() + Duration::from_secs(3);
         while !self.markers.is_empty() && Instant::now() < until {
-            match self.rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(ev) => self.on_event(ev)?,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+            if let Some(read) = self.watcher.recv_timeout(Duration::from_millis(50)) {
+                self.on_events(read)?;
             }
         }
-        while let Ok(ev) = self.rx.try_recv() {
-            self.on_event(ev)?;
+        while let Some(read) = self.watcher.try_recv() {
+            self.on_events(read)?;
         }
         if let Some(why) = self.rescan.take() {
             self.rescan(&why)?;
         }
         self.retry_at = None;
-        self.flush(true);
+        self.flush();
         let left = self.batch.pending();
         self.heartbeat();
         let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };

@@ -1,0 +1,182 @@
+//! The inotify watcher of `rrr watch`: one inotify instance, asked for
+//! [`crate::watch::MASK`] on each directory (one non-recursive watch per
+//! directory, so that every failure is seen), a thread that drains the
+//! kernel queue into a channel as fast as events come (the kernel's queue
+//! is short: 16384 events by default, a few seconds of a burst), and the
+//! map from watch descriptors to directories.
+//!
+//! Directories are relative to the root, "" being the root itself. An
+//! event names its directory by watch descriptor; a directory that moved
+//! has its watches removed by the caller and added again under the new
+//! name, so a descriptor always names the directory it was added for, and
+//! events still queued for a removed descriptor are dropped.
+
+use crate::watch::MASK;
+use inotify::{EventMask, Inotify, WatchDescriptor, Watches};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::time::Duration;
+
+/// One event as read from the kernel.
+#[derive(Clone, Debug)]
+pub struct RawEvent {
+    pub wd: i32,
+    pub mask: EventMask,
+    /// The entry's name in the watched directory; `None` for an event on
+    /// the directory itself (and for a queue overflow).
+    pub name: Option<OsString>,
+}
+
+/// What the reader thread passes on: the events of one read, or why
+/// reading stopped.
+pub type Read = io::Result<Vec<RawEvent>>;
+
+/// Why a watch could not be added.
+#[derive(Debug)]
+pub enum AddError {
+    /// ENOSPC: `fs.inotify.max_user_watches` is reached.
+    Limit,
+    /// The directory is gone (or no longer a directory).
+    Gone,
+    Other(io::Error),
+}
+
+pub struct Watcher {
+    root: PathBuf,
+    watches: Watches,
+    rx: Receiver<Read>,
+    by_wd: HashMap<i32, (WatchDescriptor, String)>,
+    by_dir: HashMap<String, i32>,
+}
+
+impl Watcher {
+    /// Start the inotify instance and its reader thread.
+    pub fn start(root: &Path) -> io::Result<Watcher> {
+        let mut inotify = Inotify::init()?;
+        let watches = inotify.watches();
+        let (tx, rx) = channel();
+        std::thread::Builder::new().name("inotify".into()).spawn(move || {
+            // Room for hundreds of events per read.
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let read = match inotify.read_events_blocking(&mut buf) {
+                    Ok(events) => Ok(events
+                        .map(|e| RawEvent {
+                            wd: e.wd.get_watch_descriptor_id(),
+                            mask: e.mask,
+                            name: e.name.map(|n| n.to_os_string()),
+                        })
+                        .collect()),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => Err(e),
+                };
+                let failed = read.is_err();
+                if tx.send(read).is_err() || failed {
+                    return;
+                }
+            }
+        })?;
+        Ok(Watcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: HashMap::new() })
+    }
+
+    fn abs(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+
+    /// Watch directory `rel` (again: the same inode gives the same
+    /// descriptor, which then names `rel`).
+    pub fn add(&mut self, rel: &str) -> Result<(), AddError> {
+        match self.watches.add(self.abs(rel), MASK) {
+            Ok(wd) => {
+                let id = wd.get_watch_descriptor_id();
+                if let Some((_, old)) = self.by_wd.insert(id, (wd, rel.to_string())) {
+                    if old != rel && self.by_dir.get(&old) == Some(&id) {
+                        self.by_dir.remove(&old);
+                    }
+                }
+                if let Some(prev) = self.by_dir.insert(rel.to_string(), id) {
+                    if prev != id {
+                        self.by_wd.remove(&prev);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => Err(match e.raw_os_error() {
+                Some(libc::ENOSPC) => AddError::Limit,
+                Some(libc::ENOENT) | Some(libc::ENOTDIR) => AddError::Gone,
+                _ => AddError::Other(e),
+            }),
+        }
+    }
+
+    /// Stop watching `rel` and every directory below it.
+    pub fn remove_under(&mut self, rel: &str) {
+        let gone: Vec<String> = self.by_dir.keys().filter(|d| crate::watch::is_under(d, rel)).cloned().collect();
+        for d in gone {
+            self.remove(&d);
+        }
+    }
+
+    /// Stop watching `rel` (not below it).
+    pub fn remove(&mut self, rel: &str) {
+        if let Some(id) = self.by_dir.remove(rel) {
+            if let Some((wd, _)) = self.by_wd.remove(&id) {
+                // It may be gone already (deleted): nothing to undo then.
+                let _ = self.watches.remove(wd);
+            }
+        }
+    }
+
+    /// The kernel dropped watch `wd` (its directory was deleted, or it was
+    /// removed).
+    pub fn forget(&mut self, wd: i32) {
+        if let Some((_, dir)) = self.by_wd.remove(&wd) {
+            if self.by_dir.get(&dir) == Some(&wd) {
+                self.by_dir.remove(&dir);
+            }
+        }
+    }
+
+    /// The directory that `wd` watches.
+    pub fn dir_of(&self, wd: i32) -> Option<&str> {
+        self.by_wd.get(&wd).map(|(_, d)| d.as_str())
+    }
+
+    pub fn is_watched(&self, rel: &str) -> bool {
+        self.by_dir.contains_key(rel)
+    }
+
+    /// The watched directories.
+    pub fn dirs(&self) -> impl Iterator<Item = &str> {
+        self.by_dir.keys().map(String::as_str)
+    }
+
+    pub fn count(&self) -> usize {
+        self.by_dir.len()
+    }
+
+    /// The next read, waiting at most `timeout`. `None`: nothing came.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Read> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(r) => Some(r),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Err(io::Error::other("the inotify reader stopped"))),
+        }
+    }
+
+    /// The next read if one is waiting.
+    pub fn try_recv(&self) -> Option<Read> {
+        match self.rx.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err(io::Error::other("the inotify reader stopped"))),
+        }
+    }
+}

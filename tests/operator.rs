@@ -96,7 +96,7 @@ fn config_with_two_trees_status_and_check() {
     assert!(r["passes"].as_u64().unwrap() >= 2);
     assert!(r["lag_seconds"].as_f64().unwrap() < 600.0);
     let text = fs::read_to_string(&prom).unwrap();
-    for name in ["rrr_mirror_lag_seconds", "rrr_mirror_heartbeat_age_seconds", "rrr_mirror_files_total"] {
+    for name in ["rrr_mirror_last_complete_timestamp_seconds", "rrr_mirror_heartbeat_timestamp_seconds", "rrr_mirror_files_total"] {
         assert!(text.contains(&format!("# TYPE {name} ")), "{name}: {text}");
         assert_eq!(text.lines().filter(|l| l.starts_with(&format!("{name}{{"))).count(), 2, "{name} per tree");
     }

@@ -15,13 +15,21 @@ pub struct Cli {
     #[arg(long, global = true, hide = true, value_name = "EPOCH")]
     pub now: Option<String>,
 
-    /// No progress bars.
-    #[arg(long, short, global = true)]
-    pub quiet: bool,
+    /// Less output: no progress bars, only warnings and errors (-qq: errors only).
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub quiet: u8,
 
-    /// Seconds to wait for a recentfile's lock.
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 600)]
-    pub locktimeout: u64,
+    /// More output: -v debug (every rsync command, idle passes), -vv trace. RUST_LOG, if set, wins.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Log lines on stderr as text or JSON Lines (one object per line).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+
+    /// Seconds to wait for a recentfile's lock (before the command; the commands that lock also take it).
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    pub locktimeout: Option<u64>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -60,6 +68,8 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The tree to index.
     pub root: PathBuf,
     /// The principal's interval.
@@ -90,6 +100,8 @@ pub struct InitArgs {
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Files, relative to the root or absolute inside it.
@@ -115,6 +127,8 @@ pub struct UpdateArgs {
 
 #[derive(Args, Debug)]
 pub struct AggregateArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     pub principal: PathBuf,
     /// Merge every file, whatever its age.
     #[arg(long, short)]
@@ -168,12 +182,10 @@ pub struct NewsArgs {
 
 #[derive(Args, Debug)]
 pub struct OverviewArgs {
+    // `-v` (the global --verbose) adds the Dirtymark, Produced and Merged columns.
     /// The principal (default ./RECENT.recent).
     #[arg(default_value = "RECENT.recent")]
     pub principal: PathBuf,
-    /// Add Dirtymark, Produced and Merged columns.
-    #[arg(long, short)]
-    pub verbose: bool,
     /// One JSON object per recentfile.
     #[arg(long)]
     pub json: bool,
@@ -181,6 +193,8 @@ pub struct OverviewArgs {
 
 #[derive(Args, Debug)]
 pub struct FsckArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     pub principal: PathBuf,
     /// Record the differences as events at the current time.
     #[arg(long)]
@@ -243,7 +257,26 @@ pub struct RmirrorArgs {
     /// Refuse a remote recentfile larger than this many bytes, unread.
     #[arg(long, value_name = "BYTES", default_value_t = rrr::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
     pub max_recentfile_size: u64,
-    /// One JSON object per pass ({"kind":"pass",...}).
+    /// Leave out paths matching PATTERN (rsync's --exclude rules): not
+    /// transferred, deleted or republished; their events are skipped.
+    #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
+    pub exclude: Vec<String>,
+    /// With --loop (or from cron): a whole-tree pass when the last one is
+    /// older than DURATION (e.g. 7d, 1W), instead of a separate --full run.
+    #[arg(long, value_name = "DURATION")]
+    pub full_every: Option<String>,
+    /// Run CMD through /bin/sh -c after every pass that changed something or
+    /// failed, with the pass in RRR_* variables (README.mirror).
+    #[arg(long, value_name = "CMD")]
+    pub on_pass: Option<String>,
+    /// Seconds an --on-pass hook may run before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub on_pass_timeout: f64,
+    /// Rewrite this node-exporter textfile after every pass and heartbeat
+    /// (one file per process: every tree of a --config goes into it).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+    /// One JSON object per pass ({"kind":"pass",...}) on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -289,6 +322,8 @@ pub struct CheckArgs {
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The principal (RECENT.recent, the principal recentfile, or the root).
     pub principal: PathBuf,
     /// Record a batch when this many changes are pending.
@@ -307,12 +342,37 @@ pub struct WatchArgs {
     /// Keep delete events in Z when aggregating.
     #[arg(long)]
     pub keep_deletes: bool,
-    /// Log JSON Lines (one object per line, with a "kind" field) on stderr.
+    /// Log JSON Lines on stderr (the same as --log-format json).
     #[arg(long)]
     pub json_log: bool,
+    /// Rewrite this node-exporter textfile at every heartbeat.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
 }
 
 /// An `--exclude` pattern that compiles (see `rrr::pattern`).
 fn exclude_pattern(s: &str) -> Result<String, String> {
     rrr::pattern::Pattern::parse(s).map(|_| s.to_string())
+}
+
+/// `--locktimeout`, on the commands that take a recentfile's lock.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct LockArgs {
+    /// Seconds to wait for a recentfile's lock held by another process (then exit 75).
+    #[arg(long, value_name = "SECONDS")]
+    pub locktimeout: Option<u64>,
+}
+
+impl Command {
+    /// The `--locktimeout` given after the command, if it takes one.
+    pub fn locktimeout(&self) -> Option<u64> {
+        match self {
+            Command::Init(a) => a.lock.locktimeout,
+            Command::Update(a) => a.lock.locktimeout,
+            Command::Aggregate(a) => a.lock.locktimeout,
+            Command::Fsck(a) => a.lock.locktimeout,
+            Command::Watch(a) => a.lock.locktimeout,
+            _ => None,
+        }
+    }
 }

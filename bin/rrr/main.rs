@@ -20,6 +20,11 @@ fn epoch_arg(s: &Option<String>, what: &str) -> Result<Option<Epoch>> {
 }
 
 fn run(cli: Cli) -> Result<Exit> {
+    let json_log = matches!(&cli.command, Command::Watch(a) if a.json_log);
+    let format =
+        if json_log { rrr::log::Format::Json } else { rrr::log::Format::parse(&cli.log_format).unwrap_or_default() };
+    let verbosity = i8::try_from(i16::from(cli.verbose) - i16::from(cli.quiet)).unwrap_or(0);
+    rrr::log::init(&rrr::log::Settings { verbosity, format });
     let clock = match epoch_arg(&cli.now, "--now")? {
         Some(e) => Clock::pinned(e),
         None => Clock::system(),
@@ -27,9 +32,10 @@ fn run(cli: Cli) -> Result<Exit> {
     let writer = Writer {
         clock,
         program: std::env::args().next().unwrap_or_else(|| "rrr".into()),
-        lock_timeout: Duration::from_secs(cli.locktimeout),
+        lock_timeout: Duration::from_secs(cli.command.locktimeout().or(cli.locktimeout).unwrap_or(600)),
     };
-    let progress = rrr::progress::enabled(cli.quiet);
+    let quiet = cli.quiet > 0;
+    let progress = rrr::progress::enabled(quiet);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let exit = match cli.command {
@@ -60,8 +66,12 @@ fn run(cli: Cli) -> Result<Exit> {
             let report = ops::init::run(&opts, &writer)?;
             if a.json {
                 writeln!(out, "{}", serde_json::to_string(&report)?)?;
-            } else if !cli.quiet {
-                eprintln!("rrr: indexed {} files into {}", report.files, report.principal.display());
+            } else {
+                tracing::info!(
+                    "indexed {} files into {}",
+                    rrr::human::count(report.files as u64),
+                    report.principal.display()
+                );
             }
             if report.skipped > 0 {
                 Exit::Differences
@@ -125,9 +135,23 @@ fn run(cli: Cli) -> Result<Exit> {
             Exit::Ok
         }
         Command::Rmirror(a) => {
+            let full_every = match &a.full_every {
+                Some(s) => {
+                    Some(Interval::parse(s).map_err(anyhow::Error::msg).context("--full-every")?.seconds() as f64)
+                }
+                None => None,
+            };
+            let localroot = a.localroot.clone().unwrap_or_default();
+            let prometheus = a.prometheus.clone().map(|file| ops::mirrors::Prometheus {
+                file,
+                targets: ops::mirrors::Targets::Tree {
+                    state: a.state.clone().unwrap_or_else(|| localroot.join(".rrr/state.json")),
+                    localroot: localroot.clone(),
+                },
+            });
             let opts = ops::rmirror::Options {
                 remote: a.remote.unwrap_or_default(),
-                localroot: a.localroot.unwrap_or_default(),
+                localroot,
                 looping: a.looping,
                 interval: a.interval,
                 skip_deletes: a.skip_deletes,
@@ -140,8 +164,13 @@ fn run(cli: Cli) -> Result<Exit> {
                 full: a.full,
                 adopt: a.adopt,
                 max_recentfile_size: a.max_recentfile_size,
+                full_every,
+                excludes: a.exclude,
+                on_pass: a.on_pass,
+                on_pass_timeout: Duration::from_secs_f64(a.on_pass_timeout.max(0.0)),
+                prometheus,
                 json: a.json,
-                quiet: cli.quiet,
+                quiet,
                 progress,
             };
             match &a.config {
@@ -161,7 +190,7 @@ fn run(cli: Cli) -> Result<Exit> {
         }
         Command::Overview(a) => {
             ops::overview::run(
-                &ops::overview::Options { principal: a.principal, verbose: a.verbose, json: a.json },
+                &ops::overview::Options { principal: a.principal, verbose: cli.verbose > 0, json: a.json },
                 &mut out,
             )?;
             Exit::Ok
@@ -182,9 +211,9 @@ fn run(cli: Cli) -> Result<Exit> {
             });
             if a.json {
                 writeln!(out, "{summary}")?;
-            } else if !cli.quiet {
-                eprintln!(
-                    "rrr: fsck: {} files on disk, {} in the index, {} findings, {} repaired",
+            } else {
+                tracing::info!(
+                    "fsck: {} files on disk, {} in the index, {} findings, {} repaired",
                     report.disk_files,
                     report.index_files,
                     report.findings.len(),
@@ -211,6 +240,7 @@ fn run(cli: Cli) -> Result<Exit> {
                 excludes: a.exclude,
                 keep_deletes: a.keep_deletes,
                 json_log: a.json_log,
+                prometheus: a.prometheus,
             };
             ops::watch::run(&opts, &writer)?;
             Exit::Ok
@@ -255,7 +285,7 @@ fn run_to_exit(cli: Cli) -> Exit {
             {
                 Exit::Ok
             } else {
-                eprintln!("rrr: {err:#}");
+                tracing::error!("{err:#}");
                 ops::exit_for_error(&err)
             }
         }

@@ -210,8 +210,8 @@ fn text_line(now: f64, level: Level, scope: &[(String, Vec<(String, Value)>)], f
     let msg = f.get("message").map(words).unwrap_or_default();
     let kind = f.get("kind").map(words).filter(|k| !matches!(k.as_str(), "message" | "warning" | "error"));
     let msg = match kind {
-        Some(k) => format!("{k}: {msg}"),
-        None => msg,
+        Some(k) if !msg.starts_with(&k) => format!("{k}: {msg}"),
+        _ => msg,
     };
     format!("{} {:>5} {who}: {msg}", crate::human::time_millis(now), level.as_str())
 }

@@ -178,10 +178,7 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
             let failed = if exit == Exit::Error { backoff[ix].0 + 1 } else { 0 };
             let next = (failed > 0).then(|| Instant::now() + rmirror::pause_after(interval, failed));
             if let Some(t) = next {
-                tracing::warn!(
-                    "{failed} failed passes in a row; next pass in {}",
-                    crate::human::duration(t.saturating_duration_since(Instant::now()).as_secs_f64())
-                );
+                tracing::warn!("{}", rmirror::backoff_line(failed, t.saturating_duration_since(Instant::now())));
             }
             backoff[ix] = (failed, next);
         }

@@ -343,9 +343,7 @@ fn log_pass(rep: &PassReport) {
         o.shift_remove("kind");
         o.shift_remove("would");
     }
-    let line = summary_line(rep);
-    let words = line.split_once(": ").map_or(line.as_str(), |(_, w)| w);
-    crate::log::emit(level, "pass", &fields, words);
+    crate::log::emit(level, "pass", &fields, &summary_line(rep));
 }
 
 /// After a pass (or a failed one): rewrite the textfile, run the hook.
@@ -380,10 +378,7 @@ fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) ->
 fn pause(opts: &Options, failed_passes: u32, started: Option<std::time::Instant>) -> bool {
     let pause = pause_after(opts.interval, failed_passes);
     if failed_passes > 0 {
-        tracing::warn!(
-            "{failed_passes} failed passes in a row; next pass in {}",
-            crate::human::duration(pause.as_secs_f64())
-        );
+        tracing::warn!("{}", backoff_line(failed_passes, pause));
     }
     let wait = match started {
         Some(t) if failed_passes == 0 => pause.saturating_sub(t.elapsed()),
@@ -409,6 +404,17 @@ pub fn exit_of(rep: &PassReport) -> Exit {
     } else {
         Exit::Ok
     }
+}
+
+/// The warning after a failed `--loop` pass: how many in a row, and when
+/// the next one comes.
+pub fn backoff_line(failed_passes: u32, pause: Duration) -> String {
+    let n = if failed_passes == 1 {
+        "1 failed pass".to_string()
+    } else {
+        format!("{failed_passes} failed passes in a row")
+    };
+    format!("{n}; next pass in {}", crate::human::duration(pause.as_secs_f64()))
 }
 
 /// Seconds between pass starts with `--loop`: the interval, doubled for

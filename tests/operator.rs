@@ -163,8 +163,6 @@ fn spawn_rrr(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
 fn stop(child: &mut std::process::Child) -> std::process::Output {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = std::process::Command::new("true").output().unwrap();
-    let _ = out;
     let mut stdout = String::new();
     let mut stderr = String::new();
     use std::io::Read;
@@ -367,7 +365,7 @@ fn status_and_check_during_a_slow_bootstrap() {
     ok(&["init", s(&o)]);
     let m = tmp.path().join("m");
     let src = o.join("RECENT.recent");
-    let mut child = spawn_rrr(
+    let child = spawn_rrr(
         &["rmirror", "--remote", s(&src), "--localroot", s(&m), "--rsync-option=--bwlimit=400"],
         &[("RRR_TEST_PROGRESS_MS", "300")],
     );

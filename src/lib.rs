@@ -27,6 +27,7 @@ pub mod hook;
 pub mod human;
 pub mod interval;
 pub mod log;
+pub mod manual;
 pub mod mirror;
 pub mod ops;
 pub mod origin;

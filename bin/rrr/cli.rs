@@ -8,7 +8,8 @@ use std::path::PathBuf;
 #[command(
     name = "rrr",
     version,
-    about = "Mirror huge trees from a cascade of recentfiles (File::Rsync::Mirror::Recent successor)"
+    about = "Mirror huge trees from a cascade of recentfiles (File::Rsync::Mirror::Recent successor)",
+    after_help = rrr::manual::after_help("rrr")
 )]
 pub struct Cli {
     /// Pin the clock to EPOCH (tests and demos): every clock reading and every written file's mtime.
@@ -38,31 +39,46 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Index an existing tree: write the principal and RECENT.recent.
+    #[command(after_help = rrr::manual::after_help("init"))]
     Init(InitArgs),
     /// Record new/delete events in the principal (never aggregates).
+    #[command(after_help = rrr::manual::after_help("update"))]
     Update(UpdateArgs),
     /// Cascade events from the principal into the larger recentfiles.
+    #[command(after_help = rrr::manual::after_help("aggregate"))]
     Aggregate(AggregateArgs),
     /// List each path's newest event, newest first.
+    #[command(after_help = rrr::manual::after_help("news"))]
     News(NewsArgs),
     /// Show the table of all recentfiles of a collection.
+    #[command(after_help = rrr::manual::after_help("overview"))]
     Overview(OverviewArgs),
     /// Compare the index with the tree; --repair records the differences.
+    #[command(after_help = rrr::manual::after_help("fsck"))]
     Fsck(FsckArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = rrr::manual::after_help("completions"))]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Write man pages (rrr.1, rrr-<command>.1) into DIR.
-    Manpages { dir: std::path::PathBuf },
+    /// Write man pages (rrr.1, rrr-<command>.1, and the Perl entry points' rrr-client.1, rrr-server.1) into DIR.
+    #[command(after_help = rrr::manual::after_help("manpages"))]
+    Manpages {
+        /// The directory to write the pages into (created if missing), e.g. /usr/local/share/man/man1.
+        dir: std::path::PathBuf,
+    },
     /// Mirror a remote collection into a local tree (one pass, or --loop).
+    #[command(after_help = rrr::manual::after_help("rmirror"))]
     Rmirror(RmirrorArgs),
     /// Show a mirror's run record (lag, heartbeat, counters).
+    #[command(after_help = rrr::manual::after_help("status"))]
     Status(StatusArgs),
     /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    #[command(after_help = rrr::manual::after_help("check"))]
     Check(CheckArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
+    #[command(after_help = rrr::manual::after_help("watch"))]
     Watch(WatchArgs),
 }
 
@@ -81,6 +97,7 @@ pub struct InitArgs {
     /// Serializer: yaml or json.
     #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
     pub format: String,
+    /// The recentfiles' name prefix: RECENT gives RECENT.recent and RECENT-1h.yaml.
     #[arg(long, default_value = "RECENT")]
     pub filenameroot: String,
     /// Replace an existing collection.
@@ -129,6 +146,7 @@ pub struct UpdateArgs {
 pub struct AggregateArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Merge every file, whatever its age.
     #[arg(long, short)]
@@ -136,6 +154,7 @@ pub struct AggregateArgs {
     /// Keep delete events in Z (the reference's keep_delete_objects_forever).
     #[arg(long)]
     pub keep_deletes: bool,
+    /// One JSON object: {"written": [intervals], "merges": N}.
     #[arg(long)]
     pub json: bool,
 }
@@ -195,6 +214,7 @@ pub struct OverviewArgs {
 pub struct FsckArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    /// The principal (RECENT.recent or the principal recentfile) of the tree to check.
     pub principal: PathBuf,
     /// Record the differences as events at the current time.
     #[arg(long)]

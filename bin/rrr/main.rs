@@ -259,21 +259,50 @@ fn targets(t: cli::TargetArgs) -> ops::mirrors::Targets {
     }
 }
 
-/// rrr.1 and one page per subcommand, from the clap definitions.
+/// rrr.1, one page per subcommand (from the clap definitions, with the
+/// sections of `rrr::manual`), and pages for the Perl entry points: the
+/// page of `rrr news` also documents `rrr-news`; rrr-client and
+/// rrr-server have their own.
 fn write_manpages(dir: &std::path::Path) -> Result<()> {
+    use rrr::perl_compat::{perl_usage, TOOLS};
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let cmd = <Cli as clap::CommandFactory>::command();
-    let write = |name: &str, c: clap::Command| -> Result<()> {
+    let subs: Vec<clap::Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned().collect();
+    let mut pages: Vec<String> = vec!["rrr".into()];
+    pages.extend(subs.iter().map(|s| format!("rrr-{}", s.get_name())));
+    let extra: Vec<String> = TOOLS.iter().map(|t| t.to_string()).filter(|t| !pages.contains(t)).collect();
+    pages.extend(extra);
+    let save = |name: &str, text: Vec<u8>| -> Result<()> {
         let path = dir.join(format!("{name}.1"));
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(c).render(&mut buf)?;
-        std::fs::write(&path, buf).with_context(|| format!("cannot write {}", path.display()))
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    let page = |name: &str, command: &str, c: clap::Command| -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let man = clap_mangen::Man::new(c);
+        man.render_title(&mut buf)?;
+        man.render_name_section(&mut buf)?;
+        man.render_synopsis_section(&mut buf)?;
+        man.render_description_section(&mut buf)?;
+        man.render_options_section(&mut buf)?;
+        if command == "rrr" {
+            man.render_subcommands_section(&mut buf)?;
+        }
+        buf.extend(rrr::manual::man_sections(name, command, &pages).into_bytes());
+        if TOOLS.contains(&name) {
+            buf.extend(format!(".SH \"AS {name}\"\n").into_bytes());
+            buf.extend(rrr::manual::perl_entry_section(name, perl_usage(name)).into_bytes());
+        }
+        Ok(buf)
+    };
+    for sub in &subs {
         let name = format!("rrr-{}", sub.get_name());
-        write(&name, sub.clone().name(name.clone()))?;
+        save(&name, page(&name, sub.get_name(), sub.clone().name(name.clone()).after_help(""))?)?;
     }
-    write("rrr", cmd)
+    for tool in TOOLS.iter().filter(|t| !subs.iter().any(|s| format!("rrr-{}", s.get_name()) == **t)) {
+        let runs = if *tool == "rrr-client" { "rrr rmirror --loop" } else { "rrr watch" };
+        save(tool, rrr::manual::perl_entry_page(tool, runs, perl_usage(tool), &pages).into_bytes())?;
+    }
+    save("rrr", page("rrr", "rrr", cmd.after_help(""))?)
 }
 
 /// Run one parsed command line and turn its result into an exit status.

@@ -111,6 +111,12 @@ pub fn emit(level: Level, kind: &str, fields: &Value, message: &str) {
     }
 }
 
+/// Text whose form another tool dictates (the Perl `rrr-update`'s
+/// `Found file:` dump), written as is on the same stream.
+pub fn verbatim(text: &str) {
+    write_line(text);
+}
+
 /// The fields of a span or an event, in order.
 #[derive(Default)]
 struct Fields(Vec<(String, Value)>);

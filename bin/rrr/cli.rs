@@ -208,6 +208,9 @@ pub struct OverviewArgs {
     /// One JSON object per recentfile.
     #[arg(long)]
     pub json: bool,
+    /// The Perl rrr-overview output (two empty lines for an empty collection).
+    #[arg(long, hide = true)]
+    pub perl_format: bool,
 }
 
 #[derive(Args, Debug)]

@@ -190,7 +190,12 @@ fn run(cli: Cli) -> Result<Exit> {
         }
         Command::Overview(a) => {
             ops::overview::run(
-                &ops::overview::Options { principal: a.principal, verbose: cli.verbose > 0, json: a.json },
+                &ops::overview::Options {
+                    principal: a.principal,
+                    verbose: cli.verbose > 0,
+                    json: a.json,
+                    perl_format: a.perl_format,
+                },
                 &mut out,
             )?;
             Exit::Ok

@@ -29,6 +29,7 @@ pub mod interval;
 pub mod log;
 pub mod manual;
 pub mod mirror;
+pub mod notify;
 pub mod ops;
 pub mod origin;
 pub mod ownership;

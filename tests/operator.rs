@@ -499,3 +499,47 @@ fn config_exclude_and_full_every() {
     let later = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 8 * 86_400;
     assert_eq!(one(Some(&later.to_string()))["bootstrap"], true, "a whole-tree pass after a week");
 }
+
+/// The systemd units of contrib/ pass `systemd-analyze verify` (where it
+/// is installed), with rrr's path in ExecStart and an instance for each
+/// template; any complaint (an unknown key, a bad value) fails.
+#[test]
+fn contrib_units_verify() {
+    if std::process::Command::new("systemd-analyze").arg("--version").output().is_err() {
+        eprintln!("systemd-analyze is not installed: units not verified");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/systemd");
+    let mut units = Vec::new();
+    for e in fs::read_dir(&contrib).unwrap().flatten() {
+        let name = e.file_name().to_str().unwrap().replace("@.", "@x.");
+        let text = fs::read_to_string(e.path()).unwrap().replace("/usr/local/bin/rrr", rrr_bin());
+        fs::write(tmp.path().join(&name), text).unwrap();
+        units.push(format!("./{name}"));
+    }
+    assert!(units.len() >= 4, "{units:?}");
+    let o = std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&units)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(o.status.success() && said.trim().is_empty(), "systemd-analyze verify {units:?}:\n{said}");
+    for unit in
+        fs::read_dir(&contrib).unwrap().flatten().filter(|e| e.file_name().to_str().unwrap().ends_with(".service"))
+    {
+        let text = fs::read_to_string(unit.path()).unwrap();
+        for want in
+            ["ProtectSystem=strict", "ReadWritePaths=", "NoNewPrivileges=yes", "PrivateTmp=yes", "RequiresMountsFor="]
+        {
+            assert!(text.contains(want), "{:?} lacks {want}", unit.file_name());
+        }
+        assert!(!text.contains("User=root"), "one user owns the tree");
+    }
+    let cron = fs::read_to_string(contrib.join("../cron/rrr.cron")).unwrap();
+    let active: Vec<&str> = cron.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+    assert!(active.iter().all(|l| !l.contains(" root ") && !l.contains(" --full ")), "{active:?}");
+    assert!(active.iter().all(|l| !l.contains(" aggregate ")), "watch aggregates: {active:?}");
+}

@@ -259,6 +259,7 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
             }
         }
     };
+    crate::notify::notify("READY=1");
     let mut failed_passes = 0u32;
     loop {
         let started = std::time::Instant::now();
@@ -292,6 +293,7 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
                     return Err(e.into());
                 }
                 log_pass(&rep);
+                crate::notify::notify(&format!("STATUS={}", summary_line(&rep)));
                 let exit = exit_of(&rep);
                 after_pass(opts, &shown, exit, Some(&rep), None);
                 exit

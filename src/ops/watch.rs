@@ -255,6 +255,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
         retry_at: None,
     };
     d.start(previous)?;
+    crate::notify::notify("READY=1");
     d.main_loop()
 }
 

@@ -248,7 +248,11 @@ fn two_tree_loop_with_one_failing_tree_logs_for_operators() {
     assert!(text.contains(&format!("rrr_mirror_files_total{good_l} 5\n")), "{text}");
     assert!(text.contains(&format!("rrr_mirror_complete{good_l} 1\n")), "{text}");
     let bad_l = lbl(&bad_abs, &format!("{}/RECENT.recent", daemon.url("no-such-module")));
-    assert!(!text.contains(&bad_l), "a tree that never ran has no state to report: {text}");
+    assert!(
+        text.contains(&format!("rrr_mirror_complete{bad_l} 0\n")),
+        "a tree that never ran is never complete: {text}"
+    );
+    assert!(!text.contains(&format!("rrr_mirror_heartbeat_timestamp_seconds{bad_l}")), "{text}");
     assert!(text.contains("rrr_mirror_errors_total{") && text.contains("class=\"connection\"} 0\n"), "{text}");
 }
 

@@ -147,6 +147,7 @@ fn run(cli: Cli) -> Result<Exit> {
                 targets: ops::mirrors::Targets::Tree {
                     state: a.state.clone().unwrap_or_else(|| localroot.join(".rrr/state.json")),
                     localroot: localroot.clone(),
+                    remote: a.remote.clone().unwrap_or_default(),
                 },
             });
             let opts = ops::rmirror::Options {

@@ -18,10 +18,11 @@ pub enum Targets {
     Localroot(PathBuf),
     State(PathBuf),
     Config(PathBuf),
-    /// A tree and its state file (`rmirror --localroot D [--state F]`).
+    /// A tree, its state file and SRC (`rmirror --localroot D [--state F]`).
     Tree {
         localroot: PathBuf,
         state: PathBuf,
+        remote: String,
     },
 }
 
@@ -35,18 +36,18 @@ fn absolute(p: &Path) -> String {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }
 
-/// (localroot as shown, state file) per target.
-fn state_files(t: &Targets) -> Result<Vec<(String, PathBuf)>> {
+/// (localroot as shown, state file, SRC where known) per target.
+fn state_files(t: &Targets) -> Result<Vec<(String, PathBuf, Option<String>)>> {
     Ok(match t {
-        Targets::Localroot(r) => vec![(absolute(r), r.join(".rrr/state.json"))],
-        Targets::State(f) => vec![(absolute(f), f.clone())],
-        Targets::Tree { localroot, state } => vec![(absolute(localroot), state.clone())],
+        Targets::Localroot(r) => vec![(absolute(r), r.join(".rrr/state.json"), None)],
+        Targets::State(f) => vec![(absolute(f), f.clone(), None)],
+        Targets::Tree { localroot, state, remote } => vec![(absolute(localroot), state.clone(), Some(remote.clone()))],
         Targets::Config(c) => read_config(c)?
             .trees
             .iter()
             .map(|t| {
                 let f = t.state.clone().unwrap_or_else(|| t.localroot.join(".rrr/state.json"));
-                (absolute(&t.localroot), f)
+                (absolute(&t.localroot), f, Some(t.remote.clone()))
             })
             .collect(),
     })
@@ -57,7 +58,7 @@ pub fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<Report>
     let now = clock.now_f64();
     state_files(t)?
         .into_iter()
-        .map(|(root, f)| Ok((root.clone(), load_state(&f)?.map(|s| status::report(&root, &s, now)))))
+        .map(|(root, f, _)| Ok((root.clone(), load_state(&f)?.map(|s| status::report(&root, &s, now)))))
         .collect()
 }
 
@@ -79,7 +80,23 @@ impl Prometheus {
     }
 
     fn try_write(&self, clock: &Clock) -> Result<()> {
-        let found: Vec<Report> = reports(&self.targets, clock)?.into_iter().filter_map(|(_, r)| r).collect();
+        // A tree that has no state yet (its first pass failed before the
+        // first byte) is there too, never complete: it must not vanish
+        // from monitoring.
+        let now = clock.now_f64();
+        let found: Vec<Report> = state_files(&self.targets)?
+            .into_iter()
+            .map(|(root, f, remote)| -> Result<Report> {
+                Ok(match load_state(&f)? {
+                    Some(s) => status::report(&root, &s, now),
+                    None => status::report(
+                        &root,
+                        &crate::mirror::State { remote: remote.unwrap_or_default(), ..Default::default() },
+                        now,
+                    ),
+                })
+            })
+            .collect::<Result<_>>()?;
         crate::store::write_atomic(&self.file, status::prometheus(&found).as_bytes(), None)
             .with_context(|| format!("cannot write {}", self.file.display()))
     }
@@ -166,11 +183,14 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
             let exit = match rmirror::run_in_span(&opts, clock.clone(), out) {
                 Ok(e) => e,
                 Err(e) => {
-                    tracing::error!("{e:#}");
+                    tracing::error!("pass failed: {e:#}");
                     crate::ops::exit_for_error(&e)
                 }
             };
             if exit == Exit::Interrupted || crate::signals::stop_requested() {
+                if exit != Exit::Interrupted {
+                    tracing::info!("interrupted; state saved");
+                }
                 return Ok(Exit::Interrupted);
             }
             last[ix] = exit;
@@ -198,6 +218,7 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
         let end = started + Duration::from_secs_f64(interval.max(0.0));
         while Instant::now() < end {
             if crate::signals::stop_requested() {
+                tracing::info!("interrupted between rounds; state saved");
                 return Ok(Exit::Interrupted);
             }
             std::thread::sleep(Duration::from_millis(50));

@@ -34,8 +34,7 @@ fn run(cli: Cli) -> Result<Exit> {
         program: std::env::args().next().unwrap_or_else(|| "rrr".into()),
         lock_timeout: Duration::from_secs(cli.command.locktimeout().or(cli.locktimeout).unwrap_or(600)),
     };
-    let quiet = cli.quiet > 0;
-    let progress = rrr::progress::enabled(quiet);
+    let progress = rrr::progress::enabled(cli.quiet > 0);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let exit = match cli.command {
@@ -171,7 +170,6 @@ fn run(cli: Cli) -> Result<Exit> {
                 on_pass_timeout: Duration::from_secs_f64(a.on_pass_timeout.max(0.0)),
                 prometheus,
                 json: a.json,
-                quiet,
                 progress,
             };
             match &a.config {

@@ -57,7 +57,6 @@ pub struct Options {
     /// The node-exporter textfile to rewrite after each pass and heartbeat.
     pub prometheus: Option<Prometheus>,
     pub json: bool,
-    pub quiet: bool,
     pub progress: bool,
 }
 

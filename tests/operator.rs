@@ -317,42 +317,56 @@ fn a_closed_log_ends_the_loop_with_1() {
     let o = tmp.path().join("o");
     fs::create_dir_all(&o).unwrap();
     origin(&o, "A", 3);
+    let config = tmp.path().join("mirror.toml");
+    let m2 = tmp.path().join("m2");
+    fs::write(
+        &config,
+        format!("[[tree]]\nremote = \"{}\"\nlocalroot = \"{}\"\n", o.join("RECENT.recent").display(), m2.display()),
+    )
+    .unwrap();
+    // The log closed (`2>&1 | head -2`), or stdout of --json (`| head -1`), one tree or a config.
     let m = tmp.path().join("m");
-    let mut child = std::process::Command::new(rrr_bin())
-        .args([
-            "-v",
-            "rmirror",
-            "--loop",
-            "--interval",
-            "0.1",
-            "--remote",
-            s(&o.join("RECENT.recent")),
-            "--localroot",
-            s(&m),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::BufRead;
-        let mut r = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        for _ in 0..2 {
-            r.read_line(&mut line).unwrap();
+    let src = o.join("RECENT.recent");
+    let one: Vec<&str> =
+        vec!["-v", "rmirror", "--loop", "--interval", "0.1", "--remote", s(&src), "--localroot", s(&m)];
+    let mut json_one = one.clone();
+    json_one.push("--json");
+    let json_config = vec!["rmirror", "--loop", "--interval", "0.1", "--json", "--config", s(&config)];
+    for (args, closed_stdout, tree) in [(one, false, &m), (json_one, true, &m), (json_config, true, &m2)] {
+        let mut c = std::process::Command::new(rrr_bin());
+        c.args(&args);
+        if closed_stdout {
+            c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+        } else {
+            c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
         }
-    } // the reader goes away, as `head -2` does
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(std::time::Instant::now() < deadline, "rmirror --loop went on with its log closed");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(1), "{status:?}");
-    let st: serde_json::Value = serde_json::from_str(&fs::read_to_string(m.join(".rrr/state.json")).unwrap()).unwrap();
-    assert!(st["last_complete"].is_string(), "state saved: {st}");
+        let mut child = c.spawn().unwrap();
+        {
+            use std::io::BufRead;
+            let stream: Box<dyn std::io::Read> = if closed_stdout {
+                Box::new(child.stdout.take().unwrap())
+            } else {
+                Box::new(child.stderr.take().unwrap())
+            };
+            let mut r = std::io::BufReader::new(stream);
+            let mut line = String::new();
+            for _ in 0..2 {
+                r.read_line(&mut line).unwrap();
+            }
+        } // the reader goes away, as `head -2` does
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            assert!(std::time::Instant::now() < deadline, "{args:?} went on with its output closed");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(1), "{args:?}: {status:?}");
+        let st: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(tree.join(".rrr/state.json")).unwrap()).unwrap();
+        assert!(st["last_complete"].is_string(), "state saved: {st}");
+    }
 }
 
 /// `status` during a slow first bootstrap shows the running pass, `check`

@@ -250,8 +250,12 @@ fn run(cli: Cli) -> Result<Exit> {
             Exit::Ok
         }
     };
-    out.flush()?;
-    Ok(exit)
+    // A command that already failed (a daemon whose stdout closed: 1) keeps
+    // its status; a listing whose reader went away ends here with 0.
+    match out.flush() {
+        Err(e) if exit == Exit::Ok => Err(e.into()),
+        _ => Ok(exit),
+    }
 }
 
 fn targets(t: cli::TargetArgs) -> ops::mirrors::Targets {

@@ -182,6 +182,8 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
             let _in = span.enter();
             let exit = match rmirror::run_in_span(&opts, clock.clone(), out) {
                 Ok(e) => e,
+                // Nobody reads the pass objects any more: let a supervisor restart us.
+                Err(e) if base.looping && rmirror::is_closed(&e) => return Ok(Exit::Differences),
                 Err(e) => {
                     tracing::error!("pass failed: {e:#}");
                     crate::ops::exit_for_error(&e)

@@ -159,7 +159,7 @@ pub fn run_in_span(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<
     res
 }
 /// Whether `e` is a write to a closed stdout (`| head`).
-fn is_closed(e: &anyhow::Error) -> bool {
+pub fn is_closed(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
 }
 

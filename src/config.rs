@@ -16,6 +16,8 @@
 //! localroot = "/srv/CPAN/modules"
 //! skip_deletes = true
 //! rsync_options = ["--bwlimit=5000"]
+//! exclude = ["*.tmp", "/incoming/"]    # rsync's --exclude syntax
+//! on_pass = "/usr/local/bin/rrr-notify"  # see rrr::hook
 //! ```
 //!
 //! Unknown keys are errors (a typo must not silently drop an option).
@@ -32,6 +34,8 @@ pub struct TreeOptions {
     pub rsync_options: Option<Vec<String>>,
     pub password_file: Option<PathBuf>,
     pub max_recentfile_size: Option<u64>,
+    pub exclude: Option<Vec<String>>,
+    pub on_pass: Option<String>,
 }
 
 /// One `[[tree]]`. The option fields repeat those of [`MirrorConfig`]
@@ -50,6 +54,8 @@ pub struct Tree {
     pub rsync_options: Option<Vec<String>>,
     pub password_file: Option<PathBuf>,
     pub max_recentfile_size: Option<u64>,
+    pub exclude: Option<Vec<String>>,
+    pub on_pass: Option<String>,
 }
 
 /// The whole file.
@@ -63,6 +69,8 @@ pub struct MirrorConfig {
     pub rsync_options: Option<Vec<String>>,
     pub password_file: Option<PathBuf>,
     pub max_recentfile_size: Option<u64>,
+    pub exclude: Option<Vec<String>>,
+    pub on_pass: Option<String>,
     #[serde(rename = "tree", default)]
     pub trees: Vec<Tree>,
 }
@@ -74,6 +82,9 @@ impl MirrorConfig {
             toml::from_str(text).map_err(|e| format!("cannot read config {}: {e}", file.display()))?;
         if cfg.trees.is_empty() {
             return Err(format!("config {}: no [[tree]] tables", file.display()));
+        }
+        for pat in cfg.exclude.iter().chain(cfg.trees.iter().filter_map(|t| t.exclude.as_ref())).flatten() {
+            crate::pattern::Pattern::parse(pat).map_err(|e| format!("config {}: {e}", file.display()))?;
         }
         let mut roots = std::collections::HashSet::new();
         for t in &cfg.trees {
@@ -94,6 +105,8 @@ impl MirrorConfig {
             rsync_options: o.rsync_options.clone().or_else(|| d.rsync_options.clone()),
             password_file: o.password_file.clone().or_else(|| d.password_file.clone()),
             max_recentfile_size: o.max_recentfile_size.or(d.max_recentfile_size),
+            exclude: o.exclude.clone().or_else(|| d.exclude.clone()),
+            on_pass: o.on_pass.clone().or_else(|| d.on_pass.clone()),
         }
     }
 }

@@ -152,6 +152,10 @@ pub struct State {
     pub last_complete: Option<Epoch>,
     pub last_error: Option<String>,
     pub heartbeat: Option<Epoch>,
+    /// The pass running now (a bootstrap's progress), saved with each heartbeat.
+    pub running: Option<crate::pass_progress::Running>,
+    /// The last whole-tree pass that finished (`--full-every`).
+    pub last_full: Option<Epoch>,
 }
 
 impl State {
@@ -319,6 +323,10 @@ pub struct Config {
     pub progress: bool,
     /// Remote recentfiles larger than this are refused unread.
     pub max_recentfile_size: u64,
+    /// The user's exclude patterns (rsync's syntax): passed to the
+    /// whole-tree rsync, and events for such paths are skipped (done, never
+    /// transferred, deleted or republished).
+    pub excludes: Vec<String>,
 }
 
 impl Config {
@@ -351,6 +359,9 @@ pub struct FailingReport {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PassReport {
     pub kind: &'static str,
+    /// The tree (absolute) and SRC, so that the passes of several trees can be told apart.
+    pub localroot: String,
+    pub remote: String,
     /// The pass finished without errors (refused events are not errors).
     pub ok: bool,
     /// Every event of the principal and the files it needs is done.
@@ -430,6 +441,23 @@ pub struct Mirror<'a> {
     adopt_counted: bool,
     /// Future events seen in this pass (epoch, path).
     future_seen: HashSet<(String, String)>,
+    /// Called after each heartbeat written during a long rsync (e.g. to
+    /// rewrite a Prometheus textfile).
+    pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
+    /// [`Config::excludes`], compiled.
+    excluded: Vec<crate::pattern::Pattern>,
+}
+
+/// Write `state` to `file` atomically, creating its directory.
+fn write_state(file: &Path, state: &State) -> Result<()> {
+    if let Some(dir) = file.parent() {
+        if !dir.as_os_str().is_empty() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(state)?;
+    bytes.push(b'\n');
+    store::write_atomic(file, &bytes, None).with_context(|| format!("cannot save mirror state {}", file.display()))
 }
 
 /// Test hook: `RRR_TEST_ABORT_AT=before-deletes` or `after-chunk:N` aborts
@@ -441,7 +469,7 @@ fn abort_point(what: &str, n: u64) {
             None => v == what,
         };
         if hit {
-            eprintln!("rrr: test hook: aborting at {v}");
+            tracing::error!("test hook: aborting at {v}");
             std::process::abort();
         }
     }
@@ -513,6 +541,11 @@ impl<'a> Mirror<'a> {
     pub fn new(cfg: Config, clock: Clock, stop: &'a AtomicBool) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
+        let excluded = cfg
+            .excludes
+            .iter()
+            .map(|p| crate::pattern::Pattern::parse(p).map_err(anyhow::Error::msg))
+            .collect::<Result<_>>()?;
         Ok(Mirror {
             cfg,
             state,
@@ -524,7 +557,14 @@ impl<'a> Mirror<'a> {
             prefetched: None,
             adopt_counted: false,
             future_seen: HashSet::new(),
+            on_heartbeat: None,
+            excluded,
         })
+    }
+
+    /// Whether the user excluded `path` (its events are skipped).
+    fn is_excluded(&self, path: &str) -> bool {
+        self.excluded.iter().any(|p| p.excludes(path, false))
     }
 
     fn stopped(&self) -> bool {
@@ -545,15 +585,37 @@ impl<'a> Mirror<'a> {
             return Ok(());
         }
         self.state.heartbeat = Some(self.clock.now());
-        if let Some(dir) = self.cfg.state_file.parent() {
-            if !dir.as_os_str().is_empty() {
-                fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        write_state(&self.cfg.state_file, &self.state)
+    }
+
+    /// For a long rsync: write a copy of the state with the running pass
+    /// and a new heartbeat (the state itself is not touched), then call
+    /// `hook` (the [`Mirror::on_heartbeat`] taken out while the rsync runs).
+    fn heartbeat_writer<'h>(
+        &self,
+        hook: &'h mut Option<Box<dyn FnMut() + 'a>>,
+    ) -> Box<dyn FnMut(&crate::pass_progress::Running) + 'h>
+    where
+        'a: 'h,
+    {
+        let writable = self.writable && !self.cfg.dry_run;
+        let mut copy = if writable { self.state.clone() } else { State::default() };
+        let (file, clock) = (self.cfg.state_file.clone(), self.clock.clone());
+        Box::new(move |running: &crate::pass_progress::Running| {
+            if !writable {
+                return;
             }
-        }
-        let mut bytes = serde_json::to_vec_pretty(&self.state)?;
-        bytes.push(b'\n');
-        store::write_atomic(&self.cfg.state_file, &bytes, None)
-            .with_context(|| format!("cannot save mirror state {}", self.cfg.state_file.display()))
+            copy.heartbeat = Some(clock.now());
+            copy.running = Some(running.clone());
+            match write_state(&file, &copy) {
+                Ok(()) => {
+                    if let Some(h) = hook.as_mut() {
+                        h();
+                    }
+                }
+                Err(e) => tracing::warn!("heartbeat: {e:#}"),
+            }
+        })
     }
 
     /// Sleep up to `d`, waking early when stopped.
@@ -576,6 +638,7 @@ impl<'a> Mirror<'a> {
                 Ok(v) => return Ok(v),
                 Err(e) => {
                     self.state.error(e.kind());
+                    tracing::debug!("{what}: {}", e.details());
                     if self.stopped() {
                         self.save()?;
                         return Err(Interrupted.into());
@@ -587,9 +650,10 @@ impl<'a> Mirror<'a> {
                         };
                         return Err(anyhow!(e)).context(why);
                     }
-                    eprintln!(
-                        "rrr: rmirror: {what}: attempt {attempt} of {} failed, retrying in {:.0?}: {e}",
-                        self.cfg.attempts, delay
+                    tracing::warn!(
+                        "{what}: attempt {attempt} of {} failed, retrying in {:.0?}: {e}",
+                        self.cfg.attempts,
+                        delay
                     );
                     self.nap(delay);
                     delay = (delay * 2).min(Duration::from_secs(300));
@@ -714,8 +778,8 @@ impl<'a> Mirror<'a> {
             Decision::Owned => on_disk.expect("owned implies a state"),
             Decision::Switch => {
                 let mut st = on_disk.expect("a switch implies a state");
-                eprintln!(
-                    "rrr: rmirror: {shown}: switching from {} to {src}, a mirror of the same collection{remote_coll}",
+                tracing::info!(
+                    "{shown}: switching from {} to {src}, a mirror of the same collection{remote_coll}",
                     st.remote
                 );
                 st.remote = src;
@@ -723,14 +787,14 @@ impl<'a> Mirror<'a> {
             }
             Decision::Fresh => State::fresh(&src, &now),
             Decision::AutoAdopt => {
-                eprintln!(
-                    "rrr: rmirror: adopting {shown}: it holds the principal of {src}'s collection{remote_coll} \
+                tracing::info!(
+                    "adopting {shown}: it holds the principal of {src}'s collection{remote_coll} \
                      (a mirror made by rrr-client or rsync); the first pass reconciles it with one rsync"
                 );
                 State::fresh(&src, &now)
             }
             Decision::Adopt => {
-                eprintln!("rrr: rmirror: adopting {shown} as a mirror of {src} (--adopt)");
+                tracing::info!("adopting {shown} as a mirror of {src} (--adopt)");
                 State::fresh(&src, &now)
             }
             Decision::NeedPrincipal | Decision::Refuse(_) => unreachable!("handled above"),
@@ -866,7 +930,7 @@ impl<'a> Mirror<'a> {
             ))
             .into());
         }
-        eprintln!("rrr: rmirror: --adopt: {} deletes, within --max-delete {max}", seen.deleted);
+        tracing::info!("--adopt: {} deletes, within --max-delete {max}", seen.deleted);
         Ok(())
     }
 
@@ -932,6 +996,7 @@ impl<'a> Mirror<'a> {
             .map(|e| {
                 e.epoch <= *limit
                     && !under_any(&failing, &e.path)
+                    && !self.is_excluded(&e.path)
                     && check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe).is_none()
             })
             .collect()
@@ -960,8 +1025,8 @@ impl<'a> Mirror<'a> {
         if self.cap_done() {
             // Written by an rrr that let the future in, or under a clock
             // that was wrong: what is done cannot be told any more.
-            eprintln!(
-                "rrr: rmirror: the done-set reached beyond the clock plus one hour: forgetting what is done \
+            tracing::warn!(
+                "the done-set reached beyond the clock plus one hour: forgetting what is done \
                  and resyncing"
             );
             self.state.forget_done();
@@ -974,8 +1039,8 @@ impl<'a> Mirror<'a> {
         if rep.future > 0 {
             let limit = self.future_limit();
             let (e, p) = self.future_seen.iter().min().cloned().unwrap_or_default();
-            eprintln!(
-                "rrr: rmirror: warning: {} events more than an hour ahead of the clock (after {limit}) are \
+            tracing::warn!(
+                "{} events more than an hour ahead of the clock (after {limit}) are \
                  not taken yet, e.g. {e} {}",
                 rep.future,
                 shown_path(&p)
@@ -1039,8 +1104,8 @@ impl<'a> Mirror<'a> {
         // Dirtymark: a change means events were inserted into the past.
         let dm = principal.rf.meta.dirtymark.clone();
         if self.state.dirtymark != dm && !self.state.done_union().is_empty() {
-            eprintln!(
-                "rrr: rmirror: dirtymark changed ({} -> {}): forgetting what is done and resyncing",
+            tracing::info!(
+                "dirtymark changed ({} -> {}): forgetting what is done and resyncing",
                 self.state.dirtymark.as_ref().map_or("-", |d| d.as_str()),
                 dm.as_ref().map_or("-", |d| d.as_str())
             );
@@ -1075,7 +1140,7 @@ impl<'a> Mirror<'a> {
     /// `--delete` within `--max-delete` unless `--skip-deletes`.
     fn bootstrap_command(&self, layout: &Layout, dry: bool, temp_dir: Option<&Path>) -> Result<Rsync> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        r.args(["-rlt", "--safe-links", OUT_FORMAT]);
+        r.args(["-rlt", "--safe-links", OUT_FORMAT, "--info=progress2"]);
         if let Some(t) = temp_dir {
             r.arg(format!("--temp-dir={}", t.display()));
         }
@@ -1089,7 +1154,7 @@ impl<'a> Mirror<'a> {
                 r.arg(format!("--max-delete={left}"));
             }
         }
-        for x in bootstrap_excludes(&layout.filenameroot) {
+        for x in bootstrap_excludes(&layout.filenameroot).iter().chain(&self.cfg.excludes) {
             r.arg(format!("--exclude={x}"));
         }
         r.arg(self.cfg.remote.tree_source());
@@ -1121,17 +1186,21 @@ impl<'a> Mirror<'a> {
         let dry = self.cfg.dry_run;
         let temp = if dry { None } else { Some(self.rsync_temp_dir()?) };
         let r = self.bootstrap_command(layout, dry, temp.as_deref())?;
-        eprintln!("rrr: rmirror: bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
-        let pb = crate::progress::spinner(self.cfg.progress, "rmirror bootstrap");
+        tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let mut seen = Itemized::listing(dry);
+        let (bar, started) = (self.cfg.progress, self.clock.now());
+        let mut hook = self.on_heartbeat.take();
+        let mut progress =
+            crate::pass_progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
         let res = self.with_retries("bootstrap rsync", || {
             seen = Itemized::listing(dry);
             r.run_with(&mut |line| {
                 seen.line(line);
-                pb.tick();
+                progress.line(line);
             })
         });
-        pb.finish_and_clear();
+        progress.finish();
+        self.on_heartbeat = hook;
         let (outcome, max_delete_hit) = match res {
             Ok(out) => (Some(out), false),
             Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
@@ -1154,7 +1223,7 @@ impl<'a> Mirror<'a> {
                  until a later pass (or run) may delete them",
                 self.cfg.max_delete.unwrap_or(0)
             );
-            eprintln!("rrr: rmirror: {msg}");
+            tracing::warn!("{msg}");
             rep.max_delete_reached = true;
             self.state.resync = true;
         }
@@ -1164,8 +1233,8 @@ impl<'a> Mirror<'a> {
         if let Some(out) = &outcome {
             rep.vanished += out.vanished.len() as u64;
             if out.deletion_skipped && !self.cfg.skip_deletes {
-                eprintln!(
-                    "rrr: rmirror: rsync skipped the deletes of the whole-tree pass because the origin had \
+                tracing::warn!(
+                    "rsync skipped the deletes of the whole-tree pass because the origin had \
                      read errors; it is repeated once no path is failing"
                 );
                 self.state.resync = true;
@@ -1260,7 +1329,7 @@ impl<'a> Mirror<'a> {
         for fp in &out.failed {
             let Some(path) = self.event_path_of(&fp.path, asked.map(|a| a.0)) else {
                 let msg = format!("rsync could not send {:?}, a path rrr did not ask for: {}", fp.path, fp.message);
-                eprintln!("rrr: rmirror: {msg}");
+                tracing::error!("{msg}");
                 rep.errors.push(msg);
                 continue;
             };
@@ -1268,8 +1337,8 @@ impl<'a> Mirror<'a> {
             let epoch = epochs.get(path.as_str()).map(|e| (*e).clone());
             let n = self.state.fail(&path, epoch.as_ref(), &fp.message, &now);
             self.state.error("failing");
-            eprintln!(
-                "rrr: rmirror: cannot get {} from the origin (attempt {n}; retried every pass): {}",
+            tracing::warn!(
+                "cannot get {} from the origin (attempt {n}; retried every pass): {}",
                 shown_path(&path),
                 fp.message
             );
@@ -1293,7 +1362,7 @@ impl<'a> Mirror<'a> {
                 path: reported_path(&s.path),
                 reason: s.reason.clone(),
             };
-            eprintln!("rrr: rmirror: refused event {} {}: {}", e.epoch, shown_path(&s.path), e.reason);
+            tracing::warn!("refused event {} {}: {}", e.epoch, shown_path(&s.path), e.reason);
             rep.refused.push(e);
             self.state.counters.refused += 1;
             self.state.done.entry(f.name.clone()).or_default().insert(epoch.clone(), epoch);
@@ -1431,6 +1500,10 @@ impl<'a> Mirror<'a> {
             if e.epoch > limit {
                 // Not done, not published, taken when its time has come.
                 self.future_seen.insert((e.epoch.as_str().to_string(), e.path.clone()));
+                continue;
+            }
+            if self.is_excluded(&e.path) {
+                mark.push(ix);
                 continue;
             }
             let superseded = newest_seen.get(&e.path).is_some_and(|n| *n >= e.epoch)
@@ -1632,7 +1705,7 @@ impl<'a> Mirror<'a> {
             match check_event_path(&self.cfg.localroot, &f.path, ignore, &mut safe) {
                 None => todo.push((f.path.clone(), f.epoch.clone())),
                 Some(why) => {
-                    eprintln!("rrr: rmirror: no longer retrying {}: {why}", shown_path(&f.path));
+                    tracing::info!("no longer retrying {}: {why}", shown_path(&f.path));
                     dropped.push(f.path.clone());
                 }
             }
@@ -1662,7 +1735,7 @@ impl<'a> Mirror<'a> {
             for p in &paths {
                 if !failed.contains(*p) {
                     let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
-                    eprintln!("rrr: rmirror: {} {how}; no longer failing", shown_path(p));
+                    tracing::info!("{} {how}; no longer failing", shown_path(p));
                     self.state.unfail(p);
                 }
             }
@@ -1717,7 +1790,7 @@ impl<'a> Mirror<'a> {
                 check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe)
             };
             if let Some(reason) = why {
-                eprintln!("rrr: rmirror: refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
+                tracing::warn!("refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
                 rep.refused.push(Refusal {
                     file: String::new(),
                     epoch: p.epoch.clone(),
@@ -1755,7 +1828,7 @@ impl<'a> Mirror<'a> {
                 }
                 Some(Err(e)) => {
                     let msg = format!("cannot delete {}: {e}", target.display());
-                    eprintln!("rrr: rmirror: {msg}");
+                    tracing::error!("{msg}");
                     self.state.error("delete");
                     rep.errors.push(msg);
                     left.push(p);
@@ -1781,7 +1854,7 @@ impl<'a> Mirror<'a> {
                 }
                 Err(e) => {
                     // A directory that is not empty stays: its files have their own events.
-                    eprintln!("rrr: rmirror: warning: cannot remove directory {}: {e}", target.display());
+                    tracing::warn!("cannot remove directory {}: {e}", target.display());
                     on_done(&p, false);
                 }
             }
@@ -1792,7 +1865,7 @@ impl<'a> Mirror<'a> {
                 self.cfg.max_delete.unwrap_or(0),
                 left.len()
             );
-            eprintln!("rrr: rmirror: {msg}");
+            tracing::warn!("{msg}");
             rep.max_delete_reached = true;
         }
         rep.deletes_pending = left.len() as u64;
@@ -1809,14 +1882,14 @@ fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
         return Err(e);
     }
     let msg = format!("{e:#}");
-    eprintln!("rrr: rmirror: {msg}");
+    tracing::error!("{msg}");
     rep.errors.push(msg);
     Ok(())
 }
 
 /// Report and count a hostile event; the caller marks it done.
 fn refuse(rep: &mut PassReport, counters: &mut Counters, file: &str, e: &Event, reason: String) {
-    eprintln!("rrr: rmirror: refused {} event {} {}: {reason}", e.kind, e.epoch, shown_path(&e.path));
+    tracing::warn!("refused {} event {} {}: {reason}", e.kind, e.epoch, shown_path(&e.path));
     rep.refused.push(Refusal {
         file: file.to_string(),
         epoch: e.epoch.clone(),

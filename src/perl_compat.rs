@@ -336,7 +336,7 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
             t.steps.push(step);
         }
         "rrr-overview" => {
-            let mut step = vec![s("overview")];
+            let mut step = vec![s("overview"), s("--perl-format")];
             if has("verbose") {
                 step.push(s("--verbose"));
             }
@@ -505,7 +505,7 @@ mod tests {
         assert_eq!(tr("rrr-fsck", &["P"]).steps, [["fsck", "--repair", "P"]]);
         assert_eq!(tr("rrr-fsck", &["-n", "P"]).steps, [["fsck", "P"]]);
         assert_eq!(tr("rrr-aggregate", &["--locktimeout=5", "P"]).steps, [["--locktimeout", "5", "aggregate", "P"]]);
-        assert_eq!(tr("rrr-overview", &[]).steps, [["overview", "./RECENT.recent"]]);
+        assert_eq!(tr("rrr-overview", &[]).steps, [["overview", "--perl-format", "./RECENT.recent"]]);
         assert_eq!(tr("rrr-server", &["--verbose", "P"]).steps, [["watch", "P"]]);
     }
 

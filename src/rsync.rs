@@ -128,6 +128,7 @@ impl Rsync {
     /// last 64 KiB are kept.
     pub fn run_with(&self, on_stdout_line: &mut dyn FnMut(&str)) -> Result<RsyncOutcome, RsyncError> {
         use std::os::unix::process::CommandExt;
+        tracing::debug!("running {self}");
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
@@ -420,25 +421,53 @@ impl fmt::Display for RsyncFailure {
     }
 }
 
+impl RsyncError {
+    /// The stderr line that says what went wrong: the one that gave the
+    /// cause, else the last one that is not rsync's closing
+    /// `rsync error: … (code N) at …` summary, else the last one.
+    pub fn key_line(&self) -> &str {
+        let lines: Vec<&str> = self.stderr.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect();
+        if let Some(c) = self.cause {
+            if let Some(l) = lines.iter().find(|l| classify(l) == Line::Error(Some(c))) {
+                return l;
+            }
+        }
+        lines.iter().rev().find(|l| !l.starts_with("rsync error: ")).or(lines.last()).copied().unwrap_or("")
+    }
+
+    /// The exact command and the tail of its stderr, for `-v` and for the
+    /// operator who reproduces a failure by hand.
+    pub fn details(&self) -> String {
+        let mut s = self.command.clone();
+        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        let shown = &lines[lines.len().saturating_sub(DISPLAY_LINES)..];
+        if shown.len() < lines.len() {
+            s.push_str(&format!("\n[{} earlier lines of stderr]", lines.len() - shown.len()));
+        }
+        for line in shown {
+            s.push('\n');
+            s.push_str(line);
+        }
+        s
+    }
+}
+
+/// One line: the exit code (or signal) and [`RsyncError::key_line`]. The
+/// command and the rest of stderr are in [`RsyncError::details`].
 impl fmt::Display for RsyncError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.class, self.code, self.signal) {
             (RsyncFailure::NotStarted, _, _) => {
                 return write!(f, "could not start rsync: {}: {}", self.command, self.stderr)
             }
-            (_, Some(code), _) => write!(f, "rsync failed with code {code}: {}", self.command)?,
-            (_, None, Some(sig)) => write!(f, "rsync was killed by signal {sig}: {}", self.command)?,
-            (_, None, None) => write!(f, "rsync failed: {}", self.command)?,
+            (_, Some(code), _) => write!(f, "rsync failed with code {code}")?,
+            (_, None, Some(sig)) => write!(f, "rsync was killed by signal {sig}")?,
+            (_, None, None) => write!(f, "rsync failed")?,
         }
-        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-        let shown = &lines[lines.len().saturating_sub(DISPLAY_LINES)..];
-        if shown.len() < lines.len() {
-            write!(f, "\n[{} earlier lines of stderr]", lines.len() - shown.len())?;
+        match self.key_line() {
+            "" => Ok(()),
+            l => write!(f, ": {l}"),
         }
-        for line in shown {
-            write!(f, "\n{line}")?;
-        }
-        Ok(())
     }
 }
 
@@ -523,20 +552,93 @@ pub fn write_files_from(dir: &Path, paths: &[&str]) -> io::Result<tempfile::Name
     Ok(file)
 }
 
-/// Calls `f` with each line of `r` (line end removed); a line longer than
-/// [`LINE_CAP`] comes in pieces.
+/// One line of rsync's `--info=progress2`: the whole transfer so far,
+/// `   1,200,000  20%    3.43MB/s    0:00:05 (xfr#6, to-chk=24/31)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress2 {
+    /// Bytes transferred so far.
+    pub bytes: u64,
+    pub percent: u8,
+    /// As rsync prints it: `3.43MB/s`.
+    pub rate: String,
+    /// As rsync prints it: `0:00:05` (time left, or the total at the end).
+    pub eta: String,
+    /// Files transferred so far (`xfr#`).
+    pub files: Option<u64>,
+    /// Files left to check and known in all (`to-chk=24/31`); with
+    /// incremental recursion (`ir-chk`) the total still grows.
+    pub to_check: Option<(u64, u64)>,
+    /// `ir-chk`: rsync is still listing the tree, the percentage is of what it found so far.
+    pub listing: bool,
+}
+
+/// Parse a `--info=progress2` line; `None` for any other line (the
+/// itemized `--out-format` lines come on the same stream).
+pub fn parse_progress2(line: &str) -> Option<Progress2> {
+    let mut it = line.split_whitespace();
+    let bytes = it.next()?;
+    if !bytes.bytes().all(|b| b.is_ascii_digit() || b == b',') || !bytes.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let bytes = bytes.replace(',', "").parse().ok()?;
+    let percent = it.next()?.strip_suffix('%')?.parse().ok()?;
+    let rate = it.next()?;
+    let eta = it.next()?;
+    if !rate.ends_with("/s") || !eta.contains(':') {
+        return None;
+    }
+    let rest: String = it.collect::<Vec<_>>().join(" ");
+    let files = rest.strip_prefix("(xfr#").and_then(|r| r.split(',').next()).and_then(|n| n.parse().ok());
+    let (listing, chk) = match (rest.find("to-chk="), rest.find("ir-chk=")) {
+        (Some(i), _) => (false, Some(&rest[i + 7..])),
+        (None, Some(i)) => (true, Some(&rest[i + 7..])),
+        (None, None) => (false, None),
+    };
+    let to_check = chk.and_then(|c| {
+        let (a, b) = c.trim_end_matches(')').split_once('/')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    });
+    Some(Progress2 { bytes, percent, rate: rate.to_string(), eta: eta.to_string(), files, to_check, listing })
+}
+
+/// Calls `f` with each line of `r` as it arrives, a line ending at `\n`
+/// or `\r` (rsync's `--info=progress2` rewrites its line with `\r`), line
+/// ends removed and empty lines skipped; a line longer than [`LINE_CAP`]
+/// comes in pieces.
 fn for_each_line(r: impl Read, mut f: impl FnMut(&[u8])) -> io::Result<()> {
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        if (&mut r).take(LINE_CAP).read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
+        let (ended, used) = {
+            let buf = match r.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                if !line.is_empty() {
+                    f(&line);
+                }
+                return Ok(());
+            }
+            match buf.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(i) => {
+                    line.extend_from_slice(&buf[..i]);
+                    (true, i + 1)
+                }
+                None => {
+                    line.extend_from_slice(buf);
+                    (false, buf.len())
+                }
+            }
+        };
+        r.consume(used);
+        if ended || line.len() as u64 >= LINE_CAP {
+            if !line.is_empty() {
+                f(&line);
+            }
+            line.clear();
         }
-        let mut l = line.as_slice();
-        l = l.strip_suffix(b"\n").unwrap_or(l);
-        l = l.strip_suffix(b"\r").unwrap_or(l);
-        f(l);
     }
 }
 
@@ -855,6 +957,42 @@ mod tests {
     }
 
     #[test]
+    fn progress2_lines() {
+        let p = parse_progress2("      1,200,000  20%    3.43MB/s    0:00:05 (xfr#6, to-chk=24/31)").unwrap();
+        assert_eq!(
+            p,
+            Progress2 {
+                bytes: 1_200_000,
+                percent: 20,
+                rate: "3.43MB/s".into(),
+                eta: "0:00:05".into(),
+                files: Some(6),
+                to_check: Some((24, 31)),
+                listing: false
+            }
+        );
+        let p = parse_progress2("         32,768   0%    0.00kB/s    0:00:00  ").unwrap();
+        assert_eq!((p.bytes, p.percent, p.files, p.to_check), (32_768, 0, None, None));
+        let p = parse_progress2("  9,000,000  41%  120.00MB/s    0:01:02 (xfr#1000, ir-chk=1020/3000)").unwrap();
+        assert!(p.listing && p.to_check == Some((1020, 3000)));
+        for other in [">f+++++++++ 200000 f1", "created directory p2/dst", "cd+++++++++ 4096 ./", "", "12 files"] {
+            assert_eq!(parse_progress2(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn lines_end_at_carriage_returns_too() {
+        let mut got = Vec::new();
+        let input: &[u8] =
+            b">f+++ 1 a\n\r   100  1%  1.00kB/s  0:00:01\r   200  2%  1.00kB/s  0:00:01 (xfr#1, to-chk=1/2)\n\rlast";
+        for_each_line(input, |l| got.push(String::from_utf8_lossy(l).into_owned())).unwrap();
+        assert_eq!(
+            got,
+            [">f+++ 1 a", "   100  1%  1.00kB/s  0:00:01", "   200  2%  1.00kB/s  0:00:01 (xfr#1, to-chk=1/2)", "last"]
+        );
+    }
+
+    #[test]
     fn unescape_octal() {
         assert_eq!(unescape(r"caf\#303\#251"), "café");
         assert_eq!(unescape(r"a\#134#b"), r"a\#b");
@@ -944,10 +1082,30 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
             class: RsyncFailure::Partial,
             cause: None,
         };
-        let s = e.to_string();
-        assert!(s.starts_with("rsync failed with code 23: rsync -rlt a b\n[5 earlier lines"));
+        assert_eq!(e.to_string(), "rsync failed with code 23: line 25", "one line");
+        let s = e.details();
+        assert!(s.starts_with("rsync -rlt a b\n[5 earlier lines"));
         assert!(s.contains("]\nline 6\nline 7\n") && s.ends_with("\nline 25"), "{s}");
         assert!(!s.contains("line 5\n"), "{s}");
+        // The line that gave the cause, not rsync's closing summary or what followed.
+        let full = RsyncError {
+            command: "rsync".into(),
+            code: Some(11),
+            signal: None,
+            stderr: "rsync: [receiver] write failed on \"/m/x\": No space left on device (28)\n\
+                     rsync error: error in file IO (code 11) at receiver.c(381) [receiver=3.5.0]\n\
+                     rsync: [sender] write error: Broken pipe (32)\n"
+                .into(),
+            class: RsyncFailure::Other,
+            cause: Some(Cause::NoSpace),
+        };
+        assert_eq!(
+            full.to_string(),
+            "rsync failed with code 11: rsync: [receiver] write failed on \"/m/x\": No space left on device (28)"
+        );
+        let summary_last =
+            RsyncError { cause: None, stderr: "rsync: x\nrsync error: y (code 5) at z\n".into(), ..full };
+        assert_eq!(summary_last.key_line(), "rsync: x");
     }
 
     #[test]
@@ -1077,7 +1235,8 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
         r.args(["-c", "kill -9 $$"]);
         let e = r.run().unwrap_err();
         assert_eq!((e.code, e.signal, e.class), (None, Some(9), RsyncFailure::Signal));
-        assert!(e.to_string().starts_with("rsync was killed by signal 9: sh -c"), "{e}");
+        assert_eq!(e.to_string(), "rsync was killed by signal 9");
+        assert!(e.details().starts_with("sh -c"), "{}", e.details());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
 //! written) is reported beside it.
 
+use crate::human;
 use crate::mirror::{Failing, State};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -38,6 +39,10 @@ pub struct Report {
     pub future_events: u64,
     /// The last pass's error, if it failed.
     pub last_error: Option<String>,
+    /// The pass running now (a bootstrap), as of the last heartbeat.
+    pub running: Option<crate::pass_progress::Running>,
+    /// The last whole-tree pass.
+    pub last_full: Option<String>,
 }
 
 fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
@@ -67,6 +72,8 @@ pub fn report(localroot: &str, state: &State, now: f64) -> Report {
         failing: state.failing.clone(),
         future_events: state.future_events,
         last_error: state.last_error.clone(),
+        running: state.running.clone(),
+        last_full: text(&state.last_full),
     }
 }
 
@@ -96,9 +103,9 @@ impl Level {
 /// runs with a fresh heartbeat, CRITICAL when its last pass failed or its
 /// heartbeat is older than `crit`. Failing paths and events from the
 /// future make it at least WARNING.
-pub fn check(r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
+pub fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
     let Some(r) = r else {
-        return (Level::Unknown, "RRR UNKNOWN - no mirror state (has rmirror run on this target?)".to_string());
+        return (Level::Unknown, format!("RRR UNKNOWN - {root}: no mirror state (has rmirror run on this target?)"));
     };
     let Some(lag) = r.lag_seconds else {
         return (Level::Unknown, format!("RRR UNKNOWN - {}: state has no timestamps", r.localroot));
@@ -117,7 +124,10 @@ pub fn check(r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
                 Level::Critical
             }
             None => {
-                notes.push("first pass running".into());
+                notes.push(match &r.running {
+                    Some(run) => format!("first pass running: {} {}", run.phase, run.words()),
+                    None => "first pass running".into(),
+                });
                 Level::Warning
             }
         }
@@ -142,14 +152,14 @@ pub fn check(r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
         level = worse(level, Level::Warning);
         notes.push(format!("{} events from the future", r.future_events));
     }
-    let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{h:.0}s ago"));
+    let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{} ago", human::duration(h)));
     let label = |what: &str| format!("'{what} {}'", r.localroot.replace(['\'', '='], "_"));
     let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
     let line = format!(
-        "RRR {} - {} lag {:.0}s behind {}, heartbeat {hb}, {} pending deletes{notes} | {}={:.0}s;{warn:.0};{crit:.0};0 {}={} {}={}",
+        "RRR {} - {} lag {} behind {}, heartbeat {hb}, {} pending deletes{notes} | {}={:.0}s;{warn:.0};{crit:.0};0 {}={} {}={}",
         level.word(),
         r.localroot,
-        lag,
+        human::duration(lag),
         r.remote,
         r.pending_deletes,
         label("lag"),
@@ -166,109 +176,125 @@ fn label_value(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// The node-exporter textfile format (one file may hold several mirrors).
-pub fn prometheus(reports: &[Report]) -> String {
-    let mut out = String::new();
-    let metric = |out: &mut String, name: &str, kind: &str, help: &str, rows: Vec<(String, f64)>| {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        for (labels, v) in rows {
+/// One metric: HELP, TYPE and a sample per row (labels, value).
+pub fn prometheus_metric(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, v) in rows {
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {v}");
+        } else {
             let _ = writeln!(out, "{name}{{{labels}}} {v}");
         }
-    };
+    }
+}
+
+/// Error classes every mirror reports, 0 until they happen (a counter
+/// with no sample cannot be alerted on).
+const ERROR_CLASSES: &[&str] = &["connection", "timeout", "partial", "protocol", "fetch", "index", "delete", "failing"];
+
+/// A metric of a mirror: name, help, and its value for a report.
+type Metric<'a> = (&'a str, &'a str, &'a dyn Fn(&Report) -> Option<f64>);
+
+/// The node-exporter textfile format (one file may hold several mirrors).
+/// Instants are `*_timestamp_seconds` (Unix time), never ages frozen at
+/// write time: an alert computes `time() - …` itself. Labels: the
+/// localroot (absolute) and the remote.
+pub fn prometheus(reports: &[Report]) -> String {
+    let mut out = String::new();
     let lbl = |r: &Report| format!("localroot=\"{}\",remote=\"{}\"", label_value(&r.localroot), label_value(&r.remote));
     let ts = |e: &Option<String>| e.as_deref().and_then(|s| s.parse::<f64>().ok());
     let rows = |f: &dyn Fn(&Report) -> Option<f64>| -> Vec<(String, f64)> {
         reports.iter().filter_map(|r| f(r).map(|v| (lbl(r), v))).collect()
     };
-    metric(
-        &mut out,
-        "rrr_mirror_lag_seconds",
-        "gauge",
-        "Seconds since the mirror was last complete against its origin's principal.",
-        rows(&|r| r.lag_seconds),
-    );
-    metric(
-        &mut out,
-        "rrr_mirror_heartbeat_age_seconds",
-        "gauge",
-        "Seconds since rmirror last wrote its state.",
-        rows(&|r| r.heartbeat_age_seconds),
-    );
-    metric(
-        &mut out,
-        "rrr_mirror_last_success_timestamp_seconds",
-        "gauge",
-        "Unix time of the last successful pass.",
-        rows(&|r| ts(&r.last_success)),
-    );
-    metric(
-        &mut out,
-        "rrr_mirror_newest_applied_epoch_seconds",
-        "gauge",
-        "Epoch of the newest event transferred or deleted.",
-        rows(&|r| ts(&r.newest_applied)),
-    );
-    metric(
-        &mut out,
-        "rrr_mirror_pending_deletes",
-        "gauge",
-        "Delete events waiting to be applied.",
-        rows(&|r| Some(r.pending_deletes as f64)),
-    );
-    metric(
-        &mut out,
-        "rrr_mirror_failing_paths",
-        "gauge",
-        "Paths the origin could not send, retried every pass.",
-        rows(&|r| Some(r.failing.len() as f64)),
-    );
-    metric(
-        &mut out,
-        "rrr_mirror_future_events",
-        "gauge",
-        "Events of the last pass more than an hour ahead of the clock.",
-        rows(&|r| Some(r.future_events as f64)),
-    );
-    metric(&mut out, "rrr_mirror_passes_total", "counter", "Passes run.", rows(&|r| Some(r.passes as f64)));
-    metric(&mut out, "rrr_mirror_files_total", "counter", "Paths handed to rsync.", rows(&|r| Some(r.files as f64)));
-    metric(&mut out, "rrr_mirror_bytes_total", "counter", "Bytes rsync transferred.", rows(&|r| Some(r.bytes as f64)));
-    metric(&mut out, "rrr_mirror_deletes_total", "counter", "Deletes applied.", rows(&|r| Some(r.deletes as f64)));
-    metric(
-        &mut out,
-        "rrr_mirror_refused_total",
-        "counter",
-        "Hostile events refused.",
-        rows(&|r| Some(r.refused as f64)),
-    );
+    let gauges: [Metric; 11] = [
+        ("rrr_mirror_started_timestamp_seconds", "Unix time the mirror's state was created.", &|r| ts(&r.started)),
+        ("rrr_mirror_last_success_timestamp_seconds", "Unix time of the last pass without errors.", &|r| {
+            ts(&r.last_success)
+        }),
+        (
+            "rrr_mirror_last_complete_timestamp_seconds",
+            "Unix time the mirror was last complete against its origin's principal (lag = time() - this).",
+            &|r| ts(&r.last_complete),
+        ),
+        ("rrr_mirror_heartbeat_timestamp_seconds", "Unix time rmirror last wrote its state.", &|r| ts(&r.heartbeat)),
+        ("rrr_mirror_newest_applied_timestamp_seconds", "Epoch of the newest event transferred or deleted.", &|r| {
+            ts(&r.newest_applied)
+        }),
+        ("rrr_mirror_last_full_timestamp_seconds", "Unix time of the last whole-tree pass.", &|r| ts(&r.last_full)),
+        ("rrr_mirror_complete", "1 once the mirror has been complete at least once, else 0.", &|r| {
+            Some(if r.last_complete.is_some() { 1.0 } else { 0.0 })
+        }),
+        ("rrr_mirror_running_bytes", "Bytes received so far by the running whole-tree pass (0: none runs).", &|r| {
+            Some(r.running.as_ref().map_or(0.0, |x| x.bytes as f64))
+        }),
+        ("rrr_mirror_pending_deletes", "Delete events waiting to be applied.", &|r| Some(r.pending_deletes as f64)),
+        ("rrr_mirror_failing_paths", "Paths the origin could not send, retried every pass.", &|r| {
+            Some(r.failing.len() as f64)
+        }),
+        ("rrr_mirror_future_events", "Events of the last pass more than an hour ahead of the clock.", &|r| {
+            Some(r.future_events as f64)
+        }),
+    ];
+    for (name, help, f) in gauges {
+        prometheus_metric(&mut out, name, "gauge", help, &rows(f));
+    }
+    let counters: [Metric; 5] = [
+        ("rrr_mirror_passes_total", "Passes run.", &|r| Some(r.passes as f64)),
+        ("rrr_mirror_files_total", "Files rsync transferred.", &|r| Some(r.files as f64)),
+        ("rrr_mirror_bytes_total", "Bytes rsync transferred.", &|r| Some(r.bytes as f64)),
+        ("rrr_mirror_deletes_total", "Deletes applied.", &|r| Some(r.deletes as f64)),
+        ("rrr_mirror_refused_total", "Hostile events refused.", &|r| Some(r.refused as f64)),
+    ];
+    for (name, help, f) in counters {
+        prometheus_metric(&mut out, name, "counter", help, &rows(f));
+    }
     let errs: Vec<(String, f64)> = reports
         .iter()
         .flat_map(|r| {
-            r.errors.iter().map(move |(c, n)| (format!("{},class=\"{}\"", lbl(r), label_value(c)), *n as f64))
+            let mut classes: Vec<&str> = ERROR_CLASSES.to_vec();
+            classes.extend(r.errors.keys().map(String::as_str).filter(|c| !ERROR_CLASSES.contains(c)));
+            classes.into_iter().map(move |c| {
+                let n = r.errors.get(c).copied().unwrap_or(0);
+                (format!("{},class=\"{}\"", lbl(r), label_value(c)), n as f64)
+            })
         })
         .collect();
-    metric(&mut out, "rrr_mirror_errors_total", "counter", "Failures by class.", errs);
+    prometheus_metric(&mut out, "rrr_mirror_errors_total", "counter", "Failures by class.", &errs);
     out
 }
 
-/// Plain `rrr status` text.
-pub fn plain(r: &Report) -> String {
+/// Plain `rrr status` text: instants in RFC 3339 with their age, sizes
+/// in binary units (`--json` keeps the raw epochs and numbers).
+pub fn plain(r: &Report, now: f64) -> String {
     let mut out = String::new();
-    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
-    let secs = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.0} s"));
+    let when = |v: &Option<String>| match v.as_deref().and_then(|s| s.parse::<f64>().ok()) {
+        Some(t) => format!("{} ({} ago)", human::time(t), human::duration((now - t).max(0.0))),
+        None => v.clone().unwrap_or_else(|| "-".into()),
+    };
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), human::duration);
     let _ = writeln!(out, "localroot        {}", r.localroot);
     let _ = writeln!(out, "remote           {}", r.remote);
     let _ = writeln!(out, "lag              {}", secs(r.lag_seconds));
-    let _ = writeln!(out, "heartbeat age    {}", secs(r.heartbeat_age_seconds));
-    let _ = writeln!(out, "started          {}", opt(&r.started));
-    let _ = writeln!(out, "last success     {}", opt(&r.last_success));
-    let _ = writeln!(out, "last complete    {}", opt(&r.last_complete));
-    let _ = writeln!(out, "newest applied   {}", opt(&r.newest_applied));
+    let _ = writeln!(out, "heartbeat        {}", when(&r.heartbeat));
+    if let Some(run) = &r.running {
+        let since = run.started.as_ref().map(|e| when(&Some(e.as_str().to_string()))).unwrap_or_default();
+        let _ = writeln!(out, "running          {} since {since}: {}", run.phase, run.words());
+    }
+    let _ = writeln!(out, "started          {}", when(&r.started));
+    let _ = writeln!(out, "last success     {}", when(&r.last_success));
+    let _ = writeln!(out, "last complete    {}", when(&r.last_complete));
+    let _ = writeln!(out, "last full pass   {}", when(&r.last_full));
+    let _ = writeln!(out, "newest applied   {}", when(&r.newest_applied));
     let _ = writeln!(out, "pending deletes  {}", r.pending_deletes);
     let _ = writeln!(
         out,
-        "counters         passes {} files {} bytes {} deletes {} refused {}",
-        r.passes, r.files, r.bytes, r.deletes, r.refused
+        "counters         {} passes, {} files, {}, {} deletes, {} refused",
+        human::count(r.passes),
+        human::count(r.files),
+        human::size(r.bytes),
+        human::count(r.deletes),
+        human::count(r.refused)
     );
     if !r.errors.is_empty() {
         let e: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -287,7 +313,7 @@ pub fn plain(r: &Report) -> String {
             "  {}  {} attempts since {}: {}",
             crate::recentfile::shown_path(&f.path),
             f.attempts,
-            f.first,
+            human::time(f.first.to_f64()),
             f.message
         );
     }
@@ -312,12 +338,15 @@ mod tests {
         let r = report("/m", &state(), 1_700_000_400.5);
         assert_eq!(r.lag_seconds, Some(300.0));
         assert_eq!(r.heartbeat_age_seconds, Some(290.0));
-        assert_eq!(check(Some(&r), 600.0, 3600.0).0, Level::Ok);
-        assert_eq!(check(Some(&r), 300.0, 3600.0).0, Level::Warning);
-        assert_eq!(check(Some(&r), 60.0, 200.0).0, Level::Critical);
-        assert_eq!(check(None, 60.0, 200.0).0, Level::Unknown);
-        assert!(check(Some(&r), 600.0, 3600.0).1.starts_with("RRR OK - /m lag 300s"));
-        assert!(check(Some(&r), 600.0, 3600.0).1.contains("| 'lag /m'=300s;600;3600;0 "), "perfdata names the tree");
+        assert_eq!(check("/m", Some(&r), 600.0, 3600.0).0, Level::Ok);
+        assert_eq!(check("/m", Some(&r), 300.0, 3600.0).0, Level::Warning);
+        assert_eq!(check("/m", Some(&r), 60.0, 200.0).0, Level::Critical);
+        assert_eq!(check("/m", None, 60.0, 200.0).0, Level::Unknown);
+        assert!(check("/m", Some(&r), 600.0, 3600.0).1.starts_with("RRR OK - /m lag 5 min 00 s behind"));
+        assert!(
+            check("/m", Some(&r), 600.0, 3600.0).1.contains("| 'lag /m'=300s;600;3600;0 "),
+            "perfdata names the tree"
+        );
     }
 
     #[test]
@@ -332,13 +361,14 @@ mod tests {
             last: now.clone(),
             attempts: 3,
         });
-        let (level, line) = check(Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
+        let (level, line) = check("/m", Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
         assert_eq!(level, Level::Warning, "{line}");
         assert!(line.contains("1 failing path (e.g. id/secret: ") && line.contains("'failing /m'=1"), "{line}");
-        assert!(plain(&report("/m", &st, 1_700_000_200.5)).contains("  id/secret  3 attempts since"));
+        assert!(plain(&report("/m", &st, 1_700_000_200.5), 1_700_000_200.5)
+            .contains("  id/secret  3 attempts since 2023-11-14T22:16:40Z: [sender]"));
         st.failing.clear();
         st.future_events = 2;
-        let (level, line) = check(Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
+        let (level, line) = check("/m", Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
         assert_eq!(level, Level::Warning, "{line}");
         assert!(line.contains("2 events from the future"), "{line}");
 
@@ -346,7 +376,7 @@ mod tests {
         // it failed or the heartbeat is old.
         let mut first = State::fresh("rsync://h/m/RECENT.recent", &Epoch::parse("1700000000.5").unwrap());
         first.heartbeat = Some(Epoch::parse("1700000100.5").unwrap());
-        let at = |s: &State, t: f64| check(Some(&report("/m", s, t)), 60.0, 3600.0);
+        let at = |s: &State, t: f64| check("/m", Some(&report("/m", s, t)), 60.0, 3600.0);
         assert_eq!(at(&first, 1_700_000_200.5).0, Level::Warning, "{}", at(&first, 1_700_000_200.5).1);
         assert_eq!(at(&first, 1_700_009_000.5).0, Level::Critical);
         first.last_error = Some("rsync failed with code 5: …".into());
@@ -356,10 +386,42 @@ mod tests {
     }
 
     #[test]
+    fn plain_status_is_for_people() {
+        let mut st = state();
+        st.counters.bytes = 9_669_840;
+        st.running = Some(crate::pass_progress::Running {
+            phase: "bootstrap".into(),
+            started: Some(Epoch::parse("1700000300.5").unwrap()),
+            bytes: 1 << 30,
+            percent: 45,
+            rate: "12.00MB/s".into(),
+            eta: "0:01:02".into(),
+            files: 1204,
+            listing: false,
+        });
+        let text = plain(&report("/m", &st, 1_700_000_400.5), 1_700_000_400.5);
+        assert!(text.contains("lag              5 min 00 s\n"), "{text}");
+        assert!(text.contains("heartbeat        2023-11-14T22:15:10Z (4 min 50 s ago)\n"), "{text}");
+        assert!(text.contains("9.2 MiB"), "{text}");
+        let running = "running          bootstrap since 2023-11-14T22:18:20Z (1 min 40 s ago): \
+                       45% (1.0 GiB, 12.00MB/s, 0:01:02 left, 1,204 files)";
+        assert!(text.contains(running), "{text}");
+        assert!(!text.contains("1700000"), "no raw epochs: {text}");
+    }
+
+    #[test]
     fn prometheus_format() {
         let text = prometheus(&[report("/m", &state(), 1_700_000_400.5)]);
-        assert!(text.contains("# TYPE rrr_mirror_lag_seconds gauge\n"));
-        assert!(text.contains("rrr_mirror_lag_seconds{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\"} 300\n"));
+        assert!(text.contains("# TYPE rrr_mirror_last_complete_timestamp_seconds gauge\n"));
+        let l = "{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\"}";
+        assert!(text.contains(&format!("rrr_mirror_last_complete_timestamp_seconds{l} 1700000100.5\n")), "{text}");
+        assert!(text.contains(&format!("rrr_mirror_heartbeat_timestamp_seconds{l} 1700000110.5\n")), "{text}");
+        assert!(text.contains(&format!("rrr_mirror_complete{l} 1\n")), "{text}");
+        assert!(!text.contains("age_seconds") && !text.contains("lag_seconds"), "no ages frozen at write time");
+        // A counter always has samples, 0 until it happens.
+        assert!(text.contains(
+            "rrr_mirror_errors_total{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\",class=\"timeout\"} 0\n"
+        ));
         assert!(text.contains(
             "rrr_mirror_errors_total{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\",class=\"connection\"} 2\n"
         ));

@@ -61,6 +61,30 @@ fn completions_and_man_pages() {
         assert!(text.contains(".TH"), "{page}");
     }
     assert!(fs::read_to_string(dir.path().join("rrr-news.1")).unwrap().contains("skip\\-deletes"));
+    // Every page an operator may look for, with the sections beyond the options.
+    for page in ["rrr", "rrr-rmirror", "rrr-check", "rrr-watch", "rrr-client", "rrr-server", "rrr-news", "rrr-update"] {
+        let text = fs::read_to_string(dir.path().join(format!("{page}.1"))).unwrap_or_else(|e| panic!("{page}: {e}"));
+        for sh in [".SH \"EXIT STATUS\"", ".SH FILES", ".SH ENVIRONMENT", ".SH \"SEE ALSO\""] {
+            assert!(text.contains(sh), "{page}.1 lacks {sh}");
+        }
+        assert!(text.contains("RRR_RSYNC"), "{page}.1 documents RRR_RSYNC");
+    }
+    let rmirror = fs::read_to_string(dir.path().join("rrr-rmirror.1")).unwrap();
+    assert!(rmirror.contains(".SH EXAMPLES") && rmirror.contains("\\-\\-full\\-every 7d"), "{rmirror}");
+    assert!(fs::read_to_string(dir.path().join("rrr-client.1")).unwrap().contains("\\-\\-source"));
+    assert!(fs::read_to_string(dir.path().join("rrr-news.1")).unwrap().contains(".SH \"AS rrr-news\""));
+    // --help: examples and exit codes for each command; no empty descriptions.
+    for cmd in ["init", "update", "aggregate", "news", "overview", "fsck", "rmirror", "status", "check", "watch"] {
+        let help = ok(&[cmd, "--help"]);
+        assert!(help.contains("\nExamples:\n  # ") && help.contains("\nExit status:\n"), "{cmd}: {help}");
+        for line in help.lines().filter(|l| l.trim_start().starts_with('-') || l.trim_start().starts_with('<')) {
+            let words: Vec<&str> = line.split("  ").map(str::trim).filter(|w| !w.is_empty()).collect();
+            assert!(words.len() >= 2, "{cmd}: an argument without a description: {line:?}");
+        }
+    }
+    assert!(!ok(&["news", "--help"]).contains("--locktimeout"), "a lock timeout means nothing to news");
+    assert!(ok(&["update", "--help"]).contains("--locktimeout"));
+    assert!(ok(&["check", "--help"]).contains("3  UNKNOWN"));
 }
 
 #[test]

@@ -467,10 +467,10 @@ fn fsck_after_a_plain_init_is_clean() {
     fs::remove_file(root.join("RECENT-Z.yaml")).unwrap();
     let o = rrr(&["fsck", &principal(&root)]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stdout(&o), "missing-recentfile\tRECENT-Z.yaml\n");
+    assert_eq!(stdout(&o), "missing_recentfile\tRECENT-Z.yaml\n");
     fs::remove_file(root.join("RECENT-1d.yaml")).unwrap();
     let o = rrr(&["fsck", &principal(&root)]);
-    assert!(stdout(&o).contains("missing-recentfile\tRECENT-1d.yaml"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("missing_recentfile\tRECENT-1d.yaml"), "{}", stdout(&o));
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn origin_tools_keep_perl_behaviour() {
     fs::write(root.join("a/three"), "3").unwrap();
     let o = tool("rrr-fsck", &["-n", p]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).contains("missing-in-index\ta/three"));
+    assert!(stdout(&o).contains("missing_in_index\ta/three"));
     let _ = tool("rrr-fsck", &["--yes", p]);
     assert_eq!(rrr(&["fsck", p]).status.code(), Some(0));
     // rrr-overview with -verbose.
@@ -183,6 +183,9 @@ fn rrr_overview_of_an_empty_collection_is_perls() {
     fs::create_dir_all(&root).unwrap();
     tool_ok("rrr-init", &[root.to_str().unwrap()]);
     assert_eq!(tool_ok("rrr-overview", &[root.join("RECENT.recent").to_str().unwrap()]), "\n\n");
+    // rrr overview says it in words.
+    let words = ok(&["overview", root.join("RECENT.recent").to_str().unwrap()]);
+    assert!(words.ends_with(": no events yet (no recentfile of this collection lists any)\n"), "{words:?}");
 }
 
 mod support;

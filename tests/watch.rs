@@ -211,10 +211,35 @@ fn create_modify_delete_rename_and_ignore_set() {
     assert_eq!(differences_excluding(&root, &["--exclude", "*.tmp"]), Vec::<String>::new());
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    // One JSON object per line, each with a kind.
+    // One flat JSON object per line, as README.mirror documents it.
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Line {
+        kind: String,
+        time: String,
+        timestamp: String,
+        level: String,
+        root: String,
+        message: String,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Batch {
+        events: u64,
+        changes: u64,
+        new: u64,
+        delete: u64,
+        latency_ms: u64,
+        record_ms: u64,
+    }
+    let absolute_root = std::path::absolute(&root).unwrap();
     for l in log.lines() {
-        let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
-        assert!(v["kind"].is_string(), "{l}");
+        let v: Line = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+        assert_eq!(Path::new(&v.root), absolute_root, "{l}");
+        assert!(v.time.parse::<f64>().is_ok() && v.timestamp.ends_with('Z') && v.level == "info", "{l}");
+        if v.kind == "batch" {
+            serde_json::from_str::<Batch>(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+        }
     }
     assert!(log.contains("\"kind\":\"batch\""), "{log}");
 }
@@ -484,4 +509,39 @@ fn link_whose_first_name_is_gone_and_unwritten_open_recorded() {
     wait_kind(&root, "opened-read-only", "new");
     assert_eq!(differences(&root), Vec::<String>::new());
     assert_eq!(d.stop().0, 0);
+}
+
+/// A watch whose log stream closes (`2>&1 | head -1`) records what it
+/// has, writes its heartbeat and exits 1, so that a supervisor restarts
+/// it; never a panic.
+#[test]
+fn a_closed_log_stops_the_daemon_with_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("t");
+    fs::create_dir_all(&root).unwrap();
+    ok(&["init", root.to_str().unwrap()]);
+    let mut child = Command::new(rrr_bin())
+        .args(["watch", root.to_str().unwrap(), "--batch-delay", "100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(line.contains("watching"), "{line}");
+    }
+    // The next log line (this batch) finds the log closed.
+    fs::write(root.join("after-close"), "x").unwrap();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < WAIT, "watch went on with its log closed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    assert_eq!(kind_of(&root, "after-close").as_deref(), Some("new"), "recorded before it stopped");
 }

@@ -8,20 +8,29 @@ use std::path::PathBuf;
 #[command(
     name = "rrr",
     version,
-    about = "Mirror huge trees from a cascade of recentfiles (File::Rsync::Mirror::Recent successor)"
+    about = "Mirror huge trees from a cascade of recentfiles (File::Rsync::Mirror::Recent successor)",
+    after_help = rrr::manual::after_help("rrr")
 )]
 pub struct Cli {
     /// Pin the clock to EPOCH (tests and demos): every clock reading and every written file's mtime.
     #[arg(long, global = true, hide = true, value_name = "EPOCH")]
     pub now: Option<String>,
 
-    /// No progress bars.
-    #[arg(long, short, global = true)]
-    pub quiet: bool,
+    /// Less output: no progress bars, only warnings and errors (-qq: errors only).
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub quiet: u8,
 
-    /// Seconds to wait for a recentfile's lock.
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 600)]
-    pub locktimeout: u64,
+    /// More output: -v debug (every rsync command, idle passes), -vv trace. RUST_LOG, if set, wins.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Log lines on stderr as text or JSON Lines (one object per line).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+
+    /// Seconds to wait for a recentfile's lock (before the command; the commands that lock also take it).
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    pub locktimeout: Option<u64>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -30,36 +39,53 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Index an existing tree: write the principal and RECENT.recent.
+    #[command(after_help = rrr::manual::after_help("init"))]
     Init(InitArgs),
     /// Record new/delete events in the principal (never aggregates).
+    #[command(after_help = rrr::manual::after_help("update"))]
     Update(UpdateArgs),
     /// Cascade events from the principal into the larger recentfiles.
+    #[command(after_help = rrr::manual::after_help("aggregate"))]
     Aggregate(AggregateArgs),
     /// List each path's newest event, newest first.
+    #[command(after_help = rrr::manual::after_help("news"))]
     News(NewsArgs),
     /// Show the table of all recentfiles of a collection.
+    #[command(after_help = rrr::manual::after_help("overview"))]
     Overview(OverviewArgs),
     /// Compare the index with the tree; --repair records the differences.
+    #[command(after_help = rrr::manual::after_help("fsck"))]
     Fsck(FsckArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = rrr::manual::after_help("completions"))]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Write man pages (rrr.1, rrr-<command>.1) into DIR.
-    Manpages { dir: std::path::PathBuf },
+    /// Write man pages (rrr.1, rrr-<command>.1, and the Perl entry points' rrr-client.1, rrr-server.1) into DIR.
+    #[command(after_help = rrr::manual::after_help("manpages"))]
+    Manpages {
+        /// The directory to write the pages into (created if missing), e.g. /usr/local/share/man/man1.
+        dir: std::path::PathBuf,
+    },
     /// Mirror a remote collection into a local tree (one pass, or --loop).
+    #[command(after_help = rrr::manual::after_help("rmirror"))]
     Rmirror(RmirrorArgs),
     /// Show a mirror's run record (lag, heartbeat, counters).
+    #[command(after_help = rrr::manual::after_help("status"))]
     Status(StatusArgs),
     /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    #[command(after_help = rrr::manual::after_help("check"))]
     Check(CheckArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
+    #[command(after_help = rrr::manual::after_help("watch"))]
     Watch(WatchArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct InitArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The tree to index.
     pub root: PathBuf,
     /// The principal's interval.
@@ -71,6 +97,7 @@ pub struct InitArgs {
     /// Serializer: yaml or json.
     #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
     pub format: String,
+    /// The recentfiles' name prefix: RECENT gives RECENT.recent and RECENT-1h.yaml.
     #[arg(long, default_value = "RECENT")]
     pub filenameroot: String,
     /// Replace an existing collection.
@@ -90,6 +117,8 @@ pub struct InitArgs {
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Files, relative to the root or absolute inside it.
@@ -115,6 +144,9 @@ pub struct UpdateArgs {
 
 #[derive(Args, Debug)]
 pub struct AggregateArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Merge every file, whatever its age.
     #[arg(long, short)]
@@ -122,6 +154,7 @@ pub struct AggregateArgs {
     /// Keep delete events in Z (the reference's keep_delete_objects_forever).
     #[arg(long)]
     pub keep_deletes: bool,
+    /// One JSON object: {"written": [intervals], "merges": N}.
     #[arg(long)]
     pub json: bool,
 }
@@ -168,19 +201,23 @@ pub struct NewsArgs {
 
 #[derive(Args, Debug)]
 pub struct OverviewArgs {
+    // `-v` (the global --verbose) adds the Dirtymark, Produced and Merged columns.
     /// The principal (default ./RECENT.recent).
     #[arg(default_value = "RECENT.recent")]
     pub principal: PathBuf,
-    /// Add Dirtymark, Produced and Merged columns.
-    #[arg(long, short)]
-    pub verbose: bool,
     /// One JSON object per recentfile.
     #[arg(long)]
     pub json: bool,
+    /// The Perl rrr-overview output (two empty lines for an empty collection).
+    #[arg(long, hide = true)]
+    pub perl_format: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct FsckArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The principal (RECENT.recent or the principal recentfile) of the tree to check.
     pub principal: PathBuf,
     /// Record the differences as events at the current time.
     #[arg(long)]
@@ -243,7 +280,26 @@ pub struct RmirrorArgs {
     /// Refuse a remote recentfile larger than this many bytes, unread.
     #[arg(long, value_name = "BYTES", default_value_t = rrr::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
     pub max_recentfile_size: u64,
-    /// One JSON object per pass ({"kind":"pass",...}).
+    /// Leave out paths matching PATTERN (rsync's --exclude rules): not
+    /// transferred, deleted or republished; their events are skipped.
+    #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
+    pub exclude: Vec<String>,
+    /// With --loop (or from cron): a whole-tree pass when the last one is
+    /// older than DURATION (e.g. 7d, 1W), instead of a separate --full run.
+    #[arg(long, value_name = "DURATION")]
+    pub full_every: Option<String>,
+    /// Run CMD through /bin/sh -c after every pass that changed something or
+    /// failed, with the pass in RRR_* variables (README.mirror).
+    #[arg(long, value_name = "CMD")]
+    pub on_pass: Option<String>,
+    /// Seconds an --on-pass hook may run before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    pub on_pass_timeout: f64,
+    /// Rewrite this node-exporter textfile after every pass and heartbeat
+    /// (one file per process: every tree of a --config goes into it).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+    /// One JSON object per pass ({"kind":"pass",...}) on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -289,6 +345,8 @@ pub struct CheckArgs {
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
     /// The principal (RECENT.recent, the principal recentfile, or the root).
     pub principal: PathBuf,
     /// Record a batch when this many changes are pending.
@@ -307,12 +365,37 @@ pub struct WatchArgs {
     /// Keep delete events in Z when aggregating.
     #[arg(long)]
     pub keep_deletes: bool,
-    /// Log JSON Lines (one object per line, with a "kind" field) on stderr.
+    /// Log JSON Lines on stderr (the same as --log-format json).
     #[arg(long)]
     pub json_log: bool,
+    /// Rewrite this node-exporter textfile at every heartbeat.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
 }
 
 /// An `--exclude` pattern that compiles (see `rrr::pattern`).
 fn exclude_pattern(s: &str) -> Result<String, String> {
     rrr::pattern::Pattern::parse(s).map(|_| s.to_string())
+}
+
+/// `--locktimeout`, on the commands that take a recentfile's lock.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct LockArgs {
+    /// Seconds to wait for a recentfile's lock held by another process (then exit 75).
+    #[arg(long, value_name = "SECONDS")]
+    pub locktimeout: Option<u64>,
+}
+
+impl Command {
+    /// The `--locktimeout` given after the command, if it takes one.
+    pub fn locktimeout(&self) -> Option<u64> {
+        match self {
+            Command::Init(a) => a.lock.locktimeout,
+            Command::Update(a) => a.lock.locktimeout,
+            Command::Aggregate(a) => a.lock.locktimeout,
+            Command::Fsck(a) => a.lock.locktimeout,
+            Command::Watch(a) => a.lock.locktimeout,
+            _ => None,
+        }
+    }
 }

@@ -20,6 +20,11 @@ fn epoch_arg(s: &Option<String>, what: &str) -> Result<Option<Epoch>> {
 }
 
 fn run(cli: Cli) -> Result<Exit> {
+    let json_log = matches!(&cli.command, Command::Watch(a) if a.json_log);
+    let format =
+        if json_log { rrr::log::Format::Json } else { rrr::log::Format::parse(&cli.log_format).unwrap_or_default() };
+    let verbosity = i8::try_from(i16::from(cli.verbose) - i16::from(cli.quiet)).unwrap_or(0);
+    rrr::log::init(&rrr::log::Settings { verbosity, format });
     let clock = match epoch_arg(&cli.now, "--now")? {
         Some(e) => Clock::pinned(e),
         None => Clock::system(),
@@ -27,9 +32,9 @@ fn run(cli: Cli) -> Result<Exit> {
     let writer = Writer {
         clock,
         program: std::env::args().next().unwrap_or_else(|| "rrr".into()),
-        lock_timeout: Duration::from_secs(cli.locktimeout),
+        lock_timeout: Duration::from_secs(cli.command.locktimeout().or(cli.locktimeout).unwrap_or(600)),
     };
-    let progress = rrr::progress::enabled(cli.quiet);
+    let progress = rrr::progress::enabled(cli.quiet > 0);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let exit = match cli.command {
@@ -60,8 +65,12 @@ fn run(cli: Cli) -> Result<Exit> {
             let report = ops::init::run(&opts, &writer)?;
             if a.json {
                 writeln!(out, "{}", serde_json::to_string(&report)?)?;
-            } else if !cli.quiet {
-                eprintln!("rrr: indexed {} files into {}", report.files, report.principal.display());
+            } else {
+                tracing::info!(
+                    "indexed {} files into {}",
+                    rrr::human::count(report.files as u64),
+                    report.principal.display()
+                );
             }
             if report.skipped > 0 {
                 Exit::Differences
@@ -125,9 +134,24 @@ fn run(cli: Cli) -> Result<Exit> {
             Exit::Ok
         }
         Command::Rmirror(a) => {
+            let full_every = match &a.full_every {
+                Some(s) => {
+                    Some(Interval::parse(s).map_err(anyhow::Error::msg).context("--full-every")?.seconds() as f64)
+                }
+                None => None,
+            };
+            let localroot = a.localroot.clone().unwrap_or_default();
+            let prometheus = a.prometheus.clone().map(|file| ops::mirrors::Prometheus {
+                file,
+                targets: ops::mirrors::Targets::Tree {
+                    state: a.state.clone().unwrap_or_else(|| localroot.join(".rrr/state.json")),
+                    localroot: localroot.clone(),
+                    remote: a.remote.clone().unwrap_or_default(),
+                },
+            });
             let opts = ops::rmirror::Options {
                 remote: a.remote.unwrap_or_default(),
-                localroot: a.localroot.unwrap_or_default(),
+                localroot,
                 looping: a.looping,
                 interval: a.interval,
                 skip_deletes: a.skip_deletes,
@@ -140,8 +164,12 @@ fn run(cli: Cli) -> Result<Exit> {
                 full: a.full,
                 adopt: a.adopt,
                 max_recentfile_size: a.max_recentfile_size,
+                full_every,
+                excludes: a.exclude,
+                on_pass: a.on_pass,
+                on_pass_timeout: Duration::from_secs_f64(a.on_pass_timeout.max(0.0)),
+                prometheus,
                 json: a.json,
-                quiet: cli.quiet,
                 progress,
             };
             match &a.config {
@@ -161,7 +189,12 @@ fn run(cli: Cli) -> Result<Exit> {
         }
         Command::Overview(a) => {
             ops::overview::run(
-                &ops::overview::Options { principal: a.principal, verbose: a.verbose, json: a.json },
+                &ops::overview::Options {
+                    principal: a.principal,
+                    verbose: cli.verbose > 0,
+                    json: a.json,
+                    perl_format: a.perl_format,
+                },
                 &mut out,
             )?;
             Exit::Ok
@@ -182,9 +215,9 @@ fn run(cli: Cli) -> Result<Exit> {
             });
             if a.json {
                 writeln!(out, "{summary}")?;
-            } else if !cli.quiet {
-                eprintln!(
-                    "rrr: fsck: {} files on disk, {} in the index, {} findings, {} repaired",
+            } else {
+                tracing::info!(
+                    "fsck: {} files on disk, {} in the index, {} findings, {} repaired",
                     report.disk_files,
                     report.index_files,
                     report.findings.len(),
@@ -211,13 +244,18 @@ fn run(cli: Cli) -> Result<Exit> {
                 excludes: a.exclude,
                 keep_deletes: a.keep_deletes,
                 json_log: a.json_log,
+                prometheus: a.prometheus,
             };
             ops::watch::run(&opts, &writer)?;
             Exit::Ok
         }
     };
-    out.flush()?;
-    Ok(exit)
+    // A command that already failed (a daemon whose stdout closed: 1) keeps
+    // its status; a listing whose reader went away ends here with 0.
+    match out.flush() {
+        Err(e) if exit == Exit::Ok => Err(e.into()),
+        _ => Ok(exit),
+    }
 }
 
 fn targets(t: cli::TargetArgs) -> ops::mirrors::Targets {
@@ -229,21 +267,50 @@ fn targets(t: cli::TargetArgs) -> ops::mirrors::Targets {
     }
 }
 
-/// rrr.1 and one page per subcommand, from the clap definitions.
+/// rrr.1, one page per subcommand (from the clap definitions, with the
+/// sections of `rrr::manual`), and pages for the Perl entry points: the
+/// page of `rrr news` also documents `rrr-news`; rrr-client and
+/// rrr-server have their own.
 fn write_manpages(dir: &std::path::Path) -> Result<()> {
+    use rrr::perl_compat::{perl_usage, TOOLS};
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let cmd = <Cli as clap::CommandFactory>::command();
-    let write = |name: &str, c: clap::Command| -> Result<()> {
+    let subs: Vec<clap::Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned().collect();
+    let mut pages: Vec<String> = vec!["rrr".into()];
+    pages.extend(subs.iter().map(|s| format!("rrr-{}", s.get_name())));
+    let extra: Vec<String> = TOOLS.iter().map(|t| t.to_string()).filter(|t| !pages.contains(t)).collect();
+    pages.extend(extra);
+    let save = |name: &str, text: Vec<u8>| -> Result<()> {
         let path = dir.join(format!("{name}.1"));
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(c).render(&mut buf)?;
-        std::fs::write(&path, buf).with_context(|| format!("cannot write {}", path.display()))
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
     };
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    let page = |name: &str, command: &str, c: clap::Command| -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let man = clap_mangen::Man::new(c);
+        man.render_title(&mut buf)?;
+        man.render_name_section(&mut buf)?;
+        man.render_synopsis_section(&mut buf)?;
+        man.render_description_section(&mut buf)?;
+        man.render_options_section(&mut buf)?;
+        if command == "rrr" {
+            man.render_subcommands_section(&mut buf)?;
+        }
+        buf.extend(rrr::manual::man_sections(name, command, &pages).into_bytes());
+        if TOOLS.contains(&name) {
+            buf.extend(format!(".SH \"AS {name}\"\n").into_bytes());
+            buf.extend(rrr::manual::perl_entry_section(name, perl_usage(name)).into_bytes());
+        }
+        Ok(buf)
+    };
+    for sub in &subs {
         let name = format!("rrr-{}", sub.get_name());
-        write(&name, sub.clone().name(name.clone()))?;
+        save(&name, page(&name, sub.get_name(), sub.clone().name(name.clone()).after_help(""))?)?;
     }
-    write("rrr", cmd)
+    for tool in TOOLS.iter().filter(|t| !subs.iter().any(|s| format!("rrr-{}", s.get_name()) == **t)) {
+        let runs = if *tool == "rrr-client" { "rrr rmirror --loop" } else { "rrr watch" };
+        save(tool, rrr::manual::perl_entry_page(tool, runs, perl_usage(tool), &pages).into_bytes())?;
+    }
+    save("rrr", page("rrr", "rrr", cmd.after_help(""))?)
 }
 
 /// Run one parsed command line and turn its result into an exit status.
@@ -255,7 +322,7 @@ fn run_to_exit(cli: Cli) -> Exit {
             {
                 Exit::Ok
             } else {
-                eprintln!("rrr: {err:#}");
+                tracing::error!("{err:#}");
                 ops::exit_for_error(&err)
             }
         }

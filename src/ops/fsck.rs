@@ -66,19 +66,19 @@ impl Finding {
     pub fn line(&self) -> String {
         let esc = crate::recentfile::escape_path;
         match self {
-            Finding::MissingInIndex { path } => format!("missing-in-index\t{}", esc(path)),
-            Finding::MissingOnDisk { path } => format!("missing-on-disk\t{}", esc(path)),
+            Finding::MissingInIndex { path } => format!("missing_in_index\t{}", esc(path)),
+            Finding::MissingOnDisk { path } => format!("missing_on_disk\t{}", esc(path)),
             Finding::Modified { path } => format!("modified\t{}", esc(path)),
             Finding::Unreadable { file, error } => format!("unreadable\t{file}\t{error}"),
-            Finding::MissingRecentfile { file } => format!("missing-recentfile\t{file}"),
+            Finding::MissingRecentfile { file } => format!("missing_recentfile\t{file}"),
             Finding::Gap { file, oldest, next_file, next_newest } => {
                 format!("gap\t{file} oldest {oldest} is newer than {next_file} newest {next_newest}")
             }
             Finding::IntervalMismatch { file, meta_interval } => {
-                format!("interval-mismatch\t{file} says interval {meta_interval}")
+                format!("interval_mismatch\t{file} says interval {meta_interval}")
             }
             Finding::SkippedEvent { file, line, epoch, path, reason } => format!(
-                "skipped-event\t{file}{} {epoch} {}: {reason}",
+                "skipped_event\t{file}{} {epoch} {}: {reason}",
                 line.map(|l| format!(":{l}")).unwrap_or_default(),
                 esc(path)
             ),

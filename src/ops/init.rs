@@ -87,7 +87,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
         },
         |p, why| {
             skipped += 1;
-            eprintln!("rrr: warning: not indexed: {}: {why}", crate::recentfile::escape_path(&p.to_string_lossy()));
+            tracing::warn!("not indexed: {}: {why}", crate::recentfile::escape_path(&p.to_string_lossy()));
         },
     )
     .map_err(|e| interrupted_or(e, &opts.root))?;

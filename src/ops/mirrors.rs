@@ -18,6 +18,12 @@ pub enum Targets {
     Localroot(PathBuf),
     State(PathBuf),
     Config(PathBuf),
+    /// A tree, its state file and SRC (`rmirror --localroot D [--state F]`).
+    Tree {
+        localroot: PathBuf,
+        state: PathBuf,
+        remote: String,
+    },
 }
 
 pub fn read_config(file: &Path) -> Result<MirrorConfig> {
@@ -25,17 +31,23 @@ pub fn read_config(file: &Path) -> Result<MirrorConfig> {
     MirrorConfig::parse(&text, file).map_err(anyhow::Error::msg)
 }
 
-/// (localroot as shown, state file) per target.
-fn state_files(t: &Targets) -> Result<Vec<(String, PathBuf)>> {
+/// A path as reports and labels name it: absolute, as typed otherwise.
+fn absolute(p: &Path) -> String {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
+}
+
+/// (localroot as shown, state file, SRC where known) per target.
+fn state_files(t: &Targets) -> Result<Vec<(String, PathBuf, Option<String>)>> {
     Ok(match t {
-        Targets::Localroot(r) => vec![(r.display().to_string(), r.join(".rrr/state.json"))],
-        Targets::State(f) => vec![(f.display().to_string(), f.clone())],
+        Targets::Localroot(r) => vec![(absolute(r), r.join(".rrr/state.json"), None)],
+        Targets::State(f) => vec![(absolute(f), f.clone(), None)],
+        Targets::Tree { localroot, state, remote } => vec![(absolute(localroot), state.clone(), Some(remote.clone()))],
         Targets::Config(c) => read_config(c)?
             .trees
             .iter()
             .map(|t| {
                 let f = t.state.clone().unwrap_or_else(|| t.localroot.join(".rrr/state.json"));
-                (t.localroot.display().to_string(), f)
+                (absolute(&t.localroot), f, Some(t.remote.clone()))
             })
             .collect(),
     })
@@ -46,8 +58,48 @@ pub fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<Report>
     let now = clock.now_f64();
     state_files(t)?
         .into_iter()
-        .map(|(root, f)| Ok((root.clone(), load_state(&f)?.map(|s| status::report(&root, &s, now)))))
+        .map(|(root, f, _)| Ok((root.clone(), load_state(&f)?.map(|s| status::report(&root, &s, now)))))
         .collect()
+}
+
+/// A node-exporter textfile and the trees it reports: one file per
+/// process, every tree of a `--config` in it.
+#[derive(Clone, Debug)]
+pub struct Prometheus {
+    pub file: PathBuf,
+    pub targets: Targets,
+}
+
+impl Prometheus {
+    /// Rewrite the file atomically from the trees' states; a failure is a
+    /// warning in the log (monitoring must not stop the mirror).
+    pub fn write(&self, clock: &Clock) {
+        if let Err(e) = self.try_write(clock) {
+            tracing::warn!("cannot write the Prometheus textfile: {e:#}");
+        }
+    }
+
+    fn try_write(&self, clock: &Clock) -> Result<()> {
+        // A tree that has no state yet (its first pass failed before the
+        // first byte) is there too, never complete: it must not vanish
+        // from monitoring.
+        let now = clock.now_f64();
+        let found: Vec<Report> = state_files(&self.targets)?
+            .into_iter()
+            .map(|(root, f, remote)| -> Result<Report> {
+                Ok(match load_state(&f)? {
+                    Some(s) => status::report(&root, &s, now),
+                    None => status::report(
+                        &root,
+                        &crate::mirror::State { remote: remote.unwrap_or_default(), ..Default::default() },
+                        now,
+                    ),
+                })
+            })
+            .collect::<Result<_>>()?;
+        crate::store::write_atomic(&self.file, status::prometheus(&found).as_bytes(), None)
+            .with_context(|| format!("cannot write {}", self.file.display()))
+    }
 }
 
 /// `rrr status`: plain or JSON on `out`, optionally a Prometheus textfile
@@ -58,7 +110,7 @@ pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>,
     for (root, r) in &all {
         match r {
             Some(r) if json => writeln!(out, "{}", serde_json::to_string(r)?)?,
-            Some(r) => write!(out, "{}", status::plain(r))?,
+            Some(r) => write!(out, "{}", status::plain(r, clock.now_f64()))?,
             None => {
                 missing = true;
                 if json {
@@ -70,9 +122,7 @@ pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>,
         }
     }
     if let Some(file) = prometheus {
-        let found: Vec<Report> = all.iter().filter_map(|(_, r)| r.clone()).collect();
-        crate::store::write_atomic(file, status::prometheus(&found).as_bytes(), None)
-            .with_context(|| format!("cannot write {}", file.display()))?;
+        Prometheus { file: file.to_path_buf(), targets: t.clone() }.try_write(clock)?;
     }
     Ok(if missing { Exit::Differences } else { Exit::Ok })
 }
@@ -81,7 +131,7 @@ pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>,
 /// first line); the worst level decides the exit status.
 pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Write) -> Result<Level> {
     let mut lines: Vec<(Level, String)> =
-        reports(t, clock)?.iter().map(|(_, r)| status::check(r.as_ref(), warn, crit)).collect();
+        reports(t, clock)?.iter().map(|(root, r)| status::check(root, r.as_ref(), warn, crit)).collect();
     lines.sort_by_key(|(level, _)| std::cmp::Reverse(*level as i32));
     for (_, line) in &lines {
         writeln!(out, "{line}")?;
@@ -95,9 +145,11 @@ pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Wri
 /// others, and backs off (doubling its pause up to 10 minutes) while it
 /// keeps failing. The exit status is the worst of each tree's last pass. The file's
 /// `interval` wins over `--interval`; its options over the command line's.
+/// One `--prometheus` textfile holds every tree.
 pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
     let cfg = read_config(file)?;
     let interval = cfg.interval.unwrap_or(base.interval);
+    let prometheus = base.prometheus.clone().map(|p| Prometheus { targets: Targets::Config(file.to_path_buf()), ..p });
     // Per tree: failed passes in a row, and when it may run again.
     let mut backoff: Vec<(u32, Option<Instant>)> = vec![(0, None); cfg.trees.len()];
     let mut last: Vec<Exit> = vec![Exit::Ok; cfg.trees.len()];
@@ -121,22 +173,35 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
                 rsync_options: o.rsync_options.unwrap_or_else(|| base.rsync_options.clone()),
                 password_file: o.password_file.or_else(|| base.password_file.clone()),
                 max_recentfile_size: o.max_recentfile_size.unwrap_or(base.max_recentfile_size),
+                excludes: o.exclude.unwrap_or_else(|| base.excludes.clone()),
+                on_pass: o.on_pass.or_else(|| base.on_pass.clone()),
+                prometheus: prometheus.clone(),
                 ..base.clone()
             };
-            let exit = match rmirror::run(&opts, clock.clone(), out) {
+            let span = rmirror::span(&opts);
+            let _in = span.enter();
+            let exit = match rmirror::run_in_span(&opts, clock.clone(), out) {
                 Ok(e) => e,
+                // Nobody reads the pass objects any more: let a supervisor restart us.
+                Err(e) if base.looping && rmirror::is_closed(&e) => return Ok(Exit::Differences),
                 Err(e) => {
-                    eprintln!("rrr: rmirror {}: {e:#}", tree.localroot.display());
+                    tracing::error!("pass failed: {e:#}");
                     crate::ops::exit_for_error(&e)
                 }
             };
             if exit == Exit::Interrupted || crate::signals::stop_requested() {
+                if exit != Exit::Interrupted {
+                    tracing::info!("interrupted; state saved");
+                }
                 return Ok(Exit::Interrupted);
             }
             last[ix] = exit;
             // A failing tree backs off as `--loop` does; the others go on.
             let failed = if exit == Exit::Error { backoff[ix].0 + 1 } else { 0 };
             let next = (failed > 0).then(|| Instant::now() + rmirror::pause_after(interval, failed));
+            if let Some(t) = next {
+                tracing::warn!("{}", rmirror::backoff_line(failed, t.saturating_duration_since(Instant::now())));
+            }
             backoff[ix] = (failed, next);
         }
         let worst = last.iter().copied().fold(Exit::Ok, |w, e| {
@@ -149,9 +214,13 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
         if !base.looping {
             return Ok(worst);
         }
+        if crate::log::closed() {
+            return Ok(Exit::Differences);
+        }
         let end = started + Duration::from_secs_f64(interval.max(0.0));
         while Instant::now() < end {
             if crate::signals::stop_requested() {
+                tracing::info!("interrupted between rounds; state saved");
                 return Ok(Exit::Interrupted);
             }
             std::thread::sleep(Duration::from_millis(50));

@@ -33,6 +33,9 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
         if e.downcast_ref::<Interrupted>().is_some() {
             return Exit::Interrupted;
         }
+        if e.downcast_ref::<LogClosed>().is_some() {
+            return Exit::Differences;
+        }
     }
     Exit::Error
 }
@@ -49,6 +52,19 @@ impl std::fmt::Display for Interrupted {
 }
 
 impl std::error::Error for Interrupted {}
+
+/// A long-running command stopped because its log stream closed (its
+/// state saved): exit 1, so that a supervisor restarts it (DECISIONS.md).
+#[derive(Debug)]
+pub struct LogClosed;
+
+impl std::fmt::Display for LogClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the log stream closed; state saved")
+    }
+}
+
+impl std::error::Error for LogClosed {}
 
 pub mod aggregate;
 pub mod fsck;

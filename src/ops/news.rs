@@ -24,8 +24,8 @@ pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>
     for iv in &coll.intervals {
         let Some(rf) = coll.read(iv)? else { continue };
         for s in &rf.skipped {
-            eprintln!(
-                "rrr: warning: {}: {}skipped event {} {}: {}",
+            tracing::warn!(
+                "{}: {}skipped event {} {}: {}",
                 coll.path_of(iv).display(),
                 s.line.map(|l| format!("line {l}: ")).unwrap_or_default(),
                 s.epoch,

@@ -12,6 +12,8 @@ pub struct Options {
     pub principal: PathBuf,
     pub verbose: bool,
     pub json: bool,
+    /// The Perl tool's output: an empty collection is two empty lines.
+    pub perl_format: bool,
 }
 
 /// One row per existing file. Reads only meta, count, newest and oldest
@@ -35,7 +37,12 @@ pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
             writeln!(out, "{}", serde_json::to_string(r)?)?;
         }
     } else {
-        out.write_all(overview_table(&rows, opts.verbose).as_bytes())?;
+        let table = overview_table(&rows, opts.verbose);
+        if table.trim().is_empty() && !opts.perl_format {
+            writeln!(out, "{}: no events yet (no recentfile of this collection lists any)", opts.principal.display())?;
+        } else {
+            out.write_all(table.as_bytes())?;
+        }
     }
     Ok(())
 }

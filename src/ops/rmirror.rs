@@ -7,17 +7,24 @@
 //! second one exits 75 at once, naming the holder.
 //! SIGINT/SIGTERM set a flag and stop the running rsync; the pass stops at
 //! the next safe point after saving its state and the run exits 130. A
-//! failed pass is reported (the exact rsync command and stderr) and, with
-//! `--loop`, followed by the next one after a pause that doubles with each
-//! failed pass in a row.
+//! failed pass is reported (one line; `-v` adds the rsync command and its
+//! stderr) and, with `--loop`, followed by the next one after a pause that
+//! doubles with each failed pass in a row.
+//!
+//! Everything it logs is inside an `rmirror` span naming the tree
+//! (`localroot`, absolute, and `remote`). After each pass it rewrites the
+//! `--prometheus` textfile, runs the `--on-pass` hook ([`crate::hook`])
+//! when the pass changed something or failed, and, with `--loop`, stops
+//! (exit 1, state saved) when its log stream or stdout has closed.
 
 use crate::clock::Clock;
-use crate::mirror::{Config, Interrupted, Mirror, PassReport, Refused};
+use crate::mirror::{Config, Interrupted, Mirror, PassReport, Refused, State};
+use crate::ops::mirrors::Prometheus;
 use crate::ops::Exit;
 use crate::remote::{Remote, RsyncSettings};
 use crate::store::{LockError, RunLock};
 use anyhow::{Context, Result};
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,24 +43,48 @@ pub struct Options {
     pub password_file: Option<PathBuf>,
     pub dry_run: bool,
     pub full: bool,
+    /// A whole-tree pass when the last one is this many seconds old.
+    pub full_every: Option<f64>,
     /// Make a tree that is not (yet) a mirror of SRC one (DECISIONS.md).
     pub adopt: bool,
     /// Remote recentfiles larger than this are refused unread.
     pub max_recentfile_size: u64,
+    /// Paths left out (rsync's `--exclude` syntax).
+    pub excludes: Vec<String>,
+    /// `--on-pass CMD` and how long it may run.
+    pub on_pass: Option<String>,
+    pub on_pass_timeout: Duration,
+    /// The node-exporter textfile to rewrite after each pass and heartbeat.
+    pub prometheus: Option<Prometheus>,
     pub json: bool,
-    pub quiet: bool,
     pub progress: bool,
 }
 
-/// The summary line of a pass (stderr, without `--json`).
+/// Whether a pass did nothing worth a line at the default level.
+pub fn is_idle(r: &PassReport) -> bool {
+    !r.bootstrap
+        && !r.dry_run
+        && r.transferred == 0
+        && r.deleted == 0
+        && r.vanished == 0
+        && r.deletes_skipped == 0
+        && r.deletes_pending == 0
+        && r.refused.is_empty()
+        && r.failing.is_empty()
+        && r.errors.is_empty()
+        && r.future == 0
+        && !r.dirtymark_changed
+}
+
+/// The summary of a pass as a person reads it (the log's `pass` line).
 pub fn summary_line(r: &PassReport) -> String {
     let mut s = format!(
-        "rrr: rmirror: {}{}: {} transferred ({} bytes), {} deleted",
+        "{}{}: {} transferred ({}), {} deleted",
         if r.dry_run { "dry run" } else { "pass" },
         if r.bootstrap { " (bootstrap)" } else { "" },
-        r.transferred,
-        r.bytes,
-        r.deleted,
+        crate::human::count(r.transferred),
+        crate::human::size(r.bytes),
+        crate::human::count(r.deleted),
     );
     if r.deletes_skipped > 0 {
         s.push_str(&format!(", {} deletes skipped", r.deletes_skipped));
@@ -73,7 +104,13 @@ pub fn summary_line(r: &PassReport) -> String {
     if !r.errors.is_empty() {
         s.push_str(&format!(", {} errors", r.errors.len()));
     }
-    s.push_str(&format!("; read {}; {:.2} s", r.read.join(" "), r.seconds));
+    if !r.read.is_empty() {
+        s.push_str(&format!("; read {}", r.read.join(" ")));
+    }
+    s.push_str(&format!("; {}", crate::human::duration(r.seconds)));
+    if r.seconds >= 1.0 && r.bytes > 0 {
+        s.push_str(&format!(" ({})", crate::human::rate(r.bytes as f64 / r.seconds)));
+    }
     if r.complete {
         s.push_str("; complete");
     }
@@ -93,10 +130,60 @@ pub fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
     Ok(lock)
 }
 
+/// The tree as log lines, pass objects and textfile labels name it: absolute.
+pub fn shown_root(opts: &Options) -> String {
+    std::path::absolute(&opts.localroot).unwrap_or_else(|_| opts.localroot.clone()).display().to_string()
+}
+
+/// The span every line about this tree is logged in.
+pub fn span(opts: &Options) -> tracing::Span {
+    tracing::info_span!("rmirror", localroot = %shown_root(opts), remote = %opts.remote)
+}
+
+/// Run rmirror on one tree, logging inside its [`span`].
 pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
+    let span = span(opts);
+    let _in = span.enter();
+    run_in_span(opts, clock, out)
+}
+
+/// [`run`] without its span (the caller entered it). With `--json`, a run
+/// that fails still prints a `{"kind": "error"}` object on stdout.
+pub fn run_in_span(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
+    let res = passes(opts, clock, out);
+    if let Err(e) = &res {
+        if opts.json && !is_closed(e) {
+            let _ = print_line(out, &error_object(opts, e).to_string());
+        }
+    }
+    res
+}
+/// Whether `e` is a write to a closed stdout (`| head`).
+pub fn is_closed(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+}
+
+fn print_line(out: &mut dyn Write, line: &str) -> io::Result<()> {
+    writeln!(out, "{line}")?;
+    out.flush()
+}
+
+fn error_object(opts: &Options, e: &anyhow::Error) -> serde_json::Value {
+    serde_json::json!({"kind": "error", "localroot": shown_root(opts), "remote": opts.remote,
+                       "message": format!("{e:#}")})
+}
+
+/// Whether a whole-tree pass is due under `--full-every` (seconds): the
+/// last one (or the mirror's start) is that old.
+pub fn full_due(state: &State, every: f64, now: f64) -> bool {
+    state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every)
+}
+
+fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
     let remote = Remote::parse(&opts.remote)?;
     let state_dir = opts.localroot.join(".rrr");
     let state_file = opts.state.clone().unwrap_or_else(|| state_dir.join("state.json"));
+    let shown = shown_root(opts);
     let cfg = Config {
         remote,
         localroot: opts.localroot.clone(),
@@ -115,10 +202,15 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
         backoff: Duration::from_secs(2),
         progress: opts.progress,
         max_recentfile_size: opts.max_recentfile_size,
+        excludes: opts.excludes.clone(),
     };
     crate::signals::install();
-    let mut m = Mirror::new(cfg, clock, &crate::signals::STOP)?;
+    let mut m = Mirror::new(cfg, clock.clone(), &crate::signals::STOP)?;
     m.full = opts.full;
+    if let Some(p) = opts.prometheus.clone().filter(|_| !opts.dry_run) {
+        let c = clock.clone();
+        m.on_heartbeat = Some(Box::new(move || p.write(&c)));
+    }
     // Everything that can fail before the first byte (the remote answers,
     // its principal is valid, the tree may be mirrored into) runs before
     // the localroot or `.rrr/` is created: a refusal writes nothing. With
@@ -142,7 +234,7 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
         match settled {
             Ok(lock) => break lock,
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-                eprintln!("rrr: rmirror: interrupted; nothing was changed");
+                tracing::info!("interrupted; nothing was changed");
                 return Ok(Exit::Interrupted);
             }
             Err(e)
@@ -150,68 +242,134 @@ pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
                     || e.downcast_ref::<Refused>().is_some()
                     || crate::ops::exit_for_error(&e) == Exit::Locked =>
             {
-                return Err(e)
+                after_pass(opts, &shown, Exit::Error, None, Some(&e));
+                return Err(e);
             }
             Err(e) => {
                 failed_passes += 1;
-                report_failed_pass(&e, opts, out)?;
+                if report_failed_pass(&e, opts, out).is_err() || crate::log::closed() {
+                    return Ok(Exit::Differences);
+                }
+                after_pass(opts, &shown, Exit::Error, None, Some(&e));
                 if !pause(opts, failed_passes, None) {
-                    eprintln!("rrr: rmirror: interrupted; nothing was changed");
+                    tracing::info!("interrupted; nothing was changed");
                     return Ok(Exit::Interrupted);
                 }
             }
         }
     };
+    crate::notify::notify("READY=1");
     let mut failed_passes = 0u32;
     loop {
         let started = std::time::Instant::now();
+        if let Some(every) = opts.full_every {
+            if !m.full && full_due(&m.state, every, clock.now_f64()) {
+                tracing::info!("a whole-tree pass is due (--full-every {})", crate::human::duration(every));
+                m.full = true;
+            }
+        }
         let last = match m.pass() {
-            Ok(rep) => {
-                if opts.json {
-                    writeln!(out, "{}", serde_json::to_string(&rep)?)?;
-                    out.flush()?;
-                } else {
-                    for w in &rep.would {
-                        writeln!(out, "{}", crate::recentfile::escape_path(w))?;
-                    }
-                    out.flush()?;
-                    if !opts.quiet {
-                        eprintln!("{}", summary_line(&rep));
-                    }
+            Ok(mut rep) => {
+                rep.localroot = shown.clone();
+                rep.remote = opts.remote.clone();
+                if rep.bootstrap && rep.ok && !opts.dry_run {
+                    m.state.last_full = Some(clock.now());
+                    m.save()?;
                 }
-                exit_of(&rep)
+                let printed = if opts.json {
+                    print_line(out, &serde_json::to_string(&rep)?)
+                } else {
+                    rep.would
+                        .iter()
+                        .try_for_each(|w| writeln!(out, "{}", crate::recentfile::escape_path(w)))
+                        .and_then(|()| out.flush())
+                };
+                if let Err(e) = printed {
+                    if opts.looping {
+                        tracing::info!("stdout closed: stopping (state saved)");
+                        return Ok(Exit::Differences);
+                    }
+                    return Err(e.into());
+                }
+                log_pass(&rep);
+                crate::notify::notify(&format!("STATUS={}", summary_line(&rep)));
+                let exit = exit_of(&rep);
+                after_pass(opts, &shown, exit, Some(&rep), None);
+                exit
             }
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-                eprintln!("rrr: rmirror: interrupted; state saved");
+                tracing::info!("interrupted; state saved");
                 return Ok(Exit::Interrupted);
             }
             Err(e) => {
                 if !opts.looping {
+                    after_pass(opts, &shown, Exit::Error, None, Some(&e));
                     return Err(e);
                 }
-                report_failed_pass(&e, opts, out)?;
+                if report_failed_pass(&e, opts, out).is_err() {
+                    return Ok(Exit::Differences);
+                }
+                after_pass(opts, &shown, Exit::Error, None, Some(&e));
                 Exit::Error
             }
         };
         if !opts.looping {
             return Ok(last);
         }
+        if crate::log::closed() {
+            // Nobody hears us any more: let the supervisor restart us.
+            return Ok(Exit::Differences);
+        }
         failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
         if !pause(opts, failed_passes, Some(started)) {
-            eprintln!("rrr: rmirror: interrupted; state saved");
+            tracing::info!("interrupted; state saved");
             return Ok(Exit::Interrupted);
         }
     }
 }
 
-/// Report a pass that failed (`--loop` goes on): on stderr, and as a
-/// `{"kind": "error"}` object with `--json`.
-fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) -> Result<()> {
-    eprintln!("rrr: rmirror: pass failed: {e:#}");
+/// The pass's summary line: at debug level for an idle pass (4,320 a day
+/// per tree would drown the log), a warning when it had errors. In JSON
+/// the object carries the pass report's fields.
+fn log_pass(rep: &PassReport) {
+    let level = if !rep.errors.is_empty() {
+        tracing::Level::WARN
+    } else if is_idle(rep) {
+        tracing::Level::DEBUG
+    } else {
+        tracing::Level::INFO
+    };
+    let mut fields = serde_json::to_value(rep).unwrap_or_default();
+    if let Some(o) = fields.as_object_mut() {
+        o.shift_remove("kind");
+        o.shift_remove("would");
+    }
+    crate::log::emit(level, "pass", &fields, &summary_line(rep));
+}
+
+/// After a pass (or a failed one): rewrite the textfile, run the hook.
+fn after_pass(opts: &Options, shown: &str, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
+    if opts.dry_run {
+        return;
+    }
+    if let Some(p) = &opts.prometheus {
+        p.write(&Clock::system());
+    }
+    if let Some(cmd) = &opts.on_pass {
+        if crate::hook::wanted(rep) {
+            let msg = err.map(|e| format!("{e:#}"));
+            let env = crate::hook::environment(shown, &opts.remote, exit as i32, rep, msg.as_deref());
+            crate::hook::after_pass(cmd, opts.on_pass_timeout, &env);
+        }
+    }
+}
+
+/// Report a pass that failed (`--loop` goes on): in the log, and as a
+/// `{"kind": "error"}` object with `--json`. An error: stdout closed.
+fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    tracing::error!("pass failed: {e:#}");
     if opts.json {
-        let j = serde_json::json!({"kind": "error", "message": format!("{e:#}")});
-        writeln!(out, "{j}")?;
-        out.flush()?;
+        print_line(out, &error_object(opts, e).to_string())?;
     }
     Ok(())
 }
@@ -220,8 +378,8 @@ fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) ->
 /// a good pass, or [`pause_after`] a failed one. False when stopped.
 fn pause(opts: &Options, failed_passes: u32, started: Option<std::time::Instant>) -> bool {
     let pause = pause_after(opts.interval, failed_passes);
-    if failed_passes > 0 && !opts.quiet {
-        eprintln!("rrr: rmirror: {failed_passes} failed passes in a row; next pass in {:.0?}", pause);
+    if failed_passes > 0 {
+        tracing::warn!("{}", backoff_line(failed_passes, pause));
     }
     let wait = match started {
         Some(t) if failed_passes == 0 => pause.saturating_sub(t.elapsed()),
@@ -247,6 +405,17 @@ pub fn exit_of(rep: &PassReport) -> Exit {
     } else {
         Exit::Ok
     }
+}
+
+/// The warning after a failed `--loop` pass: how many in a row, and when
+/// the next one comes.
+pub fn backoff_line(failed_passes: u32, pause: Duration) -> String {
+    let n = if failed_passes == 1 {
+        "1 failed pass".to_string()
+    } else {
+        format!("{failed_passes} failed passes in a row")
+    };
+    format!("{n}; next pass in {}", crate::human::duration(pause.as_secs_f64()))
 }
 
 /// Seconds between pass starts with `--loop`: the interval, doubled for

@@ -79,7 +79,7 @@ pub fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<Vec<Cha
         let path = match relative_to_root(raw, &roots) {
             Ok(path) => path,
             Err(PathError::Outside(m)) if opts.perl => {
-                eprintln!("rrr: warning: {origin}{m}; ignored");
+                tracing::warn!("{origin}{m}; ignored");
                 return Ok(());
             }
             Err(e) => bail!("{origin}{e}"),
@@ -95,8 +95,12 @@ pub fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<Vec<Cha
             if kind == EventKind::Delete || opts.add {
                 let found = indexed_event(coll, &path)?;
                 match (&found, kind) {
-                    (Some(e), EventKind::Delete) => eprintln!("Found file:\n{}", syck_dump_events(&[e])),
-                    (Some(e), _) => eprintln!("Info: found file in index:\n{}", syck_dump_events(&[e])),
+                    (Some(e), EventKind::Delete) => {
+                        crate::log::verbatim(&format!("Found file:\n{}", syck_dump_events(&[e])))
+                    }
+                    (Some(e), _) => {
+                        crate::log::verbatim(&format!("Info: found file in index:\n{}", syck_dump_events(&[e])))
+                    }
                     (None, EventKind::Delete) => bail!("Didn't find '{raw}' in this recentfile collection, giving up."),
                     (None, _) => {}
                 }

@@ -37,6 +37,7 @@ use crate::watch::{
 use crate::watcher::{AddError, RawEvent, Watcher};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
+use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
 use std::fs;
 use std::io::Write;
@@ -53,8 +54,11 @@ pub struct Options {
     pub aggregate_every: Duration,
     pub excludes: Vec<String>,
     pub keep_deletes: bool,
-    /// JSON Lines on stderr instead of plain lines.
+    /// JSON Lines on stderr instead of plain lines (the binary sets the
+    /// log format from it).
     pub json_log: bool,
+    /// Rewrite this node-exporter textfile at every heartbeat.
+    pub prometheus: Option<PathBuf>,
 }
 
 /// The heartbeat (marker) period while events flow, and when idle.
@@ -83,32 +87,96 @@ fn wall() -> f64 {
 }
 
 /// The log: one line per batch (and per start, rescan, aggregate, stop,
-/// warning) on stderr, plain or JSON Lines with a `kind` field.
+/// warning, error) through the common channel ([`crate::log`]: text or
+/// JSON Lines with a `kind` field, in the `watch` span naming the root),
+/// and the counts the `--prometheus` textfile reports.
+#[derive(Default)]
 struct Log {
-    json: bool,
+    batches: Cell<u64>,
+    news: Cell<u64>,
+    deletes: Cell<u64>,
+    rescans: Cell<u64>,
+    warnings: Cell<u64>,
+    errors: Cell<u64>,
+    last_batch: Cell<Option<f64>>,
+    last_aggregate: Cell<Option<f64>>,
 }
 
 impl Log {
     fn emit(&self, kind: &str, fields: Value, plain: impl FnOnce() -> String) {
-        let mut err = std::io::stderr().lock();
-        if self.json {
-            let mut obj = json!({ "kind": kind, "time": Epoch::from_clock(wall()).as_str() });
-            if let (Some(o), Value::Object(f)) = (obj.as_object_mut(), fields) {
-                o.extend(f);
+        let add = |c: &Cell<u64>, key: &str| c.set(c.get() + fields[key].as_u64().unwrap_or(0));
+        match kind {
+            "batch" => {
+                self.batches.set(self.batches.get() + 1);
+                self.last_batch.set(Some(wall()));
             }
-            let _ = writeln!(err, "{obj}");
-        } else {
-            let _ = writeln!(err, "rrr watch: {kind}: {}", plain());
+            "rescan" => self.rescans.set(self.rescans.get() + 1),
+            "aggregate" => self.last_aggregate.set(Some(wall())),
+            _ => {}
         }
+        if matches!(kind, "batch" | "rescan" | "start") {
+            add(&self.news, "new");
+            add(&self.deletes, "delete");
+        }
+        crate::log::emit(tracing::Level::INFO, kind, &fields, &plain());
     }
 
     fn warn(&self, message: String) {
-        self.emit("warning", json!({ "message": message }), || message.clone());
+        self.warnings.set(self.warnings.get() + 1);
+        tracing::warn!("{message}");
     }
 
     fn error(&self, message: String) {
-        self.emit("error", json!({ "message": message }), || message.clone());
+        self.errors.set(self.errors.get() + 1);
+        tracing::error!("{message}");
     }
+}
+
+/// The watch daemon's node-exporter textfile: instants as Unix times,
+/// counters since the daemon started, the root as label.
+fn prometheus(root: &str, log: &Log, hb: &Heartbeat, watches: usize, pending: usize) -> String {
+    use crate::status::prometheus_metric as metric;
+    let l = format!("root=\"{}\"", root.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"));
+    let one = |v: f64| vec![(l.clone(), v)];
+    let ts = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+    let mut out = String::new();
+    let gauges = [
+        ("rrr_watch_started_timestamp_seconds", "Unix time the daemon started.", ts(&hb.started)),
+        ("rrr_watch_heartbeat_timestamp_seconds", "Unix time of the daemon's last heartbeat.", ts(&hb.heartbeat)),
+        (
+            "rrr_watch_synced_to_timestamp_seconds",
+            "Every change before this Unix time is in the index.",
+            ts(&hb.synced_to),
+        ),
+        (
+            "rrr_watch_last_batch_timestamp_seconds",
+            "Unix time of the last recorded batch (0: none yet).",
+            log.last_batch.get().unwrap_or(0.0),
+        ),
+        (
+            "rrr_watch_last_aggregate_timestamp_seconds",
+            "Unix time of the last aggregate that merged (0: none yet).",
+            log.last_aggregate.get().unwrap_or(0.0),
+        ),
+        ("rrr_watch_watches", "Directories watched.", watches as f64),
+        ("rrr_watch_pending_changes", "Changes waiting for the next batch.", pending as f64),
+    ];
+    for (name, help, v) in gauges {
+        metric(&mut out, name, "gauge", help, &one(v));
+    }
+    metric(&mut out, "rrr_watch_batches_total", "counter", "Batches recorded.", &one(log.batches.get() as f64));
+    let changes = vec![
+        (format!("{l},type=\"new\""), log.news.get() as f64),
+        (format!("{l},type=\"delete\""), log.deletes.get() as f64),
+    ];
+    metric(&mut out, "rrr_watch_changes_total", "counter", "Changes recorded (batches, rescans, start-up).", &changes);
+    metric(&mut out, "rrr_watch_rescans_total", "counter", "Rescans of the tree.", &one(log.rescans.get() as f64));
+    let problems = vec![
+        (format!("{l},level=\"warning\""), log.warnings.get() as f64),
+        (format!("{l},level=\"error\""), log.errors.get() as f64),
+    ];
+    metric(&mut out, "rrr_watch_problems_total", "counter", "Warnings and errors logged.", &problems);
+    out
 }
 
 struct Daemon<'a> {
@@ -148,7 +216,9 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
     let coll = Collection::open(&opts.principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
-    let log = Log { json: opts.json_log };
+    let log = Log::default();
+    let span = tracing::info_span!("watch", root = %root.display());
+    let _in = span.enter();
     let _run_lock = crate::origin::watch_lock(&root).context("another watch runs on this tree")?;
     crate::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
@@ -185,6 +255,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
         retry_at: None,
     };
     d.start(previous)?;
+    crate::notify::notify("READY=1");
     d.main_loop()
 }
 
@@ -363,7 +434,13 @@ impl Daemon<'_> {
     fn main_loop(&mut self) -> Result<()> {
         loop {
             if let Some(sig) = crate::signals::received() {
-                return self.shutdown(sig);
+                return self.shutdown(if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
+            }
+            if crate::log::closed() {
+                // Nobody reads the log any more: record what is pending,
+                // then exit 1 so that a supervisor restarts the daemon.
+                self.shutdown("log closed")?;
+                return Err(crate::ops::LogClosed.into());
             }
             let now = Instant::now();
             let mut wake = now + SIGNAL_POLL;
@@ -542,6 +619,13 @@ impl Daemon<'_> {
                 if self.markers.len() < 1000 {
                     self.markers.push_back(now);
                 }
+                if let Some(file) = &self.opts.prometheus {
+                    let root = self.root.display().to_string();
+                    let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
+                    if let Err(e) = crate::store::write_atomic(file, text.as_bytes(), None) {
+                        self.log.warn(format!("cannot write the Prometheus textfile {}: {e}", file.display()));
+                    }
+                }
             }
             Err(e) => self.log.error(format!("cannot write heartbeat {}: {e}", dir.join("watch.json").display())),
         }
@@ -685,7 +769,7 @@ impl Daemon<'_> {
     }
 
     /// Flush everything received up to now (a marker proves it) and stop.
-    fn shutdown(&mut self, sig: i32) -> Result<()> {
+    fn shutdown(&mut self, name: &str) -> Result<()> {
         self.heartbeat();
         let until = Instant::now() + Duration::from_secs(3);
         while !self.markers.is_empty() && Instant::now() < until {
@@ -703,7 +787,6 @@ impl Daemon<'_> {
         self.flush();
         let left = self.batch.pending();
         self.heartbeat();
-        let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
         self.log.emit("stop", json!({ "signal": name, "unrecorded": left }), || {
             format!("{name}: stopped ({left} changes could not be recorded)")
         });

@@ -20,9 +20,9 @@ pub use lock::{
     lock_dir, process_alive, remove_legacy_lock_dir, Lock, LockError, RunLock, DEFAULT_LOCK_TIMEOUT, ORPHAN_LOCK_SECS,
 };
 
-/// A line for the operator on stderr (locks broken, long waits).
+/// A line for the operator (locks broken, long waits), through the log.
 pub(crate) fn notice(msg: &str) {
-    eprintln!("rrr: {msg}");
+    tracing::warn!("{msg}");
 }
 
 /// Read and validate one recentfile. `Ok(None)` when it does not exist.

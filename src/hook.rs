@@ -1,0 +1,195 @@
+//! Operator hooks: `rmirror --on-pass CMD` (config `on_pass`) runs CMD
+//! through `/bin/sh -c` after every pass that changed something or failed,
+//! with the pass in `RRR_*` environment variables, under a timeout (10
+//! minutes by default). Its output is logged (not mixed into rrr's
+//! stdout); a hook that fails or runs out of time is a warning in the log
+//! and changes neither the pass's exit status nor `check`.
+//!
+//! The variables: `RRR_LOCALROOT`, `RRR_REMOTE`, `RRR_STATUS` (`ok`,
+//! `partial`: refused events, failing paths or deletes left pending, or
+//! `failed`), `RRR_EXIT` (the pass's exit status), `RRR_TRANSFERRED`,
+//! `RRR_BYTES`, `RRR_DELETED`, `RRR_REFUSED`, `RRR_FAILING`,
+//! `RRR_ERRORS`, `RRR_COMPLETE` (`1` or `0`), `RRR_BOOTSTRAP`,
+//! `RRR_SECONDS`, and `RRR_ERROR` (the first error's message, or empty).
+
+use crate::mirror::PassReport;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The default time a hook may run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Whether a pass calls for the hook: it changed something or failed.
+pub fn wanted(rep: Option<&PassReport>) -> bool {
+    match rep {
+        None => true,
+        Some(r) => {
+            r.transferred > 0
+                || r.deleted > 0
+                || !r.refused.is_empty()
+                || !r.failing.is_empty()
+                || !r.errors.is_empty()
+                || r.deletes_pending > 0
+                || r.bootstrap
+        }
+    }
+}
+
+/// The `RRR_*` variables of a pass (`rep`), or of a pass that failed with
+/// `error` before it could report.
+pub fn environment(
+    localroot: &str,
+    remote: &str,
+    exit: i32,
+    rep: Option<&PassReport>,
+    error: Option<&str>,
+) -> Vec<(String, String)> {
+    let status = match (exit, rep) {
+        (0, Some(_)) => "ok",
+        (1, Some(_)) => "partial",
+        _ => "failed",
+    };
+    let n = |f: fn(&PassReport) -> u64| rep.map_or(0, f).to_string();
+    let flag = |f: fn(&PassReport) -> bool| if rep.is_some_and(f) { "1" } else { "0" }.to_string();
+    let error = error.map(str::to_string).or_else(|| rep.and_then(|r| r.errors.first().cloned())).unwrap_or_default();
+    [
+        ("RRR_LOCALROOT", localroot.to_string()),
+        ("RRR_REMOTE", remote.to_string()),
+        ("RRR_STATUS", status.to_string()),
+        ("RRR_EXIT", exit.to_string()),
+        ("RRR_TRANSFERRED", n(|r| r.transferred)),
+        ("RRR_BYTES", n(|r| r.bytes)),
+        ("RRR_DELETED", n(|r| r.deleted)),
+        ("RRR_REFUSED", n(|r| r.refused.len() as u64)),
+        ("RRR_FAILING", n(|r| r.failing.len() as u64)),
+        ("RRR_ERRORS", n(|r| r.errors.len() as u64)),
+        ("RRR_COMPLETE", flag(|r| r.complete)),
+        ("RRR_BOOTSTRAP", flag(|r| r.bootstrap)),
+        ("RRR_SECONDS", rep.map_or("0".into(), |r| format!("{:.3}", r.seconds))),
+        ("RRR_ERROR", error.lines().next().unwrap_or("").to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// How a hook ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Ok,
+    /// Another exit status, or killed by a signal (`None`).
+    Failed(Option<i32>),
+    /// Still running after the timeout: its process group was killed.
+    TimedOut,
+    /// `/bin/sh` could not be started.
+    NotStarted(String),
+}
+
+/// Run `cmd` through `/bin/sh -c` with `env`, in its own process group
+/// (killed whole on timeout or when rrr is asked to stop); its output
+/// (stdout and stderr, the last 4 KiB) is returned with the outcome.
+pub fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Outcome, String) {
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c").arg(cmd).envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = match c.spawn() {
+        Ok(ch) => ch,
+        Err(e) => return (Outcome::NotStarted(e.to_string()), String::new()),
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    for stream in [
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut s = stream;
+            let _ = s.read_to_end(&mut buf);
+            let _ = tx.send(buf);
+        });
+    }
+    drop(tx);
+    let pgid = child.id() as libc::pid_t;
+    let end = Instant::now() + timeout;
+    let outcome = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break if st.success() { Outcome::Ok } else { Outcome::Failed(st.code()) },
+            Ok(None) if Instant::now() >= end || crate::signals::stop_requested() => {
+                // SAFETY: signalling the process group we created.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = child.wait();
+                break Outcome::TimedOut;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => break Outcome::NotStarted(e.to_string()),
+        }
+    };
+    // A grandchild that left the group may hold a pipe open: wait briefly.
+    let mut out = Vec::new();
+    let until = Instant::now() + Duration::from_millis(500);
+    while let Ok(b) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        out.extend(b);
+    }
+    let text = String::from_utf8_lossy(&out);
+    let text = text.trim_end();
+    let tail = text.char_indices().rev().nth(4095).map_or(text, |(i, _)| &text[i..]);
+    (outcome, tail.to_string())
+}
+
+/// Run the hook for one pass and log how it went (never an error).
+pub fn after_pass(cmd: &str, timeout: Duration, env: &[(String, String)]) {
+    let (outcome, output) = run(cmd, env, timeout);
+    let last = output.lines().last().unwrap_or("");
+    let said = if last.is_empty() { String::new() } else { format!("; its last line: {last}") };
+    match outcome {
+        Outcome::Ok => tracing::debug!("on-pass hook {cmd:?} succeeded{said}"),
+        Outcome::Failed(Some(code)) => tracing::warn!("on-pass hook {cmd:?} failed with exit status {code}{said}"),
+        Outcome::Failed(None) => tracing::warn!("on-pass hook {cmd:?} was killed by a signal{said}"),
+        Outcome::TimedOut => {
+            tracing::warn!(
+                "on-pass hook {cmd:?} still ran after {}: killed{said}",
+                crate::human::duration(timeout.as_secs_f64())
+            )
+        }
+        Outcome::NotStarted(e) => tracing::warn!("on-pass hook {cmd:?} could not be started: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_says_what_the_pass_did() {
+        let rep = PassReport { transferred: 3, bytes: 10, complete: true, ..PassReport::default() };
+        let env = environment("/m", "h::m/RECENT.recent", 0, Some(&rep), None);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("RRR_STATUS"), Some("ok"));
+        assert_eq!(get("RRR_TRANSFERRED"), Some("3"));
+        assert_eq!(get("RRR_COMPLETE"), Some("1"));
+        assert_eq!(get("RRR_LOCALROOT"), Some("/m"));
+        let env = environment("/m", "r", 2, None, Some("rsync failed with code 5: x\nmore"));
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!((get("RRR_STATUS"), get("RRR_ERROR")), (Some("failed"), Some("rsync failed with code 5: x")));
+        assert!(wanted(None) && wanted(Some(&rep)) && !wanted(Some(&PassReport::default())));
+    }
+
+    #[test]
+    fn hooks_succeed_fail_and_time_out() {
+        let env = vec![("RRR_STATUS".to_string(), "ok".to_string())];
+        assert_eq!(run("echo $RRR_STATUS", &env, DEFAULT_TIMEOUT), (Outcome::Ok, "ok".to_string()));
+        assert_eq!(run("echo no >&2; exit 3", &env, DEFAULT_TIMEOUT), (Outcome::Failed(Some(3)), "no".to_string()));
+        let t = Instant::now();
+        // The sleep is a grandchild of sh: the whole group goes.
+        let (o, _) = run("sleep 30; true", &env, Duration::from_millis(300));
+        assert_eq!(o, Outcome::TimedOut);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+}

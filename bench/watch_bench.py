@@ -109,6 +109,13 @@ def cpu_ns(pid):
     return total
 
 
+def cpu_s(pid):
+    """CPU time of `pid` (user + system, all threads, the ended ones too)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def status_kb(pid, key):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith(key + ":"):
@@ -320,8 +327,10 @@ def tree_files(root, limit):
 def find_once(root):
     sync()
     t0 = time.time()
-    subprocess.run(f"find {root} -printf '%T@ %C@ %p\\n' > /dev/null", shell=True, check=True)
-    return {"part": "find", "secs": round(time.time() - t0, 3)}
+    p = subprocess.Popen(["sh", "-c", f"find {root} -printf '%T@ %C@ %p\\n' > /dev/null"])
+    _, status, ru = os.wait4(p.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return {"part": "find", "secs": round(time.time() - t0, 3), "cpu_s": round(ru.ru_utime + ru.ru_stime, 3)}
 
 
 def startup_once(rrr, root, backup, changed):
@@ -361,6 +370,7 @@ def startup_once(rrr, root, backup, changed):
         try:
             start = d.wait_for("start", poll=0.002)
             secs = time.time() - d.t_spawn
+            cpu = cpu_s(d.pid)
             hwm_start = status_kb(d.pid, "VmHWM")
             agg = d.wait_for("aggregate", timeout=30, poll=0.05)
             time.sleep(0.5)
@@ -375,7 +385,7 @@ def startup_once(rrr, root, backup, changed):
             os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
         shutil.rmtree(os.path.join(root, "offline"), ignore_errors=True)
     return {
-        "part": "startup", "secs": round(secs, 3), "daemon_ms": start.get("ms"),
+        "part": "startup", "secs": round(secs, 3), "cpu_s": round(cpu, 3), "daemon_ms": start.get("ms"),
         "new": start.get("new"), "delete": start.get("delete"),
         "peak_rss_start_mb": round(hwm_start / 1024, 1),
         "peak_rss_after_aggregate_mb": round(hwm_agg / 1024, 1) if agg else None,
@@ -408,6 +418,7 @@ def main():
     parts = a.only.split(",")
     rows = {b: [] for b in bins}
     finds = []
+    find_cpu = []
 
     def emit(b, r):
         r["rrr"] = b
@@ -435,6 +446,7 @@ def main():
             f = find_once(root)
             print(json.dumps(f), flush=True)
             finds.append(f["secs"])
+            find_cpu.append(f["cpu_s"])
             for b in bins:
                 emit(b, startup_once(b, root, backup, changed))
     print(f"# end: load average {loadavg()}", flush=True)
@@ -455,6 +467,7 @@ def main():
         st = [x for x in r if x["part"] == "startup"]
         if st and finds:
             summary.update({"startup_s": med(st, "secs"), "find_s": statistics.median(finds),
+                            "startup_cpu_s": med(st, "cpu_s"), "find_cpu_s": statistics.median(find_cpu),
                             "startup_ratio": round(med(st, "secs") / statistics.median(finds), 2),
                             "peak_rss_start_mb": med(st, "peak_rss_start_mb"),
                             "peak_rss_after_aggregate_mb": med(st, "peak_rss_after_aggregate_mb")})

@@ -352,7 +352,8 @@ pub struct WatchArgs {
     /// Record a batch when this many changes are pending.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub batch_size: usize,
-    /// Record a batch when its oldest change waited this many milliseconds.
+    /// Record a batch when its oldest change waited this many milliseconds,
+    /// or once no change came for a tenth of it.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub batch_delay: u64,
     /// Run the cascade (aggregate) every S seconds.

@@ -175,17 +175,65 @@ pub struct Index {
     newest: foldhash::HashMap<String, Option<i64>>,
 }
 
+/// The events of the file read before, newest first, as epochs and one
+/// string of paths. A larger file repeats the events of the smaller one up
+/// to its last merge (right after `init --aggregate`, every file holds
+/// every event): those are recognised by walking both lists down together
+/// and need no lookup in the map, a random access each.
+#[derive(Default)]
+struct Previous {
+    epochs: Vec<Epoch>,
+    ends: Vec<usize>,
+    paths: String,
+}
+
+impl Previous {
+    /// Room for the events of `rf`.
+    fn for_file(rf: &Recentfile) -> Previous {
+        let n = rf.events.len();
+        let bytes = rf.events.iter().map(|e| e.path.len()).sum();
+        Previous { epochs: Vec::with_capacity(n), ends: Vec::with_capacity(n), paths: String::with_capacity(bytes) }
+    }
+
+    fn push(&mut self, epoch: Epoch, path: &str) {
+        self.paths.push_str(path);
+        self.ends.push(self.paths.len());
+        self.epochs.push(epoch);
+    }
+
+    fn path(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.paths[start..self.ends[i]]
+    }
+}
+
 impl Index {
     /// Read the collection; `findings` gets what [`check_files`] finds.
     pub fn read(coll: &Collection, findings: &mut Vec<Finding>) -> Index {
-        let mut newest = foldhash::HashMap::default();
-        check_files(coll, findings, |rf| {
-            for e in rf.events {
-                let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
-                newest.entry(e.path).or_insert(live);
+        let mut index = Index::default();
+        let mut prev = Previous::default();
+        check_files(coll, findings, |rf| prev = index.add(rf, &prev));
+        index
+    }
+
+    /// Add the events of the next larger file; `prev` is what adding the
+    /// one before returned.
+    fn add(&mut self, rf: Recentfile, prev: &Previous) -> Previous {
+        let mut cur = Previous::for_file(&rf);
+        let mut j = 0;
+        for e in rf.events {
+            // Both lists are newest first: walk the previous one down to this epoch.
+            while j < prev.epochs.len() && prev.epochs[j] > e.epoch {
+                j += 1;
             }
-        });
-        Index { newest }
+            let repeated = j < prev.epochs.len() && prev.epochs[j] == e.epoch && prev.path(j) == e.path;
+            cur.push(e.epoch.clone(), &e.path);
+            if !repeated && !self.newest.contains_key(e.path.as_str()) {
+                let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
+                self.newest.insert(e.path, live);
+            }
+        }
+        cur
     }
 
     /// How many paths the index says exist.
@@ -287,4 +335,96 @@ pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
         report.repaired = changes.len();
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::newest_per_path;
+    use crate::recentfile::Event;
+    use proptest::prelude::*;
+
+    fn file(events: &[(i64, &str, EventKind)]) -> Recentfile {
+        let events = events.iter().map(|(t, p, k)| Event::new(Epoch::from_whole_seconds(*t), *p, *k)).collect();
+        Recentfile::from_events(events)
+    }
+
+    fn index_of(files: &[Recentfile]) -> Index {
+        let mut index = Index::default();
+        let mut prev = Previous::default();
+        for f in files {
+            prev = index.add(f.clone(), &prev);
+        }
+        index
+    }
+
+    /// What news says: the live paths with their events' whole seconds.
+    fn live_by_news(files: &[Recentfile]) -> Vec<(String, i64)> {
+        let mut v: Vec<(String, i64)> = newest_per_path(files.iter())
+            .into_iter()
+            .filter(|e| e.kind == EventKind::New)
+            .map(|e| (e.path.clone(), e.epoch.whole_seconds()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn live_by_index(index: &Index) -> Vec<(String, i64)> {
+        let mut v: Vec<(String, i64)> = index.newest.iter().filter_map(|(p, t)| t.map(|t| (p.clone(), t))).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn first_occurrence_wins_repeated_or_not() {
+        use EventKind::{Delete, New};
+        let small = file(&[(50, "gone", Delete), (40, "a", New), (30, "b", New)]);
+        // Repeats a and b exactly, lists `gone` as new (older), adds c;
+        // `b` again at another epoch is no repeat but still older.
+        let big = file(&[(40, "a", New), (30, "b", New), (20, "gone", New), (10, "c", New), (5, "b", New)]);
+        let files = [small, big];
+        let index = index_of(&files);
+        assert_eq!(live_by_index(&index), live_by_news(&files));
+        assert_eq!(live_by_index(&index), vec![("a".into(), 40), ("b".into(), 30), ("c".into(), 10)]);
+        assert_eq!(index.live(), 3);
+        let mut under = index.live_under("");
+        under.sort();
+        assert_eq!(under, ["a", "b", "c"]);
+        assert!(index.live_under("gone").is_empty());
+    }
+
+    proptest! {
+        /// Over any files (each newest first, one event per path), the
+        /// index says what news says, whatever the files repeat.
+        #[test]
+        fn index_agrees_with_news(
+            files in prop::collection::vec(
+                prop::collection::btree_map(0i64..60, (0usize..15, any::<bool>()), 0..25), 1..5),
+            copy in prop::collection::vec(any::<bool>(), 4),
+        ) {
+            let mut rfs: Vec<Recentfile> = Vec::new();
+            for (i, f) in files.iter().enumerate() {
+                let mut seen = std::collections::HashSet::new();
+                let mut events: Vec<Event> = Vec::new();
+                // A larger file often repeats the smaller one's events.
+                if i > 0 && copy[i - 1] {
+                    for e in &rfs[i - 1].events {
+                        seen.insert(e.path.clone());
+                        events.push(e.clone());
+                    }
+                }
+                for (t, (p, del)) in f.iter().rev() {
+                    let path = format!("p{p}");
+                    if seen.insert(path.clone()) {
+                        let kind = if *del { EventKind::Delete } else { EventKind::New };
+                        events.push(Event::new(Epoch::from_whole_seconds(*t), path, kind));
+                    }
+                }
+                events.sort_by(|a, b| b.epoch.cmp(&a.epoch));
+                events.dedup_by(|a, b| a.epoch == b.epoch);
+                rfs.push(Recentfile::from_events(events));
+            }
+            prop_assert_eq!(live_by_index(&index_of(&rfs)), live_by_news(&rfs));
+        }
+    }
 }

@@ -2,26 +2,13 @@
 //! built with the real `rrr init/update/aggregate` (or, for hostile
 //! indexes, written by hand), mirrored, changed, and compared file by file.
 
-mod common;
-mod support;
-
-use common::*;
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use support::rsyncd::RsyncDaemon;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, content).unwrap();
-}
 
 /// An origin of `n` files in a few directories, indexed and aggregated.
 fn make_origin(root: &Path, n: usize) {
@@ -29,10 +16,6 @@ fn make_origin(root: &Path, n: usize) {
         write(root, &format!("id/{}/f{i:03}.txt", (b'A' + (i % 5) as u8) as char), &format!("file {i}\n"));
     }
     ok(&["init", "--aggregate", s(root)]);
-}
-
-fn principal(root: &Path) -> String {
-    s(&root.join("RECENT.recent")).to_string()
 }
 
 /// Origin changes: `new` files (written) and `delete` files (removed), recorded and aggregated.

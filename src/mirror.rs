@@ -8,14 +8,16 @@
 //!
 //! A pass (see README.mirror, "Running a mirror"):
 //!
-//! 1. fetch the principal once (with `RECENT.recent` and, from the second
-//!    pass on, the principal it pointed to last time: one rsync call) into
-//!    a hidden temp dir under `<localroot>/.rrr/`;
+//! 1. fetch the principal once, in one rsync call, into a hidden temp dir
+//!    under `<localroot>/.rrr/`: `RECENT.recent` with the principal it
+//!    pointed to last time, or, when a whole-tree pass is due or the
+//!    link's target is not known yet, the whole index (the link and every
+//!    recentfile, one connection);
 //! 2. a changed dirtymark forgets the done-set; an empty done-set (new
 //!    target, forgotten state, `--full`, a whole-tree pass still owed) is
 //!    brought up with one whole-tree rsync (`-rlt --safe-links`, the ignore
 //!    set excluded), after which everything up to the principal's newest
-//!    epoch is done;
+//!    epoch is done, and the pass ends: a first mirror is two connections;
 //! 3. walk the recentfiles smallest first. In each, the events not done
 //!    yet (done = covered by the union of all done-sets) are validated,
 //!    the `new` ones transferred with `--from0 --files-from` in chunks of
@@ -627,25 +629,47 @@ impl<'a> Mirror<'a> {
         self.with_retries(&what, || dir.fetch(&remote, &settings, names))
     }
 
-    /// Fetch and validate the principal. Returns its name, content and layout.
+    /// Fetch the whole index (link and every recentfile) in one call, with
+    /// retries; false when it cannot be named by a filter.
+    fn fetch_index(&mut self, dir: &FetchDir) -> Result<bool> {
+        let remote = self.cfg.remote.clone();
+        let settings = self.cfg.rsync.clone();
+        let what = format!("fetching the recentfiles of {}", remote.root);
+        self.with_retries(&what, || dir.fetch_index(&remote, &settings))
+    }
+
+    /// A whole-tree pass is due (before the principal is read: a changed
+    /// dirtymark can still make one due).
+    fn bootstrap_due(&self) -> bool {
+        self.full || (self.state.resync && self.state.failing.is_empty()) || self.state.done_union().is_empty()
+    }
+
+    /// Fetch and validate the principal, in one rsync call: with the link
+    /// and the file it pointed to last time; or, when a whole-tree pass is
+    /// due or the link's target is not known yet, the whole index
+    /// ([`FetchDir::fetch_index`]). Returns its name, content and layout.
     fn fetch_principal(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {
         let remote = self.cfg.remote.clone();
-        let name = if remote.is_link() {
-            let mut names = vec![remote.name.as_str()];
-            let last = self.state.principal.clone();
-            if let Some(p) = &last {
-                names.push(p);
+        let last = self.state.principal.clone();
+        let whole = self.bootstrap_due() || (remote.is_link() && last.is_none());
+        let indexed = whole && self.fetch_index(dir)?;
+        if !indexed {
+            let mut names: Vec<&str> = vec![&remote.name];
+            if remote.is_link() {
+                names.extend(last.as_deref());
             }
             self.fetch(dir, &names)?;
+        }
+        let name = if remote.is_link() {
             let target = dir
                 .link_target(&remote.name)?
                 .with_context(|| format!("remote {} does not exist", remote.source(&remote.name)))?;
-            if last.as_deref() != Some(target.as_str()) || !dir.file(&target).exists() {
+            if !indexed && !dir.has(&target) {
+                // The link points elsewhere than last time.
                 self.fetch(dir, &[&target])?;
             }
             target
         } else {
-            self.fetch(dir, &[&remote.name])?;
             remote.name.clone()
         };
         let rf = dir
@@ -1051,23 +1075,14 @@ impl<'a> Mirror<'a> {
         self.state.filenameroot = Some(layout.filenameroot.clone());
         self.state.principal = Some(principal.name.clone());
 
-        let owed = self.state.resync && self.state.failing.is_empty();
-        let (principal, layout, dir) = if self.state.done_union().is_empty() || self.full || owed {
+        if self.bootstrap_due() {
             self.full = false;
             rep.bootstrap = true;
-            self.bootstrap(&dir, principal, &layout, rep)?;
-            drop(dir);
-            if self.cfg.dry_run {
-                return Ok(());
-            }
-            self.check_stop()?;
-            // Continue incrementally with what changed meanwhile.
-            let dir = self.fetch_dir()?;
-            let (p, l) = self.fetch_principal(&dir)?;
-            (p, l, dir)
-        } else {
-            (principal, layout, dir)
-        };
+            // The pass ends with it: what the origin recorded meanwhile is
+            // the next pass's (one more connection here would cost as much
+            // as the rest of a small first mirror).
+            return self.bootstrap(&dir, principal, &layout, rep);
+        }
         self.incremental(&dir, principal, &layout, rep)
     }
 
@@ -1103,9 +1118,12 @@ impl<'a> Mirror<'a> {
     /// without the events a downstream must not see.
     fn bootstrap(&mut self, dir: &FetchDir, principal: Fetched, layout: &Layout, rep: &mut PassReport) -> Result<()> {
         let names: Vec<String> = layout.intervals.iter().skip(1).map(|iv| layout.name_of(iv)).collect();
-        if !names.is_empty() {
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            self.fetch(dir, &refs)?;
+        // Usually fetched with the principal already (the whole index);
+        // not when a changed dirtymark made this pass a whole-tree one.
+        let missing: Vec<&str> =
+            names.iter().map(String::as_str).filter(|n| !dir.has_whole_index() && !dir.has(n)).collect();
+        if !missing.is_empty() {
+            self.fetch(dir, &missing)?;
         }
         let mut fetched = vec![principal];
         for n in &names {
@@ -1114,6 +1132,7 @@ impl<'a> Mirror<'a> {
                 fetched.push(Fetched { name: n.clone(), rf });
             }
         }
+        rep.read = fetched.iter().map(|f| f.name.clone()).collect();
         let limit = self.future_limit();
         let newest =
             fetched.iter().filter_map(|f| f.rf.events.iter().find(|e| e.epoch <= limit)).map(|e| e.epoch.clone()).max();
@@ -1204,6 +1223,7 @@ impl<'a> Mirror<'a> {
         let ds = self.state.done.entry(fetched[0].name.clone()).or_default();
         ds.insert(newest.unwrap_or_else(done::beginning), done::beginning());
         self.state.pending_deletes.clear();
+        rep.complete = rep.errors.is_empty() && !self.state.resync;
         self.save()
     }
 

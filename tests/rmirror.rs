@@ -417,6 +417,24 @@ fn hostile_filenameroot_is_refused() {
 }
 
 #[test]
+fn a_refused_larger_recentfile_is_reported_and_the_rest_stands() {
+    // The larger files are read while the tree is transferred: one that is
+    // refused fails the pass (exit 2, naming it) but is only left out.
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    write(&origin, "good1.txt", "1\n");
+    yaml_index(&origin, "1", &[("1700000001.5", "new", "good1.txt")]);
+    write(&origin, "RECENT-Z.yaml", "--- \nmeta: \n  filenameroot: ../x\n  protocol: 1\nrecent: []\n");
+    let src = principal(&origin);
+    let v = pass(&src, &target, &[], 2);
+    assert!(v["errors"][0].as_str().unwrap().contains("RECENT-Z.yaml"), "{v}");
+    assert_eq!((v["bootstrap"].as_bool(), v["complete"].as_bool()), (Some(true), Some(false)), "{v}");
+    assert!(target.join("good1.txt").exists() && target.join("RECENT-1h.yaml").exists());
+    assert!(!target.join("RECENT-Z.yaml").exists(), "a refused recentfile was installed");
+    assert_eq!(state(&target)["done"]["RECENT-1h.yaml"][0][0], "1700000001.5", "the tree stands");
+}
+
+#[test]
 fn three_tier_cascade_ends_identical() {
     let t = Setup::new(20);
     let tier2 = t._tmp.path().join("tier2");

@@ -10,7 +10,8 @@
 //!
 //! 1. fetch the principal once, in one rsync call, into a hidden temp dir
 //!    under `<localroot>/.rrr/`: `RECENT.recent` with the principal it
-//!    pointed to last time, or, when a whole-tree pass is due or the
+//!    pointed to last time (and the larger files the last pass asked for,
+//!    [`State::refetch`]), or, when a whole-tree pass is due or the
 //!    link's target is not known yet, the whole index (the link and every
 //!    recentfile, one connection);
 //! 2. a changed dirtymark forgets the done-set; an empty done-set (new
@@ -23,12 +24,19 @@
 //!    the `new` ones transferred with `--from0 --files-from` in chunks of
 //!    `--max-files-per-connection` (newest chunk first, each sorted by path
 //!    and de-duplicated), then the deletes applied. The next larger file is
-//!    fetched only when this one no longer reaches what is done already,
-//!    or when our installed copy of the next one ends before this one
-//!    begins (a downstream mirror reading our copies would find a gap);
+//!    walked into when this one no longer reaches what is done already
+//!    (fetched then if it is not here: a connection of its own, needed
+//!    only by a mirror that fell further behind than the file spans), or
+//!    when our installed copy of the next one ends before this one begins
+//!    and it was fetched with the principal;
 //! 4. a recentfile is installed into the target only once every event it
 //!    lists is done, the principal symlink after the principal: a
 //!    downstream mirror never sees an event for a file that is not there.
+//!    Nor a gap: a file whose next larger copy ends before it begins (the
+//!    origin's aggregate truncated its principal) waits for that copy,
+//!    installed first when it was fetched, else by the next pass, which
+//!    fetches it with the principal ([`State::refetch`]) — no connection
+//!    of its own, the new events published one pass later.
 //!    The copy is the fetched file renamed into place, or, when it lists
 //!    events we must not republish (refused, from the future, failing),
 //!    the file without them written with rrr's emitter.
@@ -59,6 +67,7 @@
 //!   "principal": "RECENT-1h.yaml",                 // the link's target last seen
 //!   "done": {"RECENT-1h.yaml": [["high","low"], …], …},   // spec 12.6, see rrr::done
 //!   "installed": {"RECENT-6h.yaml": "newest epoch"},       // our copies of the recentfiles
+//!   "refetch": ["RECENT-6h.yaml"],                 // fetch with the next principal
 //!   "pending_deletes": [{"epoch": "…", "path": "…"}],
 //!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts"}],
 //!   "future_events": 0,                            // skipped as future in the last pass
@@ -143,6 +152,11 @@ pub struct State {
     pub dirtymark: Option<Epoch>,
     pub done: BTreeMap<String, DoneSet>,
     pub installed: BTreeMap<String, Epoch>,
+    /// Larger recentfiles to fetch with the next principal: our copy is
+    /// older than the smaller file's oldest event, so the smaller file
+    /// waits for it (installing it first would leave a downstream mirror
+    /// a gap), and the next pass fetches it in the principal's connection.
+    pub refetch: Vec<String>,
     pub pending_deletes: Vec<PendingDelete>,
     pub failing: Vec<Failing>,
     pub future_events: u64,
@@ -696,9 +710,10 @@ impl<'a> Mirror<'a> {
         self.full || (self.state.resync && self.state.failing.is_empty()) || self.state.done_union().is_empty()
     }
 
-    /// Fetch and validate the principal, in one rsync call: with the link
-    /// and the file it pointed to last time; or, when a whole-tree pass is
-    /// due or the link's target is not known yet, the whole index
+    /// Fetch and validate the principal, in one rsync call: with the link,
+    /// the file it pointed to last time and the larger files the last pass
+    /// asked for ([`State::refetch`]); or, when a whole-tree pass is due
+    /// or the link's target is not known yet, the whole index
     /// ([`FetchDir::fetch_index`]). Returns its name, content and layout.
     fn fetch_principal(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {
         let remote = self.cfg.remote.clone();
@@ -710,8 +725,15 @@ impl<'a> Mirror<'a> {
             if remote.is_link() {
                 names.extend(last.as_deref());
             }
+            let refetch = self.state.refetch.clone();
+            for n in refetch.iter().map(String::as_str) {
+                if remote::check_name(n).is_ok() && !names.contains(&n) {
+                    names.push(n);
+                }
+            }
             self.fetch(dir, &names)?;
         }
+        self.state.refetch.clear();
         let name = if remote.is_link() {
             let target = dir
                 .link_target(&remote.name)?
@@ -1306,6 +1328,7 @@ impl<'a> Mirror<'a> {
         let ds = self.state.done.entry(fetched[0].name.clone()).or_default();
         ds.insert(newest.unwrap_or_else(done::beginning), done::beginning());
         self.state.pending_deletes.clear();
+        self.state.refetch.clear();
         rep.complete = rep.errors.is_empty() && !self.state.resync;
         // Freeing millions of events takes a while; not on the way out.
         std::thread::spawn(move || drop(index));
@@ -1413,12 +1436,15 @@ impl<'a> Mirror<'a> {
         let mut newest_seen: HashMap<String, Epoch> = HashMap::new();
         // Paths rsync was asked for in this pass.
         let mut attempted: HashSet<String> = HashSet::new();
-        let mut installed_all = true;
+        let mut all_done = true;
+        let principal_name = principal.name.clone();
         let mut current = principal;
         let mut i = 0;
         // Pending deletes of an earlier run go first into the delete queue.
         let mut carried: Vec<PendingDelete> = std::mem::take(&mut self.state.pending_deletes);
-        let mut installed: Vec<String> = Vec::new();
+        // Files whose events are done, waiting to be installed until our
+        // copy of the next larger file is (see [`Mirror::our_copy`]).
+        let mut waiting: Vec<String> = Vec::new();
         let note_seen = |seen: &mut HashMap<String, Epoch>, rf: &Recentfile| {
             for e in rf.events.iter().filter(|e| e.epoch <= limit) {
                 seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
@@ -1450,36 +1476,55 @@ impl<'a> Mirror<'a> {
                     let top = newest.clone().or(oldest.filter(|o| *o <= limit)).unwrap_or_else(done::beginning);
                     ds.insert(top, done::beginning());
                 }
+            } else {
+                all_done = false;
+            }
+            let next_name = (!is_last).then(|| layout.name_of(&layout.intervals[i + 1]));
+            let ours = next_name.as_deref().map(|n| self.our_copy(&current.rf, n));
+            let gap = ours == Some(OurCopy::Gap);
+            let have_next = next_name.as_deref().is_some_and(|n| dir.has(n));
+            // Does this file reach what is done already? If not, the next
+            // one is needed now (a connection of its own unless fetched
+            // already): the mirror fell further behind than this file spans.
+            let reaches = is_last || {
+                let union = self.state.done_union();
+                let probe =
+                    current.rf.oldest().map(|e| e.epoch.clone()).or_else(|| current.rf.meta.merged.epoch().cloned());
+                probe.as_ref().is_some_and(|p| union.complete_through(p))
+            };
+            let walk_on = !reaches || (gap && have_next);
+            if !file_ok || (gap && !walk_on) {
+                // Not installed in this pass: this file (its events are not
+                // all done), or our copy of the next one is too old and was
+                // not fetched. The next pass fetches them with the principal;
+                // until then the files waiting here keep their old copies.
+                let names = waiting.drain(..).chain([current.name.clone()]).chain(next_name.clone().filter(|_| gap));
+                for n in names.filter(|n| *n != principal_name) {
+                    if !self.state.refetch.contains(&n) {
+                        self.state.refetch.push(n);
+                    }
+                }
+            } else if gap {
+                waiting.push(current.name.clone());
+            } else {
+                if ours == Some(OurCopy::Missing) && !have_next && current.rf.meta.merged.epoch().is_some() {
+                    // The origin has merged this file into the next one, of
+                    // which we have no copy yet: fetch it with the next
+                    // principal (no connection of its own).
+                    self.state.refetch.extend(next_name.clone());
+                }
                 self.install(dir, &current, &ignore)?;
-                installed.push(current.name.clone());
                 if i == 0 {
                     self.install_link(&current.name)?;
                 }
+                self.install_waiting(dir, &mut waiting, &ignore, &principal_name)?;
                 self.save()?;
-            } else {
-                installed_all = false;
             }
-            if is_last {
-                break;
-            }
-            // Does this file reach what is done already?
-            let union = self.state.done_union();
-            let probe =
-                current.rf.oldest().map(|e| e.epoch.clone()).or_else(|| current.rf.meta.merged.epoch().cloned());
-            let reaches = probe.as_ref().is_some_and(|p| union.complete_through(p));
-            let next_name = layout.name_of(&layout.intervals[i + 1]);
-            // Would a downstream mirror reading our copies find a gap
-            // between this file and our copy of the next one?
-            let stale = match (current.rf.oldest(), self.state.installed.get(&next_name)) {
-                (Some(o), Some(have)) => o.epoch > *have,
-                (Some(_), None) => !self.cfg.localroot.join(&next_name).exists(),
-                (None, _) => false,
-            };
-            if reaches && !stale {
-                break;
-            }
+            let Some(next_name) = next_name.filter(|_| walk_on) else { break };
             self.check_stop()?;
-            self.fetch(dir, &[&next_name])?;
+            if !have_next {
+                self.fetch(dir, &[&next_name])?;
+            }
             let Some(rf) = dir.read(&next_name, self.cfg.max_recentfile_size)? else {
                 // The origin has not written it yet: nothing older is known.
                 break;
@@ -1490,6 +1535,8 @@ impl<'a> Mirror<'a> {
             i += 1;
         }
         note_seen(&mut newest_seen, &current.rf);
+        // The origin has no next file after all: nothing to wait for.
+        self.install_waiting(dir, &mut waiting, &ignore, &principal_name)?;
         if !self.cfg.dry_run {
             // Pending deletes that no file of this pass superseded are still owed.
             if !carried.is_empty() {
@@ -1500,12 +1547,48 @@ impl<'a> Mirror<'a> {
                 |f: &Failing| newest_seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
             self.state.failing.retain(|f| attempted.contains(&f.path) || !superseded(f));
         }
-        rep.complete = installed_all
+        rep.complete = all_done
             && rep.errors.is_empty()
-            && !installed.is_empty()
             && self.state.pending_deletes.is_empty()
             && !self.state.resync
             && !self.cfg.dry_run;
+        Ok(())
+    }
+
+    /// How our copy of the recentfile `next` joins `rf`, the next smaller
+    /// file: a [`OurCopy::Gap`] when it ends before `rf` begins, so that a
+    /// downstream mirror reading our copies would miss the events between
+    /// them. That happens after the origin's aggregate truncated its
+    /// principal past the events our copy of the next file has (about once
+    /// per principal interval).
+    fn our_copy(&self, rf: &Recentfile, next: &str) -> OurCopy {
+        match (rf.oldest(), self.state.installed.get(next)) {
+            (Some(o), Some(have)) if o.epoch > *have => OurCopy::Gap,
+            (_, Some(_)) => OurCopy::Joins,
+            // Not ours (a tree rrr took over), or none at all.
+            (_, None) if self.cfg.localroot.join(next).exists() => OurCopy::Joins,
+            (_, None) => OurCopy::Missing,
+        }
+    }
+
+    /// Install the files that waited for the copy just installed, the
+    /// larger first (read again from `dir`: only their names were kept).
+    fn install_waiting(
+        &mut self,
+        dir: &FetchDir,
+        waiting: &mut Vec<String>,
+        ignore: &IgnoreSet,
+        principal: &str,
+    ) -> Result<()> {
+        while let Some(name) = waiting.pop() {
+            let rf = dir
+                .read(&name, self.cfg.max_recentfile_size)?
+                .with_context(|| format!("{} is gone from {}", name, dir.path().display()))?;
+            self.install(dir, &Fetched { name: name.clone(), rf }, ignore)?;
+            if name == principal {
+                self.install_link(&name)?;
+            }
+        }
         Ok(())
     }
 
@@ -1905,6 +1988,14 @@ impl<'a> Mirror<'a> {
         self.state.pending_deletes = left;
         Ok(n)
     }
+}
+
+/// How our copy of a larger recentfile joins the smaller one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OurCopy {
+    Joins,
+    Gap,
+    Missing,
 }
 
 /// A chunk's rsync failed: an interrupt ends the pass (`Err`); any other

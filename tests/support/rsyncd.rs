@@ -102,6 +102,13 @@ impl RsyncDaemon {
         format!("--port={}", self.port)
     }
 
+    /// How many transfers (client connections that asked for files) the
+    /// daemon has served: its log's `rsync on MODULE/PATH` lines.
+    pub fn transfers(&self) -> usize {
+        let log = fs::read_to_string(self.dir.path().join("rsyncd.log")).unwrap_or_default();
+        log.lines().filter(|l| l.contains("] rsync on ")).count()
+    }
+
     /// The daemon's log file and its stderr, for assertion messages.
     pub fn log(&self) -> String {
         read_logs(self.dir.path())

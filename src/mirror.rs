@@ -1170,12 +1170,18 @@ impl<'a> Mirror<'a> {
 
     /// The whole-tree rsync: `-rlt --safe-links`, the ignore set excluded,
     /// `--delete` within `--max-delete` unless `--skip-deletes`.
+    ///
+    /// Its temp files go beside their files, as rsync's own default: with
+    /// `--temp-dir` every new file's inode was allocated near one directory
+    /// and renamed out of it, which made a first mirror of many small files
+    /// twice as slow on ext4 (10k files: 2.3-2.8 s against 0.9-1.7 s). rsync
+    /// removes its temp file when stopped (and rrr's death stops it); one
+    /// left by an rsync killed outright is deleted by the next whole-tree
+    /// pass, which a killed one always owes. Only with `--skip-deletes`,
+    /// which cannot delete them, does it keep `temp_dir`.
     fn bootstrap_command(&self, layout: &Layout, dry: bool, temp_dir: Option<&Path>) -> Result<Rsync> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links", OUT_FORMAT]);
-        if let Some(t) = temp_dir {
-            r.arg(format!("--temp-dir={}", t.display()));
-        }
         if dry {
             r.arg("--dry-run");
         }
@@ -1185,6 +1191,12 @@ impl<'a> Mirror<'a> {
                 let left = n.saturating_sub(self.deletes_this_run);
                 r.arg(format!("--max-delete={left}"));
             }
+            r.arg(format!("--filter=H {RSYNC_TEMP_PATTERN}"));
+        } else {
+            if let Some(t) = temp_dir {
+                r.arg(format!("--temp-dir={}", t.display()));
+            }
+            r.arg(format!("--exclude={RSYNC_TEMP_PATTERN}"));
         }
         for x in bootstrap_excludes(&layout.filenameroot) {
             r.arg(format!("--exclude={x}"));
@@ -1208,7 +1220,7 @@ impl<'a> Mirror<'a> {
             self.fetch(dir, &missing)?;
         }
         let dry = self.cfg.dry_run;
-        let temp = if dry { None } else { Some(self.rsync_temp_dir()?) };
+        let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
         let r = self.bootstrap_command(layout, dry, temp.as_deref())?;
         eprintln!("rrr: rmirror: bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let pb = crate::progress::spinner(self.cfg.progress, "rmirror bootstrap");
@@ -2052,9 +2064,13 @@ pub fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
         format!("/{r}-*.new"),
         ".~tmp~/".to_string(),
         ".FRMRecent-*".to_string(),
-        ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]".to_string(),
     ]
 }
+
+/// rsync's temp file names, `.NAME.XXXXXX`: never sent, and (unlike the
+/// other excludes) deleted by a whole-tree pass with `--delete`, which is
+/// how the leftovers of a transfer killed without `--temp-dir` go.
+pub const RSYNC_TEMP_PATTERN: &str = ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]";
 
 #[cfg(test)]
 mod tests {

@@ -437,6 +437,26 @@ fn a_refused_larger_recentfile_is_reported_and_the_rest_stands() {
     assert_eq!((v["bootstrap"].as_bool(), v["complete"].as_bool()), (Some(false), Some(true)), "{v}");
 }
 
+#[test]
+fn a_whole_tree_pass_deletes_rsync_temp_files_a_killed_transfer_left() {
+    // The whole-tree rsync writes its temp files beside their files (much
+    // faster than --temp-dir for many small files); one that an rsync
+    // killed outright left is gone after the next whole-tree pass.
+    let t = Setup::new(5);
+    write(&t.origin, "id/A/.upload.tar.gz.Q1w2E3", "the origin's own temp file\n");
+    pass(&t.src(), &t.target, &[], 0);
+    assert!(!t.target.join("id/A/.upload.tar.gz.Q1w2E3").exists(), "an rsync temp file was mirrored");
+    write(&t.target, "id/B/.f001.txt.Ab12Cd", "half a file\n");
+    write(&t.target, "id/B/.keep.txt", "not a temp name\n");
+    pass(&t.src(), &t.target, &["--skip-deletes", "--full"], 0);
+    assert!(t.target.join("id/B/.f001.txt.Ab12Cd").exists(), "--skip-deletes deleted something");
+    let v = pass(&t.src(), &t.target, &["--full"], 0);
+    assert!(!t.target.join("id/B/.f001.txt.Ab12Cd").exists(), "a leftover temp file stayed: {v}");
+    assert!(!t.target.join("id/B/.keep.txt").exists(), "not at the origin, so deleted as before");
+    fs::remove_file(t.origin.join("id/A/.upload.tar.gz.Q1w2E3")).unwrap();
+    assert_same_tree(&t.origin, &t.target);
+}
+
 // ----- connections: each costs ~0.1 s, more than the rest of a pass --------
 
 /// `rrr rmirror --now NOW --json`, asserting exit 0; the pass object and

@@ -1220,6 +1220,12 @@ impl<'a> Mirror<'a> {
             self.fetch(dir, &missing)?;
         }
         let dry = self.cfg.dry_run;
+        if !dry && !self.state.resync {
+            // Owed until it is done: an interrupted `--full` pass too, and
+            // the next whole-tree pass removes what a killed rsync left.
+            self.state.resync = true;
+            self.save()?;
+        }
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
         let r = self.bootstrap_command(layout, dry, temp.as_deref())?;
         eprintln!("rrr: rmirror: bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });

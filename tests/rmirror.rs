@@ -457,6 +457,36 @@ fn a_whole_tree_pass_deletes_rsync_temp_files_a_killed_transfer_left() {
     assert_same_tree(&t.origin, &t.target);
 }
 
+#[test]
+fn an_interrupted_whole_tree_pass_is_owed() {
+    let t = Setup::new(2);
+    pass(&t.src(), &t.target, &[], 0);
+    // Files without events: only a whole-tree pass brings them.
+    for i in 0..10 {
+        write(&t.origin, &format!("slow/s{i}.bin"), &"y".repeat(200_000));
+    }
+    let mut child = Command::new(rrr_bin())
+        .args(["rmirror", "--full", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let started = || fs::read_dir(t.target.join("slow")).is_ok_and(|mut rd| rd.next().is_some());
+    while !started() {
+        assert!(std::time::Instant::now() < deadline, "the transfer did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child (rrr only: its rsync must follow).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    wait_no_processes(s(&t.target), 5);
+    assert_eq!(state(&t.target)["resync"], true, "an interrupted --full pass is not owed");
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["bootstrap"], true, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
 // ----- connections: each costs ~0.1 s, more than the rest of a pass --------
 
 /// `rrr rmirror --now NOW --json`, asserting exit 0; the pass object and

@@ -42,9 +42,12 @@
 //!    the file without them written with rrr's emitter.
 //!
 //! An event counts as done only after its transfer or delete completed,
-//! and the state is saved atomically after every chunk, so a kill at any
-//! instant repeats at most one chunk. Deletes waiting to be applied are
-//! saved as `pending_deletes` before the transfers start.
+//! and the state is saved atomically after every chunk but a file's last
+//! (saved with that file's deletes, by the next save), so a kill at any
+//! instant repeats at most one chunk and deletes that are no-ops by then.
+//! Deletes waiting to be applied are saved as `pending_deletes` before the
+//! transfers start. Each save is two fsyncs, so a pass saves no more often
+//! than that: an incremental pass of new files saves once, at its end.
 //!
 //! A hostile event (see [`check_event_path`], and events the reader
 //! skipped) is refused, reported, counted and marked done so that it
@@ -780,6 +783,7 @@ impl<'a> Mirror<'a> {
         let root = self.cfg.localroot.clone();
         let tree = ownership::tree_kind(&root)?;
         let on_disk = load_state(&self.cfg.state_file)?;
+        let as_found = on_disk.clone();
         let decision = loop {
             let facts = self.facts(on_disk.as_ref(), adopt, tree);
             let verdict = ownership::decide(&facts);
@@ -853,6 +857,10 @@ impl<'a> Mirror<'a> {
         if ownership::read_marker(&root).as_deref() != Some(id.as_str()) {
             ownership::write_marker(&root, &id)
                 .with_context(|| format!("cannot write {}", ownership::marker_path(&root).display()))?;
+        } else if as_found.as_ref() == Some(&self.state) {
+            // Our own state, unchanged: the pass saves it soon enough (each
+            // save is two fsyncs, a good part of an incremental pass).
+            return Ok(());
         }
         self.save()
     }
@@ -1536,7 +1544,10 @@ impl<'a> Mirror<'a> {
                     self.install_link(&current.name)?;
                 }
                 self.install_waiting(dir, &mut waiting, &ignore, &principal_name)?;
-                self.save()?;
+                if walk_on {
+                    // Else the pass saves at its end, right after this.
+                    self.save()?;
+                }
             }
             let Some(next_name) = next_name.filter(|_| walk_on) else { break };
             self.check_stop()?;
@@ -1677,10 +1688,11 @@ impl<'a> Mirror<'a> {
                 !(newer || same)
             });
         }
-        let changed = !mark.is_empty() || !pending.is_empty();
         self.state.pending_deletes = pending.clone();
         self.state.pending_deletes.extend(carried.iter().cloned());
-        if changed {
+        if !pending.is_empty() {
+            // Before any transfer. What else this file's events decided
+            // is saved with the next chunk or at the end of the pass.
             self.save()?;
         }
         if self.cfg.dry_run {
@@ -1711,9 +1723,7 @@ impl<'a> Mirror<'a> {
         let ds = self.state.done.entry(name).or_default();
         ds.register(&epochs, done_ix.iter().copied());
         self.state.pending_deletes.extend(carried.iter().cloned());
-        if !dels.is_empty() {
-            self.save()?;
-        }
+        // Saved by the caller: repeating a delete is a no-op.
         Ok(transfers_ok && left == 0)
     }
 
@@ -1808,7 +1818,11 @@ impl<'a> Mirror<'a> {
             }
             let ds = self.state.done.entry(f.name.clone()).or_default();
             ds.register(epochs, chunk.iter().copied());
-            self.save()?;
+            if chunks_done + 1 < news.len().div_ceil(n) as u64 {
+                // The last chunk is saved by the caller, after this file's
+                // deletes: a kill before that repeats only that chunk.
+                self.save()?;
+            }
             pb.inc(chunk.len() as u64);
             chunks_done += 1;
             abort_point("after-chunk", chunks_done);

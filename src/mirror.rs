@@ -875,7 +875,10 @@ impl<'a> Mirror<'a> {
         // The tree's own principal: the remote's name, or the state's.
         let local_name =
             self.prefetched.as_ref().map(|(_, p, _)| p.name.clone()).or_else(|| on_disk?.principal.clone());
-        let local = local_name.and_then(|n| self.local_collection(&n));
+        // Only a tree without a state, or with one older than ids, is
+        // judged by it: not read (parsed) on every pass.
+        let judged_by_tree = on_disk.is_none_or(|s| s.id.is_none());
+        let local = local_name.filter(|_| judged_by_tree).and_then(|n| self.local_collection(&n));
         let norm = self.cfg.remote.normalized();
         Facts {
             has_state: on_disk.is_some(),

@@ -1231,9 +1231,10 @@ impl<'a> Mirror<'a> {
             self.fetch(dir, &missing)?;
         }
         let dry = self.cfg.dry_run;
-        if !dry && !self.state.resync {
+        if !dry && !self.state.resync && !self.state.done_union().is_empty() {
             // Owed until it is done: an interrupted `--full` pass too, and
             // the next whole-tree pass removes what a killed rsync left.
+            // (Without a done-set the next pass is a whole-tree one anyway.)
             self.state.resync = true;
             self.save()?;
         }
@@ -1361,7 +1362,8 @@ impl<'a> Mirror<'a> {
         rep.complete = rep.errors.is_empty() && !self.state.resync;
         // Freeing millions of events takes a while; not on the way out.
         std::thread::spawn(move || drop(index));
-        self.save()
+        // The pass saves the state when it ends, right after this.
+        Ok(())
     }
 
     /// The event path rsync means by `reported` (module-relative with a

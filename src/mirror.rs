@@ -25,8 +25,9 @@
 //!    `--max-files-per-connection` (newest chunk first, each sorted by path
 //!    and de-duplicated), then the deletes applied. The next larger file is
 //!    walked into when this one no longer reaches what is done already
-//!    (fetched then if it is not here: a connection of its own, needed
-//!    only by a mirror that fell further behind than the file spans), or
+//!    (a mirror that fell further behind than the file spans: fetched with
+//!    the principal when the time since the last complete pass predicted
+//!    it, [`Mirror::behind_names`], else then, a connection of its own), or
 //!    when our installed copy of the next one ends before this one begins
 //!    and it was fetched with the principal;
 //! 4. a recentfile is installed into the target only once every event it
@@ -707,6 +708,28 @@ impl<'a> Mirror<'a> {
         self.with_retries(&what, || dir.fetch_index(&remote, &settings))
     }
 
+    /// The larger recentfiles a mirror that fell behind needs in this pass,
+    /// to fetch with the principal instead of one connection each: the file
+    /// after each one whose interval is shorter than the time since the
+    /// last complete pass (after a day down, 6h and 1d). By our copies'
+    /// names; a guess (a file may span more than its interval) that costs
+    /// bytes, never a connection, when it is wrong.
+    fn behind_names(&self) -> Vec<String> {
+        let Some(last) = &self.state.last_complete else { return Vec::new() };
+        let behind = self.clock.now_f64() - last.to_f64();
+        let mut ours: Vec<(u64, &String)> = self
+            .state
+            .installed
+            .keys()
+            .filter_map(|n| {
+                let (_, iv, _) = crate::collection::split_name(n)?;
+                Some((crate::interval::Interval::parse(iv).ok()?.seconds(), n))
+            })
+            .collect();
+        ours.sort();
+        ours.windows(2).filter(|w| behind > w[0].0 as f64).map(|w| w[1].1.clone()).collect()
+    }
+
     /// A whole-tree pass is due (before the principal is read: a changed
     /// dirtymark can still make one due).
     fn bootstrap_due(&self) -> bool {
@@ -728,7 +751,8 @@ impl<'a> Mirror<'a> {
             if remote.is_link() {
                 names.extend(last.as_deref());
             }
-            let refetch = self.state.refetch.clone();
+            let mut refetch = self.state.refetch.clone();
+            refetch.extend(self.behind_names());
             for n in refetch.iter().map(String::as_str) {
                 if remote::check_name(n).is_ok() && !names.contains(&n) {
                     names.push(n);

@@ -564,7 +564,10 @@ fn a_truncated_principal_waits_for_our_next_copy_without_a_third_connection() {
     let (v, n) = pass_at(&d, &src, &target, "1700007200");
     assert_eq!((v["transferred"].as_u64(), n), (Some(1), 2), "{v}");
     no_gap(&target);
-    // Two more: the origin's principal starts after our 6h ends.
+    // A pass just before (a mirror passes every 20 s or so: it does not
+    // expect to be behind), then the origin's principal starts after our
+    // 6h ends.
+    assert_eq!(pass_at(&d, &src, &target, "1700014390").1, 1);
     step("id/new2", "1700014400");
     let (v, n) = pass_at(&d, &src, &target, "1700014400");
     assert_eq!((v["transferred"].as_u64(), v["complete"].as_bool(), n), (Some(1), Some(true), 2), "{v}");
@@ -580,6 +583,40 @@ fn a_truncated_principal_waits_for_our_next_copy_without_a_third_connection() {
     assert!(perl_paths(&target.join("RECENT-1h.yaml")).contains(&"id/new2".to_string()));
     assert_eq!(state(&target)["refetch"], serde_json::json!([]));
     assert_same_tree(&origin, &target);
+}
+
+#[test]
+fn a_mirror_that_was_down_fetches_the_larger_files_it_needs_with_the_principal() {
+    // Down for two days: the principal no longer reaches what is done, and
+    // the walk needs 6h, 1d and 1W. They come in the principal's connection
+    // (by the time since the last complete pass), not one connection each.
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    for i in 0..3 {
+        write(&origin, &format!("id/f{i}"), "old\n");
+        let f = fs::File::options().append(true).open(origin.join(format!("id/f{i}"))).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_699_999_900)).unwrap();
+    }
+    ok(&["--now", "1700000000", "init", "--aggregate", s(&origin)]);
+    let d = RsyncDaemon::start(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    pass_at(&d, &src, &target, "1700000000");
+    for (i, now) in ["1700010800", "1700086400", "1700172800"].iter().enumerate() {
+        write(&origin, &format!("id/new{i}"), "new\n");
+        ok(&["--now", now, "update", &principal(&origin), &format!("id/new{i}")]);
+        ok(&["--now", now, "aggregate", &principal(&origin)]);
+    }
+    let index_fetches =
+        |d: &RsyncDaemon| d.log().lines().filter(|l| l.contains("] rsync on ") && l.contains("RECENT")).count();
+    let before = index_fetches(&d);
+    let (v, _) = pass_at(&d, &src, &target, "1700172800");
+    assert_eq!(v["read"], serde_json::json!(["RECENT-1h.yaml", "RECENT-6h.yaml", "RECENT-1d.yaml", "RECENT-1W.yaml"]));
+    assert_eq!((v["transferred"].as_u64(), v["complete"].as_bool()), (Some(3), Some(true)), "{v}");
+    // (Each file with new events still has its own --files-from transfer.)
+    assert_eq!(index_fetches(&d) - before, 1, "one connection for the recentfiles: {v}\n{}", d.log());
+    assert_same_tree(&origin, &target);
+    let sp = spans(&target);
+    assert!(sp["1h"].0 <= sp["6h"].1 && sp["6h"].0 <= sp["1d"].1, "a gap in our copies: {sp:?}");
 }
 
 #[test]

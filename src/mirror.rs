@@ -547,6 +547,9 @@ impl Itemized {
     }
 
     fn line(&mut self, line: &str) {
+        if self.stats_line(line) {
+            return;
+        }
         if let Some(rest) = line.strip_prefix("*deleting") {
             self.deleted += 1;
             let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
@@ -573,6 +576,40 @@ impl Itemized {
                 self.would.push(format!("new {}", crate::rsync::unescape(name)));
             }
         }
+    }
+}
+
+impl Itemized {
+    /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
+    /// see [`Mirror::bootstrap_command`]), counted the way the itemized
+    /// lines would be: regular files received and links, devices or
+    /// specials created; their bytes; deletes. Returns whether it was one.
+    fn stats_line(&mut self, line: &str) -> bool {
+        fn number(s: &str) -> u64 {
+            let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
+            digits.replace(',', "").parse().unwrap_or(0)
+        }
+        if let Some(rest) = line.strip_prefix("Number of regular files transferred:") {
+            self.files += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Total transferred file size:") {
+            self.bytes += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of deleted files:") {
+            self.deleted += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of created files:") {
+            // "424 (reg: 382, dir: 41, link: 1)": the regular ones are
+            // among those transferred.
+            let kinds = rest.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
+            for kind in kinds.split(',') {
+                if let Some((k, n)) = kind.split_once(':') {
+                    if matches!(k.trim(), "link" | "dev" | "special") {
+                        self.files += number(n);
+                    }
+                }
+            }
+        } else {
+            return false;
+        }
+        true
     }
 }
 
@@ -1204,7 +1241,8 @@ impl<'a> Mirror<'a> {
     }
 
     /// The whole-tree rsync: `-rlt --safe-links`, the ignore set excluded,
-    /// `--delete` within `--max-delete` unless `--skip-deletes`.
+    /// `--delete` within `--max-delete` unless `--skip-deletes`; what it
+    /// did is read from `--stats` (a dry run lists it with [`OUT_FORMAT`]).
     ///
     /// Its temp files go beside their files, as rsync's own default: with
     /// `--temp-dir` every new file's inode was allocated near one directory
@@ -1216,9 +1254,13 @@ impl<'a> Mirror<'a> {
     /// which cannot delete them, does it keep `temp_dir`.
     fn bootstrap_command(&self, layout: &Layout, dry: bool, temp_dir: Option<&Path>) -> Result<Rsync> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        r.args(["-rlt", "--safe-links", OUT_FORMAT]);
+        r.args(["-rlt", "--safe-links"]);
         if dry {
-            r.arg("--dry-run");
+            r.args(["--dry-run", OUT_FORMAT]);
+        } else {
+            // Counted from its summary: a line per file cost rsync a quarter
+            // of a first mirror of small files (10k: 1.05 s against 0.80 s).
+            r.arg("--stats");
         }
         if !self.cfg.skip_deletes {
             r.arg("--delete");
@@ -2175,6 +2217,25 @@ mod tests {
         }
         assert_eq!((s.files, s.bytes, s.deleted), (4, 35, 2));
         assert_eq!(s.would, ["delete old/x", "delete old/", "new f", "new changed", "new l", "new d/with space"]);
+    }
+
+    #[test]
+    fn stats_count_like_itemized_lines() {
+        let mut s = Itemized::listing(false);
+        for l in [
+            "",
+            "Number of files: 10,425 (reg: 10,382, dir: 42, link: 1)",
+            "Number of created files: 1,424 (reg: 1,382, dir: 39, link: 2, dev: 1)",
+            "Number of deleted files: 3 (reg: 2, dir: 1)",
+            "Number of regular files transferred: 1,383",
+            "Total file size: 5,187,727 bytes",
+            "Total transferred file size: 1,187,724 bytes",
+            "Literal data: 187,724 bytes",
+            "sent 215,965 bytes  received 7,469 bytes  148,956.00 bytes/sec",
+        ] {
+            s.line(l);
+        }
+        assert_eq!((s.files, s.bytes, s.deleted), (1383 + 3, 1_187_724, 3));
     }
 
     #[test]

@@ -577,9 +577,7 @@ impl Itemized {
             }
         }
     }
-}
 
-impl Itemized {
     /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
     /// see [`Mirror::bootstrap_command`]), counted the way the itemized
     /// lines would be: regular files received and links, devices or

@@ -6,6 +6,7 @@
 #   bench/mirror.sh [FILES] [REPS]          (default 10000 files, 5 repetitions)
 #
 # Environment:
+#   B_REPS=REPS    repetitions of (b) and (c), which are cheap at any size
 #   RRR=...        the rrr to measure (default target/release/rrr)
 #   RRR_BASE=...   an older rrr measured alongside (before/after in one run)
 #   SPREAD_DAYS=1000  file mtimes spread over that many days before now
@@ -39,6 +40,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 N=${1:-10000}
 REPS=${2:-5}
+B_REPS=${B_REPS:-$REPS}
 SPREAD_DAYS=${SPREAD_DAYS:-1000}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RRR=${RRR:-$TOP/target/release/rrr}
@@ -152,7 +154,7 @@ rm -rf "$W"/a_*
 mkdir -p "$W/p_lim" "$W/p_limo"
 rsync -lt "$URL/RECENT.recent" "$URL/RECENT-1h.yaml" "$W/p_lim/"; cp -a "$W/p_lim/." "$W/p_limo/"
 sync
-for r in $(seq 1 "$REPS"); do
+for r in $(seq 1 "$B_REPS"); do
     python3 - "$O" "$r" "$W/all.txt" "$W/changed.txt" "$W/deleted.txt" <<'PY'
 import os, sys, random
 root, k, allf, chf, delf = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]

@@ -44,6 +44,20 @@ impl Collection {
     pub fn open(arg: &Path) -> Result<Collection> {
         let mut path = arg.to_path_buf();
         if path.is_dir() {
+            // The tree's root; but a principal link whose target became a
+            // directory is named as what it is.
+            // (A link to the tree's root, e.g. /srv/cpan -> /data/cpan, is fine.)
+            let target = fs::read_link(&path).unwrap_or_default();
+            let principal_link = path.extension().is_some_and(|x| x == "recent")
+                || target.to_str().is_some_and(|t| !t.contains('/') && split_name(t).is_some());
+            if principal_link {
+                bail!(
+                    "{}: its target {} is a directory, not a recentfile (the tree's root is {})",
+                    path.display(),
+                    target.display(),
+                    path.parent().map_or_else(|| ".".into(), |p| p.display().to_string())
+                );
+            }
             path = path.join("RECENT.recent");
         }
         let root = match path.parent() {

@@ -27,7 +27,7 @@
 //!    walked into when this one no longer reaches what is done already
 //!    (a mirror that fell further behind than the file spans: fetched with
 //!    the principal when the time since the last complete pass predicted
-//!    it, [`Mirror::behind_names`], else then, a connection of its own), or
+//!    it, `Mirror::behind_names`, else then, a connection of its own), or
 //!    when our installed copy of the next one ends before this one begins
 //!    and it was fetched with the principal;
 //! 4. a recentfile is installed into the target only once every event it
@@ -480,9 +480,13 @@ fn write_state(file: &Path, state: &State) -> Result<()> {
     store::write_atomic(file, &bytes, None).with_context(|| format!("cannot save mirror state {}", file.display()))
 }
 
-/// Test hook: `RRR_TEST_ABORT_AT=before-deletes` or `after-chunk:N` aborts
-/// the process there (like kill -9: no cleanup), for the resume tests.
+/// Test hook (debug builds only: a release rrr ignores the variable):
+/// `RRR_TEST_ABORT_AT=before-deletes` or `after-chunk:N` aborts the process
+/// there (like kill -9: no cleanup), for the resume tests.
 fn abort_point(what: &str, n: u64) {
+    #[cfg(not(debug_assertions))]
+    let _ = (what, n);
+    #[cfg(debug_assertions)]
     if let Ok(v) = std::env::var("RRR_TEST_ABORT_AT") {
         let hit = match v.split_once(':') {
             Some((w, k)) => w == what && k.parse::<u64>().ok() == Some(n),

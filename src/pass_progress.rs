@@ -48,12 +48,13 @@ impl Running {
 }
 
 /// How often a log line (without a terminal) and a heartbeat are written;
-/// `RRR_TEST_PROGRESS_MS` shortens both for the tests.
+/// in debug builds (the tests) `RRR_TEST_PROGRESS_MS` shortens both.
 fn periods() -> (Duration, Duration) {
-    match std::env::var("RRR_TEST_PROGRESS_MS").ok().and_then(|v| v.parse().ok()) {
-        Some(ms) => (Duration::from_millis(ms), Duration::from_millis(ms)),
-        None => (Duration::from_secs(30), Duration::from_secs(10)),
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("RRR_TEST_PROGRESS_MS").ok().and_then(|v| v.parse().ok()) {
+        return (Duration::from_millis(ms), Duration::from_millis(ms));
     }
+    (Duration::from_secs(30), Duration::from_secs(10))
 }
 
 /// Turns a long rsync's stdout lines into the bar, log lines and heartbeats.

@@ -9,9 +9,9 @@
 # about 15 s after the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RRR_SYCK_CASES="${1:-200000}" cargo test --release --locked --test format \
-    emitter_quotes_every_generated_name_as_yaml_syck_does \
+RRR_SYCK_CASES="${1:-200000}" cargo test --release --locked --test integration \
+    format::emitter_quotes_every_generated_name_as_yaml_syck_does \
     -- --exact --nocapture
-RRR_SYCK_CASES="${1:-200000}" cargo test --release --locked --test format \
-    yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes \
+RRR_SYCK_CASES="${1:-200000}" cargo test --release --locked --test integration \
+    format::yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes \
     -- --exact --nocapture

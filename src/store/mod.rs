@@ -44,7 +44,7 @@ pub fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
         match recentfile::yaml::outline_file(&file) {
             Ok(Some(o)) => return Ok(Some(o)),
             Ok(None) => {}
-            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+            Err(e) => return Err(ReadError::io(e).in_file(path)),
         }
     }
     read_open(&file, path).map(|rf| Some(Outline::of(&rf)))
@@ -59,9 +59,9 @@ fn open_recentfile(path: &Path) -> Result<Option<fs::File>, ReadError> {
     let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+        Err(e) => return Err(ReadError::io(e).in_file(path)),
     };
-    let meta = file.metadata().map_err(|e| ReadError::general(e.to_string()).in_file(path))?;
+    let meta = file.metadata().map_err(|e| ReadError::io(e).in_file(path))?;
     if !meta.is_file() {
         return Err(ReadError::general("not a regular file".into()).in_file(path));
     }
@@ -81,14 +81,14 @@ fn read_open(file: &fs::File, path: &Path) -> Result<Recentfile, ReadError> {
         match recentfile::yaml::read_syck_file(file) {
             Ok(Some(rf)) => return Ok(rf),
             Ok(None) => {}
-            Err(e) => return Err(ReadError::general(e.to_string()).in_file(path)),
+            Err(e) => return Err(ReadError::io(e).in_file(path)),
         }
     }
     // From the start: the strict path reads with pread and leaves the offset alone.
     let mut bytes = Vec::new();
     file.take(recentfile::read::MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::general(e.to_string()).in_file(path))?;
+        .map_err(|e| ReadError::io(e).in_file(path))?;
     recentfile::parse_bytes(&bytes, format).map_err(|e| e.in_file(path))
 }
 
@@ -107,7 +107,7 @@ pub struct EarlyRead {
 /// Read `path` ahead of its lock (see [`EarlyRead`]).
 pub fn read_early(path: &Path) -> Result<EarlyRead, ReadError> {
     let Some(file) = open_recentfile(path)? else { return Ok(EarlyRead { read: None }) };
-    let meta = file.metadata().map_err(|e| ReadError::general(e.to_string()).in_file(path))?;
+    let meta = file.metadata().map_err(|e| ReadError::io(e).in_file(path))?;
     let rf = read_open(&file, path)?;
     Ok(EarlyRead { read: Some((file, meta, rf)) })
 }

@@ -101,11 +101,8 @@ fn text_map(v: Option<&Value>) -> Option<TextMap> {
 
 /// Parse JSON text into raw fields.
 pub fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
-    let top: Value = serde_json::from_str(text_in).map_err(|e| ReadError {
-        file: None,
-        line: Some(e.line()),
-        message: format!("not valid JSON: {e}"),
-    })?;
+    let top: Value =
+        serde_json::from_str(text_in).map_err(|e| ReadError::at(e.line(), format!("not valid JSON: {e}")))?;
     let (meta, events) = match top {
         Value::Object(mut o) => {
             let events = match o.remove("recent") {

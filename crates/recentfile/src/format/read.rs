@@ -12,6 +12,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Longest event path: a longer one is skipped (see [`validate`]).
 pub const MAX_PATH_BYTES: usize = 4096;
@@ -19,26 +20,47 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// Largest recentfile rrr will read (a 1M-event Z file is about 100 MB).
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
 
-/// A recentfile that cannot be read, with where and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A recentfile that cannot be read, with where and what. An I/O failure
+/// keeps its [`std::io::Error`] as the [`source`](std::error::Error::source)
+/// (shared, so that the error stays `Clone`), so its kind is not lost.
+#[derive(Debug, Clone)]
 pub struct ReadError {
     pub file: Option<PathBuf>,
     pub line: Option<usize>,
     pub message: String,
+    io: Option<Arc<std::io::Error>>,
 }
 
 impl ReadError {
     pub fn at(line: usize, message: String) -> ReadError {
-        ReadError { file: None, line: Some(line), message }
+        ReadError { file: None, line: Some(line), message, io: None }
     }
     pub fn general(message: String) -> ReadError {
-        ReadError { file: None, line: None, message }
+        ReadError { file: None, line: None, message, io: None }
+    }
+    /// Reading failed at the I/O level (`message` empty: the source says it).
+    pub fn io(e: std::io::Error) -> ReadError {
+        ReadError { file: None, line: None, message: String::new(), io: Some(Arc::new(e)) }
     }
     pub fn in_file(mut self, file: &Path) -> ReadError {
         self.file = Some(file.to_path_buf());
         self
     }
+    /// The I/O error's kind, when reading failed at the I/O level.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.io.as_ref().map(|e| e.kind())
+    }
 }
+
+/// Equal when they say the same (the I/O source compared by kind).
+impl PartialEq for ReadError {
+    fn eq(&self, other: &ReadError) -> bool {
+        (&self.file, self.line, &self.message, self.io_kind())
+            == (&other.file, other.line, &other.message, other.io_kind())
+    }
+}
+
+impl Eq for ReadError {}
 
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -49,11 +71,18 @@ impl fmt::Display for ReadError {
         if let Some(line) = self.line {
             write!(f, ": line {line}")?;
         }
-        write!(f, ": {}", self.message)
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
     }
 }
 
-impl std::error::Error for ReadError {}
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.io.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A scalar kept as its exact source text (numbers included).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

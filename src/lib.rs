@@ -17,15 +17,16 @@
 //! [`mirror`] (one pass: transfers, deletes, state), `ops::rmirror` (the loop,
 //! lock and signals).
 
-pub mod aggregate;
+// The pure core lives in its own crate, `recentfile` (crates/recentfile);
+// its modules keep their paths here (`rrr::epoch`, `rrr::recentfile`, …).
+pub use ::recentfile::format as recentfile;
+pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
+
 pub mod clock;
 pub mod collection;
 pub mod config;
-pub mod done;
-pub mod epoch;
 pub mod hook;
 pub mod human;
-pub mod interval;
 pub mod log;
 pub mod manual;
 pub mod mirror;
@@ -37,14 +38,11 @@ pub mod pass_progress;
 pub mod pattern;
 pub mod perl_compat;
 pub mod progress;
-pub mod query;
-pub mod recentfile;
 pub mod remote;
 pub mod rsync;
 pub mod signals;
 pub mod status;
 pub mod store;
 pub mod tree;
-pub mod update;
 pub mod watch;
 pub mod watcher;

@@ -1,7 +1,7 @@
 //! Which trees a mirror may write into and delete from (DECISIONS.md, "What
 //! rrr may delete"). The decision is pure ([`decide`]: facts in, a verdict
 //! out); the facts are gathered at the edge ([`tree_kind`], [`read_marker`],
-//! [`local_collection`]) by `Mirror::settle_ownership`, before rrr writes
+//! `local_collection`) by `Mirror::settle_ownership`, before rrr writes
 //! anything into the target.
 //!
 //! rrr deletes only in a tree that is a mirror of the remote's collection:

@@ -9,8 +9,8 @@
 //!   (`--keep-deletes`), not a meta key, which would break Perl readers.
 
 use crate::epoch::{perl_min, Epoch, PerlNum};
+use crate::format::{first_of_each_path, path_set, Event, EventKind, Merged, PathSet, Recentfile};
 use crate::interval::Interval;
-use crate::recentfile::{first_of_each_path, path_set, Event, EventKind, Merged, PathSet, Recentfile};
 
 /// Merge `small` (interval `small_iv`) into `big` (interval `big_iv`) at
 /// clock `now`. Returns true when something was done: then both files

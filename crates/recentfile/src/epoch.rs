@@ -40,7 +40,7 @@
 //! operands), checked against `fixtures/vectors/fakebigfloat.tsv`.
 //!
 //! ```
-//! use rrr::epoch::{cmp_epochs, Epoch};
+//! use recentfile::epoch::{cmp_epochs, Epoch};
 //! use std::cmp::Ordering;
 //!
 //! let e = Epoch::parse("1700000100.5").unwrap();
@@ -1016,7 +1016,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const VECTORS: &str = include_str!("../fixtures/vectors/fakebigfloat.tsv");
+    const VECTORS: &str = include_str!("../../../fixtures/vectors/fakebigfloat.tsv");
 
     fn ep(s: &str) -> Epoch {
         Epoch::parse(s).unwrap_or_else(|e| panic!("{e}"))

@@ -8,9 +8,9 @@
 //! `after`/`before` compare epochs exactly and strictly (spec 11.1 fixed).
 
 use crate::epoch::Epoch;
+use crate::format::read::Outline;
+use crate::format::{first_of_each_path, Event, EventKind, Merged, Recentfile};
 use crate::interval::Interval;
-use crate::recentfile::read::Outline;
-use crate::recentfile::{first_of_each_path, Event, EventKind, Merged, Recentfile};
 
 /// Filters of `rrr news`, applied to each path's newest event.
 #[derive(Clone, Debug, Default)]
@@ -133,7 +133,7 @@ pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> s
     out.write_all(e.epoch.as_str().as_bytes())?;
     out.write_all(if e.kind == EventKind::New { &b"\tnew\t"[..] } else { &b"\tdelete\t"[..] })?;
     if e.path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\') {
-        out.write_all(crate::recentfile::escape_path(&e.path).as_bytes())?;
+        out.write_all(crate::format::escape_path(&e.path).as_bytes())?;
     } else {
         out.write_all(e.path.as_bytes())?;
     }
@@ -165,7 +165,7 @@ impl FileSummary {
         FileSummary::from_outline(iv, &Outline::of(rf))
     }
 
-    /// From what [`crate::store::read_outline`] reads (no events needed).
+    /// From an [`Outline`] (no events needed): what `rrr`'s store reads of a file.
     pub fn from_outline(iv: &Interval, o: &Outline) -> FileSummary {
         FileSummary {
             interval: iv.spec().to_string(),

@@ -10,7 +10,7 @@
 //! - 4.2: only `new` and `delete` are accepted.
 
 use crate::epoch::{perl_min, Epoch, PerlNum};
-use crate::recentfile::{check_relative_path, Event, EventKind, Merged, Recentfile};
+use crate::format::{check_relative_path, Event, EventKind, Merged, Recentfile};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};

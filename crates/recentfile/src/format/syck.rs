@@ -7,7 +7,7 @@
 //! 1. The empty string is `''`.
 //! 2. A string Perl's `looks_like_number` accepts (`12`, `1.5`, ` 1`, `1e5`,
 //!    `inf`, `nan(1)`, `0 but true`) is single-quoted, unless it is a
-//!    "very basic integer" (at most 9 bytes, see [`unquotable_integer`]),
+//!    "very basic integer" (at most 9 bytes, see `unquotable_integer`),
 //!    which is left to the scan like any other string.
 //! 3. A YAML 1.1 bool or null word (`y`, `Yes`, `off`, `~`, `NULL`) is
 //!    single-quoted.
@@ -517,7 +517,7 @@ mod tests {
 
     #[test]
     fn syck_vectors() {
-        let table = include_str!("../../fixtures/vectors/yaml-syck-scalars.tsv");
+        let table = include_str!("../../../../fixtures/vectors/yaml-syck-scalars.tsv");
         let mut checked = 0;
         let mut failures = Vec::new();
         for line in table.lines().filter(|l| !l.starts_with('#')) {

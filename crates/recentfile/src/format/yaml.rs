@@ -39,7 +39,7 @@ pub fn emit(rf: &Recentfile, producer: &Producer) -> String {
     String::from_utf8(out).expect("built from strings")
 }
 
-/// [`emit`] into a writer, in pieces of about [`WRITE_PIECE`] bytes (a Z
+/// [`emit`] into a writer, in pieces of about `WRITE_PIECE` bytes (a Z
 /// file is never held in memory as text).
 pub fn emit_to(rf: &Recentfile, producer: &Producer, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let m = &rf.meta;
@@ -616,7 +616,7 @@ pub fn outline(r: impl Read) -> std::io::Result<Option<Outline>> {
 }
 
 /// [`outline`] of a whole file, on two threads when it is big (see
-/// [`split_scan`]): overview of a 1M-event collection is mostly this scan of Z.
+/// `split_scan`): overview of a 1M-event collection is mostly this scan of Z.
 pub fn outline_file(file: &std::fs::File) -> std::io::Result<Option<Outline>> {
     outline_split(file, SPLIT_MIN_BYTES)
 }
@@ -1177,7 +1177,7 @@ mod tests {
 
     fn every_fixture() -> Vec<std::path::PathBuf> {
         let mut out = Vec::new();
-        let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")];
+        let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")];
         while let Some(d) = dirs.pop() {
             for e in std::fs::read_dir(d).unwrap() {
                 let p = e.unwrap().path();

@@ -1,105 +1,234 @@
 #!/bin/bash
-# Benchmark rrr rmirror against plain rsync on one tree, side by side in one run
-# (issue 4, benchmarks (a) and (b)), over a loopback rsync daemon.
+# rrr rmirror against plain rsync on one tree, over a loopback rsync daemon,
+# every variant interleaved in one run; each run's rsync connections are
+# counted from the daemon's log ("rsync on ..." lines).
 #
-#   bench/mirror.sh [FILES] [REPS]     (default 10000 files, 3 repetitions)
+#   bench/mirror.sh [FILES] [REPS]          (default 10000 files, 5 repetitions)
 #
-# (a) first mirror of the tree into an empty dir:
+# Environment:
+#   B_REPS=REPS    repetitions of (b) and (c), which are cheap at any size
+#   RRR=...        the rrr to measure (default target/release/rrr)
+#   RRR_BASE=...   an older rrr measured alongside (before/after in one run)
+#   SPREAD_DAYS=1000  file mtimes spread over that many days before now
+#   DAEMON_NODELAY=1  the daemon sets `socket options = TCP_NODELAY`
+#                  (README.mirror advises it; default: a default daemon)
+#   KEEP=1         keep the work directory
+#
+# Tree: FILES files of 200-800 bytes in a CPAN-like fan-out
+# authors/id/L/LM/LMnnnnn/ (~20 files per directory), indexed with
+# `rrr init --aggregate`: every recentfile, 1h to Z, lists every file (the
+# heaviest index a first mirror meets).
+#
+# (a) first mirror into an empty directory, fresh process each:
 #       rrr rmirror --remote rsync://127.0.0.1:PORT/origin/RECENT.recent --localroot DST
 #     vs rsync -a rsync://127.0.0.1:PORT/origin/ DST/
-# (b) after 100 changes at the origin (recorded with rrr update, aggregated),
-#     a fresh rmirror process on an up-to-date mirror
-#     vs the physical limit: one fetch of the principal plus
-#        rsync -rlt --files-from=<the 100 changed paths, sorted> (2 rsync calls)
-#     vs rsync -a --delete of the whole tree.
-# Each variant has its own target, in sync before each repetition. Page cache
-# warm; fsync counts. Prints per-run seconds and the medians as a table.
+# (b) 80 new files, 20 rewritten, 10 deleted at the origin (rrr update,
+#     rrr aggregate), then on targets that are in sync:
+#       rrr rmirror (fresh process, state from the previous pass)
+#     vs the limit: one fetch of the principal and its link (kept between
+#        runs, so it comes as a delta), `rsync -rlt --safe-links
+#        --files-from=<exactly the new and rewritten paths, sorted>`, and
+#        `rm` of the deleted paths; once as plain rsync ("limit") and once
+#        with the options rrr's every call has ("limit/o": --timeout=300
+#        --contimeout=30 --sockopts=TCP_NODELAY; --timeout alone costs a
+#        default daemon an extra delayed-ACK wait, ~40 ms a connection).
+# (c) a pass whose principal has not changed (right after (b)).
+# Page cache warm; `sync` before every first-mirror run; fsync counts. Needs
+# disk for 2-3 x REPS copies of the tree.
+# Prints every run, then medians, ratios and connection counts.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 N=${1:-10000}
-REPS=${2:-3}
-RRR=${RRR:-$(cd "$(dirname "$0")/.." && pwd)/target/release/rrr}
-W=$(mktemp -d /tmp/rrr-bench-XXXXXX)
-trap 'kill $DPID 2>/dev/null || true; rm -rf "$W"' EXIT
+REPS=${2:-5}
+B_REPS=${B_REPS:-$REPS}
+SPREAD_DAYS=${SPREAD_DAYS:-1000}
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+RRR=${RRR:-$TOP/target/release/rrr}
+RRR_BASE=${RRR_BASE:-}
+W=$(mktemp -d /tmp/rrr-bench-mirror-XXXXXX)
+DPID=
+cleanup() {
+    [ -n "$DPID" ] && { kill "$DPID"; wait "$DPID"; } 2>/dev/null || true
+    [ -n "${KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
 O=$W/origin
 mkdir -p "$O"
-python3 - "$O" "$N" <<'PY'
-import os, sys, random
-root, n = sys.argv[1], int(sys.argv[2])
+now() { date +%s.%N; }
+el() { python3 -c "print(f'{$(now)-$1:.3f}')"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+s=$(now)
+python3 - "$O" "$N" "$SPREAD_DAYS" > "$W/all.txt" <<'PY'
+import os, sys, random, time
+root, n, spread = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 random.seed(4)
+L = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+authors = max(1, n // 20)
+now = time.time()
+made = set()
+buf = os.urandom(1 << 20)
+out = []
 for i in range(n):
-    a = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i % 26]
-    d = os.path.join(root, "authors/id", a, a + "%02d" % (i % 40), "AUTH%04d" % (i % 400))
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "Dist-%05d.tar.gz" % i), "wb") as f:
-        f.write(os.urandom(random.randint(500, 4000)))
+    a = random.randrange(authors)
+    d = "authors/id/%s/%s%s/%s%s%05d" % (L[a % 26], L[a % 26], L[a // 26 % 26], L[a % 26], L[a // 26 % 26], a)
+    if d not in made:
+        os.makedirs(os.path.join(root, d), exist_ok=True); made.add(d)
+    p = "%s/Dist-%07d.tar.gz" % (d, i)
+    full = os.path.join(root, p)
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    off = random.randrange(len(buf) - 800)
+    os.write(fd, buf[off:off + random.randint(200, 800)])
+    os.close(fd)
+    if spread > 0:
+        t = now - 3600 - random.uniform(0, spread * 86400)
+        os.utime(full, (t, t))
+    out.append(p)
+sys.stdout.write("\n".join(out) + "\n")
 PY
-# Index: init on the empty root, then record every file in one batch
-# (\`rrr init\` on a full 10k tree is currently slow: its per-file dirty
-# inserts are quadratic; that is the origin's business, not the mirror's).
-mkdir -p "$W/empty"
-"$RRR" init --aggregate "$W/empty" >/dev/null 2>&1
-mv "$W"/empty/RECENT* "$O/"
-(cd "$O" && find authors -type f | sort | sed 's/^/new /') | "$RRR" update --stdin "$O/RECENT.recent"
-"$RRR" aggregate --force "$O/RECENT.recent"
+T_GEN=$(el "$s")
+s=$(now); "$RRR" init --quiet --aggregate "$O" >/dev/null; T_INIT=$(el "$s")
+sync
+echo "tree: $N files in $(find "$O/authors" -type d | wc -l) dirs, $(du -sh "$O" | cut -f1) on disk;" \
+     "generate ${T_GEN}s, rrr init --aggregate ${T_INIT}s; index $(du -ch "$O"/RECENT-*.yaml | tail -1 | cut -f1)"
+echo "rsync $(rsync --version | sed -n 1p | awk '{print $3}'); rrr $RRR${RRR_BASE:+; base $RRR_BASE};" \
+     "daemon TCP_NODELAY ${DAEMON_NODELAY:-no}; nproc $(nproc); load $(load)"
+
 PORT=$(freeport)
 write_rsyncd_conf "$W" "$O"
+[ -n "${DAEMON_NODELAY:-}" ] && sed -i '1i socket options = TCP_NODELAY' "$W/rsyncd.conf"
 rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$W/rsyncd.conf" &
 DPID=$!
-sleep 0.5
+for _ in $(seq 1 50); do grep -q "listening on port" "$W/rsyncd.log" 2>/dev/null && break; sleep 0.1; done
 URL=rsync://127.0.0.1:$PORT/origin
+conns() { grep -c '\] rsync on ' "$W/rsyncd.log" || true; }
 
-now() { date +%s.%N; }
-t() { local s; s=$(now); "$@" >/dev/null 2>&1; python3 -c "print(f'{$(now)-$s:.3f}')"; }
+# t VARIANT: run it, print "seconds connections"; a failure ends the script.
+t() {
+    local c0 s secs
+    c0=$(conns); s=$(now)
+    "v_$1" >/dev/null 2>"$W/last.err" || { echo "FAILED: $1"; cat "$W/last.err"; exit 1; }
+    secs=$(el "$s")
+    echo "$secs $(( $(conns) - c0 ))"
+}
+# (a) first mirror; DST is set by the loop.
+v_a_rrr()  { "$RRR" rmirror --quiet --remote "$URL/RECENT.recent" --localroot "$DST"; }
+v_a_base() { "$RRR_BASE" rmirror --quiet --remote "$URL/RECENT.recent" --localroot "$DST"; }
+v_a_rsync() { rsync -a "$URL/" "$DST/"; }
+# (b) incremental
+v_b_rrr()  { "$RRR" rmirror --quiet --remote "$URL/RECENT.recent" --localroot "$W/b_rrr"; }
+v_b_base() { "$RRR_BASE" rmirror --quiet --remote "$URL/RECENT.recent" --localroot "$W/b_base"; }
+limit() {  # limit TARGET PRINCIPAL_DIR [RSYNC OPTION]
+    rsync ${3:-} -lt "$URL/RECENT.recent" "$URL/RECENT-1h.yaml" "$2/" \
+        && rsync ${3:-} -rlt --safe-links --files-from="$W/changed.txt" "$URL/" "$1/" \
+        && (cd "$1" && xargs -d '\n' rm -f -- < "$W/deleted.txt")
+}
+v_b_lim()   { limit "$W/b_lim" "$W/p_lim"; }
+v_b_limo() { limit "$W/b_limo" "$W/p_limo" "--timeout=300 --contimeout=30 --sockopts=TCP_NODELAY"; }
 
-echo "tree: $N files, $(du -sh "$O" | cut -f1); rsync $(rsync --version | sed -n 1p | awk '{print $3}'); rrr $RRR"
-declare -a A_RRR A_RS B_RRR B_LIM B_FULL
+A_VARIANTS="rrr rsync"; B_VARIANTS="rrr lim limo"
+[ -n "$RRR_BASE" ] && { A_VARIANTS="rrr base rsync"; B_VARIANTS="rrr base lim limo"; }
+rotate() {  # rotate "A B C" K: the list rotated by K
+    python3 -c "import sys; v=sys.argv[1].split(); k=int(sys.argv[2])%len(v); print(' '.join(v[k:]+v[:k]))" "$1" "$2"
+}
+RAW=$W/raw.txt; : > "$RAW"
+# Each first mirror goes into a directory of its own, all removed after
+# (a): creating files right after removing as many costs ext4 more.
 for r in $(seq 1 "$REPS"); do
-    rm -rf "$W/a1" "$W/a2"
-    A_RRR+=("$(t "$RRR" rmirror --quiet --remote "$URL/RECENT.recent" --localroot "$W/a1")")
-    A_RS+=("$(t rsync -a "$URL/" "$W/a2/")")
-    echo "(a) run $r: rrr ${A_RRR[-1]} s, rsync -a ${A_RS[-1]} s"
+    order=$(rotate "$A_VARIANTS" "$r")
+    line="(a) run $r [$order]:"
+    for v in $order; do
+        DST=$W/a_${v}_$r
+        sync
+        res=$(t "a_$v")
+        echo "a $v $res" >> "$RAW"
+        line="$line $v ${res% *} s (${res#* } conn)"
+    done
+    echo "$line; load $(load)"
 done
-# (b) three targets in sync: rrr's (from (a)), and two plain copies.
-rm -rf "$W/b2" "$W/b3"
-cp -a "$W/a1" "$W/b2"; cp -a "$W/a1" "$W/b3"; rm -rf "$W/b2/.rrr" "$W/b3/.rrr"
-for r in $(seq 1 "$REPS"); do
-    # 100 changes: 80 new files, 20 rewritten.
-    python3 - "$O" "$r" > "$W/changed.txt" <<'PY'
+# (b) targets: the last first mirrors; the limit's two from rsync -a's.
+mv "$W/a_rrr_$REPS" "$W/b_rrr"
+[ -n "$RRR_BASE" ] && mv "$W/a_base_$REPS" "$W/b_base"
+mv "$W/a_rsync_$REPS" "$W/b_lim"; cp -a "$W/b_lim" "$W/b_limo"
+rm -rf "$W"/a_*
+mkdir -p "$W/p_lim" "$W/p_limo"
+rsync -lt "$URL/RECENT.recent" "$URL/RECENT-1h.yaml" "$W/p_lim/"; cp -a "$W/p_lim/." "$W/p_limo/"
+sync
+for r in $(seq 1 "$B_REPS"); do
+    python3 - "$O" "$r" "$W/all.txt" "$W/changed.txt" "$W/deleted.txt" <<'PY'
 import os, sys, random
-root, r = sys.argv[1], int(sys.argv[2])
-random.seed(100 + r)
-out = []
+root, k, allf, chf, delf = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+random.seed(100 + k)
+files = [p for p in open(allf).read().split() if os.path.exists(os.path.join(root, p))]
+picked = random.sample(files, 30)
+changed, deleted = [], picked[20:]
 for i in range(80):
-    p = "authors/id/N/N%02d/NEW%d/New-%d-%d.tar.gz" % (i % 10, r, r, i)
+    p = "authors/id/N/NW/NEW%d%02d/New-%d-%d.tar.gz" % (k, i % 10, k, i)
     os.makedirs(os.path.join(root, os.path.dirname(p)), exist_ok=True)
-    with open(os.path.join(root, p), "wb") as f: f.write(os.urandom(2000))
-    out.append(p)
-for i in range(20):
-    k = random.randrange(10000)
-    for dp, dn, fn in os.walk(os.path.join(root, "authors/id", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k % 26])):
-        if fn:
-            p = os.path.relpath(os.path.join(dp, sorted(fn)[i % len(fn)]), root)
-            with open(os.path.join(root, p), "ab") as f: f.write(b"changed %d" % r)
-            out.append(p); break
-for p in sorted(set(out)): print(p)
+    with open(os.path.join(root, p), "wb") as f: f.write(os.urandom(500))
+    changed.append(p)
+for p in picked[:20]:
+    with open(os.path.join(root, p), "ab") as f: f.write(b"changed %d" % k)
+    changed.append(p)
+for p in deleted:
+    os.remove(os.path.join(root, p))
+open(chf, "w").write("".join(p + "\n" for p in sorted(set(changed))))
+open(delf, "w").write("".join(p + "\n" for p in sorted(deleted)))
 PY
-    sed 's/^/new /' "$W/changed.txt" | "$RRR" update --stdin "$O/RECENT.recent"
+    { sed 's/^/new /' "$W/changed.txt"; sed 's/^/delete /' "$W/deleted.txt"; } | "$RRR" update --stdin "$O/RECENT.recent"
     "$RRR" aggregate "$O/RECENT.recent"
-    B_RRR+=("$(t "$RRR" rmirror --quiet --remote "$URL/RECENT.recent" --localroot "$W/a1")")
-    lim() { mkdir -p "$W/p" && rsync -lt "$URL/RECENT.recent" "$URL/RECENT-1h.yaml" "$W/p/" && rsync -rlt --safe-links --files-from="$W/changed.txt" "$URL/" "$W/b2/"; }
-    B_LIM+=("$(t lim)")
-    B_FULL+=("$(t rsync -a --delete "$URL/" "$W/b3/")")
-    echo "(b) run $r: rrr ${B_RRR[-1]} s, limit ${B_LIM[-1]} s, rsync -a --delete ${B_FULL[-1]} s ($(wc -l < "$W/changed.txt") changed)"
+    sleep 1  # one-second mtime granularity must not hide the rewrites
+    order=$(rotate "$B_VARIANTS" "$r")
+    line="(b) run $r [$order]:"
+    for v in $order; do
+        res=$(t "b_$v")
+        echo "b $v $res" >> "$RAW"
+        line="$line $v ${res% *} s (${res#* } conn)"
+    done
+    # (c) nothing changed since: the principal alone.
+    for v in rrr ${RRR_BASE:+base}; do
+        res=$(t "b_$v")
+        echo "c $v $res" >> "$RAW"
+        line="$line; unchanged $v ${res% *} s (${res#* } conn)"
+    done
+    echo "$line; load $(load)"
 done
-for d in a1 b2 b3; do
-    diff -r -x .rrr -x 'RECENT*' "$O" "$W/$d" >/dev/null || { echo "MISMATCH: $d differs from origin"; exit 1; }
+# Every target must equal the origin: path, type, size and mtime of every
+# file and symlink, and the directories (whose mtimes local deletes change).
+listing() {
+    (cd "$1" && find . \( -path ./.rrr -o -name 'RECENT*' \) -prune -o -path . -o -printf '%P %y %s %T@\n' \
+        | awk '$2 == "d" { print $1, "d"; next } { print }' | sort)
+}
+listing "$O" > "$W/o.lst"
+for d in b_rrr ${RRR_BASE:+b_base} b_lim b_limo; do
+    listing "$W/$d" | cmp -s - "$W/o.lst" || { echo "MISMATCH: $d differs from the origin"; exit 1; }
 done
-python3 - "${A_RRR[*]}" "${A_RS[*]}" "${B_RRR[*]}" "${B_LIM[*]}" "${B_FULL[*]}" <<'PY'
+echo "all targets equal the origin; load $(load)"
+python3 - "$RAW" "$N" <<'PY'
 import sys, statistics as st
-m = [st.median(map(float, a.split())) for a in sys.argv[1:]]
-print("\nmedians (s):")
-print(f"(a) first mirror:  rrr {m[0]:.3f}   rsync -a {m[1]:.3f}   ratio {m[0]/m[1]:.2f}x (target <= 1.5x)")
-print(f"(b) 100 changes:   rrr {m[2]:.3f}   limit {m[3]:.3f}   ratio {m[2]/m[3]:.2f}x (target <= 1.3x)")
-print(f"                   rsync -a --delete {m[4]:.3f}   rrr is {m[4]/m[2]:.1f}x faster")
+rows = [l.split() for l in open(sys.argv[1])]
+def med(phase, v):
+    xs = [(float(r[2]), int(r[3])) for r in rows if r[0] == phase and r[1] == v]
+    if not xs:
+        return None
+    return st.median(x for x, _ in xs), sorted(set(c for _, c in xs))
+def conn(c):
+    return "/".join(map(str, c[1])) + " conn"
+print(f"\nmedians (s), {sys.argv[2]} files, connections per run:")
+rs = med("a", "rsync")
+for v in ("rrr", "base"):
+    m = med("a", v)
+    if m:
+        print(f"(a) first mirror   {v:5} {m[0]:7.3f} ({conn(m)})   rsync -a {rs[0]:7.3f} ({conn(rs)})"
+              f"   ratio {m[0]/rs[0]:.2f}x (target <= 1.2x, <= 3 conn)")
+lim, limo = med("b", "lim"), med("b", "limo")
+for v in ("rrr", "base"):
+    m = med("b", v)
+    if m:
+        print(f"(b) 100 changes    {v:5} {m[0]:7.3f} ({conn(m)})   limit {lim[0]:.3f} ({conn(lim)}): {m[0]/lim[0]:.2f}x"
+              f"   limit/o {limo[0]:.3f}: {m[0]/limo[0]:.2f}x (target <= 1.1x)")
+for v in ("rrr", "base"):
+    m = med("c", v)
+    if m:
+        print(f"(c) unchanged      {v:5} {m[0]:7.3f} ({conn(m)}) (target: 1 conn)")
 PY

@@ -285,6 +285,12 @@ impl RsyncSettings {
         r.arg(format!("--timeout={}", self.timeout));
         if transport == Transport::Daemon {
             r.arg(format!("--contimeout={}", self.contimeout));
+            // rsync's handshake is many small writes; with Nagle's
+            // algorithm each waits for the peer's delayed ACK (40 ms on
+            // Linux), which made a daemon connection cost ~0.12 s on
+            // loopback whatever it carried. The daemon side only follows
+            // its own `socket options` (README.mirror).
+            r.arg("--sockopts=TCP_NODELAY");
             if let Some(p) = &self.password_file {
                 r.arg(format!("--password-file={}", p.display()));
             }
@@ -301,6 +307,9 @@ pub const DEFAULT_MAX_RECENTFILE_SIZE: u64 = 512 << 20;
 /// A hidden temporary directory for fetched recentfiles.
 pub struct FetchDir {
     dir: tempfile::TempDir,
+    /// [`FetchDir::fetch_index`] ran: every recentfile the remote has is
+    /// here, so a name missing here is missing at the remote.
+    whole_index: std::sync::atomic::AtomicBool,
     /// The mirror's own copies of the recentfiles (its localroot): passed
     /// to rsync as `--copy-dest`, so a recentfile that changed at the
     /// remote is fetched as a delta against the copy installed by the last
@@ -319,7 +328,7 @@ impl FetchDir {
             .prefix(FETCH_PREFIX)
             .tempdir_in(state_dir)
             .with_context(|| format!("cannot create a temp dir in {}", state_dir.display()))?;
-        Ok(FetchDir { dir, basis: None })
+        Ok(FetchDir { dir, whole_index: std::sync::atomic::AtomicBool::new(false), basis: None })
     }
 
     /// Use the files of `dir` (if it exists) as rsync basis files.
@@ -339,16 +348,54 @@ impl FetchDir {
     /// Fetch `names` of the remote root in one rsync call (symlinks stay
     /// symlinks). A name missing at the remote is simply absent afterwards.
     pub fn fetch(&self, remote: &Remote, settings: &RsyncSettings, names: &[&str]) -> Result<(), RsyncError> {
-        let mut r = settings.command(remote.transport);
-        r.arg("-lt");
-        if let Some(b) = &self.basis {
-            r.arg(format!("--copy-dest={}", b.display()));
-        }
+        let mut r = self.command(remote, settings);
         for n in names {
             r.arg(remote.source(n));
         }
         r.arg(format!("{}/", self.dir.path().display()));
         r.run().map(|_| ())
+    }
+
+    /// Fetch the whole index in one rsync call: the principal symlink and
+    /// every recentfile of the collection SRC names (the remote root's
+    /// top level, `<root>.recent`, `<root>-*.yaml`, `<root>-*.json`; no
+    /// recursion). One connection instead of one for the link, one for
+    /// its target and one for the larger files: the link's target is not
+    /// known before the link is read. Returns false, fetching nothing,
+    /// when the collection's name holds a character rsync's patterns
+    /// treat specially.
+    pub fn fetch_index(&self, remote: &Remote, settings: &RsyncSettings) -> Result<bool, RsyncError> {
+        let Some(root) = index_root(&remote.name) else { return Ok(false) };
+        let mut r = self.command(remote, settings);
+        r.args(["--dirs", "--exclude=*/"]);
+        for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json")] {
+            r.arg(format!("--include={p}"));
+        }
+        r.arg("--exclude=*");
+        r.arg(remote.tree_source());
+        r.arg(format!("{}/", self.dir.path().display()));
+        r.run()?;
+        self.whole_index.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Whether [`FetchDir::fetch_index`] fetched everything here.
+    pub fn has_whole_index(&self) -> bool {
+        self.whole_index.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether `name` was fetched (a file or link of that name is here).
+    pub fn has(&self, name: &str) -> bool {
+        fs::symlink_metadata(self.file(name)).is_ok()
+    }
+
+    fn command(&self, remote: &Remote, settings: &RsyncSettings) -> Rsync {
+        let mut r = settings.command(remote.transport);
+        r.arg("-lt");
+        if let Some(b) = &self.basis {
+            r.arg(format!("--copy-dest={}", b.display()));
+        }
+        r
     }
 
     /// Read the fetched recentfile `name`; `Ok(None)` when the remote has
@@ -388,6 +435,17 @@ impl FetchDir {
         check_name(&target).with_context(|| format!("remote {link}"))?;
         Ok(Some(target))
     }
+}
+
+/// The filenameroot of the recentfile or link `name`, if rsync's filter
+/// patterns can name it literally (no `*?[]\`).
+fn index_root(name: &str) -> Option<&str> {
+    let root = match name.strip_suffix(".recent") {
+        Some(r) => r,
+        None => split_name(name)?.0,
+    };
+    let plain = !root.is_empty() && !root.contains(['*', '?', '[', ']', '\\']);
+    plain.then_some(root)
 }
 
 /// Remove fetch directories a killed run left under `state_dir` (the

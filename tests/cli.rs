@@ -1,9 +1,7 @@
 //! The command line as an operator meets it: progress bars only on a
 //! terminal, completions and man pages from the clap definitions.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use std::fs;
 use std::process::Command;
 

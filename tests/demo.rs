@@ -2,15 +2,13 @@
 //! serves it with a loopback rsync daemon, runs `rrr watch`, mirrors with
 //! `rrr rmirror`, changes the origin and checks the mirror caught up.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
 #[test]
 fn demo_runs_end_to_end() {
     let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("bin/demo"))
-        .env("RRR", common::rrr_bin())
+        .env("RRR", crate::util::rrr_bin())
         .env("TERM", "dumb")
         .output()
         .expect("run bin/demo");

@@ -2,9 +2,7 @@
 //! written again gives the same bytes (except `Producers`), news equals the
 //! ground truth, overview equals the reference's table, bad input fails clearly.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use rrr::epoch::Epoch;
 use rrr::recentfile::{self, Format, Producer};
 use rrr::store;
@@ -200,7 +198,7 @@ fn unknown_meta_keys_and_types_are_not_fatal() {
 // ---------------------------------------------------------------------------
 // Differential tests against the real YAML::Syck (Perl, libyaml-syck-perl).
 
-/// The installed YAML::Syck, driven through `tests/support/syck.pl`.
+/// The installed YAML::Syck, driven through `tests/util/syck.pl`.
 /// Missing Perl or YAML::Syck fails the test: these checks are the proof
 /// that rrr's files are Perl's, and must not pass by being skipped.
 struct Syck {
@@ -209,7 +207,7 @@ struct Syck {
 
 impl Syck {
     fn new() -> Syck {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/syck.pl");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/util/syck.pl");
         let syck = Syck { script };
         let version = syck.run("version\n");
         assert_eq!(

@@ -3,17 +3,11 @@
 //! real `rrr` processes; the race that lost events is forced with a
 //! failpoint rather than hoped for.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn principal(root: &Path) -> String {
-    root.join("RECENT.recent").to_str().unwrap().to_string()
-}
 
 /// A tree with `n` files under `d/`, indexed.
 fn origin(n: usize) -> (tempfile::TempDir, PathBuf) {
@@ -46,14 +40,6 @@ fn perl_take(lock: &Path, pid: u32) {
 fn perl_release(lock: &Path) {
     fs::remove_file(lock.join("process")).unwrap();
     fs::remove_dir(lock).unwrap();
-}
-
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 fn news_paths(root: &Path) -> Vec<String> {

@@ -2,17 +2,10 @@
 //! with two trees (the HOWTO's authors + modules), `rrr status` (plain,
 //! JSON, Prometheus textfile) and `rrr check` exit codes.
 
-mod common;
-mod support;
-
-use common::*;
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
 use std::fs;
 use std::path::Path;
-use support::rsyncd::RsyncDaemon;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn origin(root: &Path, prefix: &str, n: usize) {
     for i in 0..n {
@@ -172,14 +165,6 @@ fn stop(child: &mut std::process::Child) -> std::process::Output {
     std::process::Output { status, stdout: stdout.into_bytes(), stderr: stderr.into_bytes() }
 }
 
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !f() {
-        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 /// Two trees in one `--loop`, one of them failing: every log line says
 /// when, how bad and which tree; the good tree's idle passes are not
 /// logged at the default level; the failing tree backs off; the textfile
@@ -206,7 +191,7 @@ fn two_tree_loop_with_one_failing_tree_logs_for_operators() {
     .unwrap();
     let prom = tmp.path().join("rrr.prom");
     let mut child = spawn_rrr(&["rmirror", "--loop", "--config", s(&config), "--prometheus", s(&prom)], &[]);
-    wait_for("three passes of the good tree", || {
+    wait_for("three passes of the good tree", std::time::Duration::from_secs(60), || {
         rrr(&["status", "--json", "--localroot", s(&good)])
             .stdout
             .split(|b| *b == b'\n')
@@ -388,7 +373,7 @@ fn status_and_check_during_a_slow_bootstrap() {
         &[("RRR_TEST_PROGRESS_MS", "300")],
     );
     let mut seen = String::new();
-    wait_for("status to show the running bootstrap", || {
+    wait_for("status to show the running bootstrap", std::time::Duration::from_secs(60), || {
         seen = stdout(&rrr(&["status", "--localroot", s(&m)]));
         seen.contains("running          bootstrap since")
     });

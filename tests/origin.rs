@@ -2,9 +2,7 @@
 //! pinned clock: same events, epochs, live sets and (YAML) bytes except
 //! `Producers`, plus the cases where rrr deliberately differs.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
@@ -35,10 +33,6 @@ fn tree_from_fixture(step: &Path, root: &Path) {
             touch(root, cols[2], Some(secs));
         }
     }
-}
-
-fn principal(root: &Path) -> String {
-    root.join("RECENT.recent").to_str().unwrap().to_string()
 }
 
 fn at(now: &str, args: &[&str]) -> String {
@@ -487,19 +481,6 @@ fn init_refuses_existing_collection_and_ignores_own_files() {
     let paths: Vec<&str> = news.lines().map(|l| l.split('\t').nth(2).unwrap()).collect();
     assert_eq!(paths.len(), 2, "only the two tree files: {paths:?}");
     assert!(!root.join("RECENT-Z.yaml").exists(), "--force replaced the whole collection");
-}
-
-/// An epoch as a decimal number, for comparing without rrr's own code:
-/// the integer part without leading zeros padded to 20 digits, and the
-/// fraction padded to 70.
-fn decimal_key(e: &str) -> String {
-    let (int, frac) = e.split_once('.').unwrap_or((e, ""));
-    let int = int.trim_start_matches('0');
-    assert!(
-        int.len() <= 20 && frac.len() <= 70 && int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()),
-        "{e:?} is not a decimal number"
-    );
-    format!("{int:0>20}.{frac:0<70}")
 }
 
 #[test]

@@ -1,9 +1,7 @@
 //! The Perl entry points in bin/ (`rrr-news`, `rrr-init`, …) accept the
 //! Perl tools' option spellings and run the same rrr code.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -188,16 +186,6 @@ fn rrr_overview_of_an_empty_collection_is_perls() {
     assert!(words.ends_with(": no events yet (no recentfile of this collection lists any)\n"), "{words:?}");
 }
 
-mod support;
-
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < std::time::Duration::from_secs(30), "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 fn spawn_tool(name: &str, args: &[&str]) -> std::process::Child {
     Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("bin").join(name))
         .args(args)
@@ -225,19 +213,23 @@ fn server_and_client_run_watch_and_rmirror() {
     tool_ok("rrr-init", &["--aggregator=1h,6h,Z", origin.to_str().unwrap()]);
     let p = origin.join("RECENT.recent");
     let mut server = spawn_tool("rrr-server", &["--verbose", p.to_str().unwrap()]);
-    wait_for("the watch heartbeat", || origin.join(".rrr/watch.json").exists());
+    wait_for("the watch heartbeat", std::time::Duration::from_secs(30), || origin.join(".rrr/watch.json").exists());
     fs::write(origin.join("id/A/two"), "2").unwrap();
-    wait_for("the watched upload in the index", || ok(&["news", "--local", p.to_str().unwrap()]).contains("id/A/two"));
+    wait_for("the watched upload in the index", std::time::Duration::from_secs(30), || {
+        ok(&["news", "--local", p.to_str().unwrap()]).contains("id/A/two")
+    });
     assert_eq!(term(&mut server), 0, "rrr-server stops cleanly on SIGTERM");
 
-    let daemon = support::rsyncd::RsyncDaemon::start(&[("CPAN", &origin)]);
+    let daemon = crate::util::rsyncd::RsyncDaemon::start(&[("CPAN", &origin)]);
     let target = tmp.path().join("mirror");
     let source = format!("{}/RECENT.recent", daemon.url("CPAN"));
     let mut client = spawn_tool(
         "rrr-client",
         &["--source", &source, "--target", target.to_str().unwrap(), "--tmpdir", "/tmp", "--skip-deletes", "--verbose"],
     );
-    wait_for("the mirror", || target.join("id/A/two").exists() && target.join("RECENT.recent").exists());
+    wait_for("the mirror", std::time::Duration::from_secs(30), || {
+        target.join("id/A/two").exists() && target.join("RECENT.recent").exists()
+    });
     assert_eq!(fs::read_to_string(target.join("id/A/two")).unwrap(), "2");
     assert_eq!(term(&mut client), 130, "rrr-client's loop saves state and exits 130 on SIGTERM");
     let mut err = String::new();

@@ -1,22 +1,10 @@
 //! Property tests of the format and the collection invariants.
 
+use crate::util::decimal_key;
 use proptest::prelude::*;
 use rrr::epoch::Epoch;
 use rrr::recentfile::{self, check_relative_path, Event, EventKind, Format, Producer, Recentfile};
 use rrr::update::{batch_update, Change};
-
-/// An epoch as a decimal number, for comparing: integer part without
-/// leading zeros, padded to 20 digits, and the fraction padded to 70.
-/// (Independent of rrr's own comparisons.)
-fn decimal_key(e: &str) -> String {
-    let (int, frac) = e.split_once('.').unwrap_or((e, ""));
-    let int = int.trim_start_matches('0');
-    assert!(
-        int.len() <= 20 && frac.len() <= 70 && (int.bytes().chain(frac.bytes())).all(|b| b.is_ascii_digit()),
-        "{e}"
-    );
-    format!("{int:0>20}.{frac:0<70}")
-}
 
 fn producer() -> Producer {
     Producer { program: "rrr-test".into(), time: Epoch::parse("1700000000.5").unwrap() }

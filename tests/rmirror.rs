@@ -2,26 +2,13 @@
 //! built with the real `rrr init/update/aggregate` (or, for hostile
 //! indexes, written by hand), mirrored, changed, and compared file by file.
 
-mod common;
-mod support;
-
-use common::*;
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use support::rsyncd::RsyncDaemon;
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, content).unwrap();
-}
 
 /// An origin of `n` files in a few directories, indexed and aggregated.
 fn make_origin(root: &Path, n: usize) {
@@ -29,10 +16,6 @@ fn make_origin(root: &Path, n: usize) {
         write(root, &format!("id/{}/f{i:03}.txt", (b'A' + (i % 5) as u8) as char), &format!("file {i}\n"));
     }
     ok(&["init", "--aggregate", s(root)]);
-}
-
-fn principal(root: &Path) -> String {
-    s(&root.join("RECENT.recent")).to_string()
 }
 
 /// Origin changes: `new` files (written) and `delete` files (removed), recorded and aggregated.
@@ -414,6 +397,209 @@ fn hostile_filenameroot_is_refused() {
     assert!(stderr(&o).contains("filenameroot \"../x\""), "{}", stderr(&o));
     let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(names, ["o"], "something was written beside the origin (the target is not even created)");
+}
+
+#[test]
+fn a_refused_larger_recentfile_is_reported_and_the_rest_stands() {
+    // The larger files are read while the tree is transferred: one that is
+    // refused fails the pass (exit 2, naming it) but is only left out.
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    write(&origin, "good1.txt", "1\n");
+    yaml_index(&origin, "1", &[("1700000001.5", "new", "good1.txt")]);
+    write(&origin, "RECENT-Z.yaml", "--- \nmeta: \n  filenameroot: ../x\n  protocol: 1\nrecent: []\n");
+    let src = principal(&origin);
+    let v = pass(&src, &target, &[], 2);
+    assert!(v["errors"][0].as_str().unwrap().contains("RECENT-Z.yaml"), "{v}");
+    assert_eq!((v["bootstrap"].as_bool(), v["complete"].as_bool()), (Some(true), Some(false)), "{v}");
+    assert!(target.join("good1.txt").exists() && target.join("RECENT-1h.yaml").exists());
+    assert!(!target.join("RECENT-Z.yaml").exists(), "a refused recentfile was installed");
+    assert_eq!(state(&target)["done"]["RECENT-1h.yaml"][0][0], "1700000001.5", "the tree stands");
+    // The principal has not been merged into Z: nothing asks for it.
+    let v = pass(&src, &target, &[], 0);
+    assert_eq!((v["bootstrap"].as_bool(), v["complete"].as_bool()), (Some(false), Some(true)), "{v}");
+}
+
+#[test]
+fn a_whole_tree_pass_deletes_rsync_temp_files_a_killed_transfer_left() {
+    // The whole-tree rsync writes its temp files beside their files (much
+    // faster than --temp-dir for many small files); one that an rsync
+    // killed outright left is gone after the next whole-tree pass.
+    let t = Setup::new(5);
+    write(&t.origin, "id/A/.upload.tar.gz.Q1w2E3", "the origin's own temp file\n");
+    pass(&t.src(), &t.target, &[], 0);
+    assert!(!t.target.join("id/A/.upload.tar.gz.Q1w2E3").exists(), "an rsync temp file was mirrored");
+    write(&t.target, "id/B/.f001.txt.Ab12Cd", "half a file\n");
+    write(&t.target, "id/B/.keep.txt", "not a temp name\n");
+    pass(&t.src(), &t.target, &["--skip-deletes", "--full"], 0);
+    assert!(t.target.join("id/B/.f001.txt.Ab12Cd").exists(), "--skip-deletes deleted something");
+    let v = pass(&t.src(), &t.target, &["--full"], 0);
+    assert!(!t.target.join("id/B/.f001.txt.Ab12Cd").exists(), "a leftover temp file stayed: {v}");
+    assert!(!t.target.join("id/B/.keep.txt").exists(), "not at the origin, so deleted as before");
+    fs::remove_file(t.origin.join("id/A/.upload.tar.gz.Q1w2E3")).unwrap();
+    assert_same_tree(&t.origin, &t.target);
+}
+
+#[test]
+fn an_interrupted_whole_tree_pass_is_owed() {
+    let t = Setup::new(2);
+    pass(&t.src(), &t.target, &[], 0);
+    // Files without events: only a whole-tree pass brings them.
+    for i in 0..10 {
+        write(&t.origin, &format!("slow/s{i}.bin"), &"y".repeat(200_000));
+    }
+    let mut child = Command::new(rrr_bin())
+        .args(["rmirror", "--full", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let started = || fs::read_dir(t.target.join("slow")).is_ok_and(|mut rd| rd.next().is_some());
+    while !started() {
+        assert!(std::time::Instant::now() < deadline, "the transfer did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child (rrr only: its rsync must follow).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    wait_no_processes(s(&t.target), 5);
+    assert_eq!(state(&t.target)["resync"], true, "an interrupted --full pass is not owed");
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["bootstrap"], true, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    assert_no_temp_left(&t.target);
+}
+
+// ----- connections: each costs ~0.1 s, more than the rest of a pass --------
+
+/// `rrr rmirror --now NOW --json`, asserting exit 0; the pass object and
+/// how many transfers the daemon served for it (from its log).
+fn pass_at(d: &RsyncDaemon, src: &str, target: &Path, now: &str) -> (Value, usize) {
+    let before = d.transfers();
+    let o = rrr(&["--now", now, "rmirror", "--remote", src, "--localroot", s(target), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    (v, d.transfers() - before)
+}
+
+#[test]
+fn a_first_pass_is_two_connections_and_an_unchanged_pass_one() {
+    let t = Setup::new(30);
+    let now = "9999999999";
+    let (v, n) = pass_at(&t.daemon, &t.src(), &t.target, now);
+    assert_eq!((v["bootstrap"].as_bool(), n), (Some(true), 2), "the index and the tree: {v}\n{}", t.daemon.log());
+    assert_same_tree(&t.origin, &t.target);
+    for iv in ["1h", "6h", "1d", "1W", "1M", "1Q", "1Y", "Z"] {
+        assert!(t.target.join(format!("RECENT-{iv}.yaml")).exists(), "{iv} not installed");
+    }
+    let (v, n) = pass_at(&t.daemon, &t.src(), &t.target, now);
+    assert_eq!((v["transferred"].as_u64(), n), (Some(0), 1), "an unchanged pass: {v}\n{}", t.daemon.log());
+    // New files: the principal, then one --files-from transfer.
+    change(&t.origin, &["id/N/new1.txt", "id/A/f000.txt"], &["id/B/f001.txt"]);
+    let (v, n) = pass_at(&t.daemon, &t.src(), &t.target, now);
+    assert_eq!((v["transferred"].as_u64(), v["deleted"].as_u64(), n), (Some(2), Some(1), 2), "{v}");
+    // Deletes only: applied here, no second connection.
+    change(&t.origin, &[], &["id/C/f002.txt"]);
+    let (v, n) = pass_at(&t.daemon, &t.src(), &t.target, now);
+    assert_eq!((v["deleted"].as_u64(), n), (Some(1), 1), "{v}");
+    assert_same_tree(&t.origin, &t.target);
+}
+
+/// (min, max) epoch of each of our recentfiles, by interval.
+fn spans(target: &Path) -> BTreeMap<String, (f64, f64)> {
+    let o = ok(&["overview", "--json", s(&target.join("RECENT.recent"))]);
+    let num = |v: &Value| v.as_str().and_then(|x| x.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    o.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["interval"].as_str().unwrap().to_string(), (num(&v["min"]), num(&v["max"]))))
+        .collect()
+}
+
+#[test]
+fn a_truncated_principal_waits_for_our_next_copy_without_a_third_connection() {
+    // The origin's aggregate truncates its principal past the events of
+    // our copy of RECENT-6h.yaml: installing the new principal at once
+    // would leave a mirror reading ours a gap between the two. rrr used to
+    // fetch 6h right then, a third connection in that pass.
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    for i in 0..3 {
+        write(&origin, &format!("id/f{i}"), "old\n");
+        let f = fs::File::options().append(true).open(origin.join(format!("id/f{i}"))).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_699_999_900)).unwrap();
+    }
+    ok(&["--now", "1700000000", "init", "--aggregate", s(&origin)]);
+    let d = RsyncDaemon::start(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    let no_gap = |target: &Path| {
+        let sp = spans(target);
+        assert!(sp["1h"].0 <= sp["6h"].1, "a gap between our 1h and our 6h: {sp:?}");
+    };
+    let (_, n) = pass_at(&d, &src, &target, "1700000000");
+    assert_eq!(n, 2);
+    let step = |name: &str, now: &str| {
+        write(&origin, name, "new\n");
+        ok(&["--now", now, "update", &principal(&origin), name]);
+        ok(&["--now", now, "aggregate", &principal(&origin)]);
+    };
+    // Two hours later: the principal still reaches our 6h.
+    step("id/new1", "1700007200");
+    let (v, n) = pass_at(&d, &src, &target, "1700007200");
+    assert_eq!((v["transferred"].as_u64(), n), (Some(1), 2), "{v}");
+    no_gap(&target);
+    // A pass just before (a mirror passes every 20 s or so: it does not
+    // expect to be behind), then the origin's principal starts after our
+    // 6h ends.
+    assert_eq!(pass_at(&d, &src, &target, "1700014390").1, 1);
+    step("id/new2", "1700014400");
+    let (v, n) = pass_at(&d, &src, &target, "1700014400");
+    assert_eq!((v["transferred"].as_u64(), v["complete"].as_bool(), n), (Some(1), Some(true), 2), "{v}");
+    assert!(target.join("id/new2").exists());
+    no_gap(&target);
+    assert!(!perl_paths(&target.join("RECENT-1h.yaml")).contains(&"id/new2".to_string()), "installed with a gap");
+    assert_eq!(state(&target)["refetch"], serde_json::json!(["RECENT-6h.yaml"]));
+    // The next pass fetches 6h with the principal, in one connection, and
+    // installs both.
+    let (v, n) = pass_at(&d, &src, &target, "1700014400");
+    assert_eq!((v["transferred"].as_u64(), n), (Some(0), 1), "{v}");
+    no_gap(&target);
+    assert!(perl_paths(&target.join("RECENT-1h.yaml")).contains(&"id/new2".to_string()));
+    assert_eq!(state(&target)["refetch"], serde_json::json!([]));
+    assert_same_tree(&origin, &target);
+}
+
+#[test]
+fn a_mirror_that_was_down_fetches_the_larger_files_it_needs_with_the_principal() {
+    // Down for two days: the principal no longer reaches what is done, and
+    // the walk needs 6h, 1d and 1W. They come in the principal's connection
+    // (by the time since the last complete pass), not one connection each.
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    for i in 0..3 {
+        write(&origin, &format!("id/f{i}"), "old\n");
+        let f = fs::File::options().append(true).open(origin.join(format!("id/f{i}"))).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_699_999_900)).unwrap();
+    }
+    ok(&["--now", "1700000000", "init", "--aggregate", s(&origin)]);
+    let d = RsyncDaemon::start(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    pass_at(&d, &src, &target, "1700000000");
+    for (i, now) in ["1700010800", "1700086400", "1700172800"].iter().enumerate() {
+        write(&origin, &format!("id/new{i}"), "new\n");
+        ok(&["--now", now, "update", &principal(&origin), &format!("id/new{i}")]);
+        ok(&["--now", now, "aggregate", &principal(&origin)]);
+    }
+    let index_fetches =
+        |d: &RsyncDaemon| d.log().lines().filter(|l| l.contains("] rsync on ") && l.contains("RECENT")).count();
+    let before = index_fetches(&d);
+    let (v, _) = pass_at(&d, &src, &target, "1700172800");
+    assert_eq!(v["read"], serde_json::json!(["RECENT-1h.yaml", "RECENT-6h.yaml", "RECENT-1d.yaml", "RECENT-1W.yaml"]));
+    assert_eq!((v["transferred"].as_u64(), v["complete"].as_bool()), (Some(3), Some(true)), "{v}");
+    // (Each file with new events still has its own --files-from transfer.)
+    assert_eq!(index_fetches(&d) - before, 1, "one connection for the recentfiles: {v}\n{}", d.log());
+    assert_same_tree(&origin, &target);
+    let sp = spans(&target);
+    assert!(sp["1h"].0 <= sp["6h"].1 && sp["6h"].0 <= sp["1d"].1, "a gap in our copies: {sp:?}");
 }
 
 #[test]

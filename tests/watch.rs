@@ -3,9 +3,7 @@
 //! (`rrr news`, `rrr fsck`) with generous timeouts. No sleep is a timing
 //! goal: every wait polls for the expected state.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,7 +45,7 @@ impl Daemon {
 
     #[track_caller]
     fn wait_log(&self, needle: &str) {
-        let ok = wait_for(|| self.log().contains(needle));
+        let ok = poll_until(WAIT, || self.log().contains(needle));
         assert!(ok, "log never showed {needle}:\n{}", self.log());
     }
 
@@ -92,17 +90,6 @@ fn unique(p: PathBuf) -> PathBuf {
     }
 }
 
-fn wait_for(mut cond: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < WAIT {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    cond()
-}
-
 /// A temp dir holding `root/` with an indexed tree.
 fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
@@ -113,12 +100,6 @@ fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
     }
     ok(&["init", root.to_str().unwrap()]);
     (tmp, root)
-}
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, content).unwrap();
 }
 
 /// Each path's newest event: path -> (epoch, type).
@@ -139,7 +120,7 @@ fn kind_of(root: &Path, path: &str) -> Option<String> {
 
 #[track_caller]
 fn wait_kind(root: &Path, path: &str, kind: &str) {
-    let ok = wait_for(|| kind_of(root, path).as_deref() == Some(kind));
+    let ok = poll_until(WAIT, || kind_of(root, path).as_deref() == Some(kind));
     assert!(ok, "{path} never became {kind}: {:?}", news(root).get(path));
 }
 
@@ -165,7 +146,7 @@ fn fsck_clean(root: &Path) -> bool {
 
 #[track_caller]
 fn wait_fsck_clean(root: &Path) {
-    let ok = wait_for(|| fsck_clean(root));
+    let ok = poll_until(WAIT, || fsck_clean(root));
     let o = rrr(&["fsck", root.to_str().unwrap()]);
     assert!(ok, "fsck never clean:\n{}{}", stdout(&o), stderr(&o));
 }
@@ -179,7 +160,7 @@ fn create_modify_delete_rename_and_ignore_set() {
 
     let before = news(&root)["old"].0.clone();
     write(&root, "old", "changed");
-    let ok = wait_for(|| rrr::epoch::cmp_epochs(&news(&root)["old"].0, &before).is_gt());
+    let ok = poll_until(WAIT, || rrr::epoch::cmp_epochs(&news(&root)["old"].0, &before).is_gt());
     assert!(ok, "modification of old not recorded");
 
     fs::remove_file(root.join("victim")).unwrap();
@@ -304,7 +285,7 @@ fn new_directories_filled_immediately() {
                   mkdir d$i/z && : > d$i/z/empty; done";
     let st = Command::new("sh").arg("-c").arg(script).current_dir(&root).status().unwrap();
     assert!(st.success());
-    let ok = wait_for(|| {
+    let ok = poll_until(WAIT, || {
         let n = news(&root);
         (1..=40).all(|i| {
             [format!("d{i}/f"), format!("d{i}/x/y/g"), format!("d{i}/z/empty")]

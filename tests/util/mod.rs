@@ -1,9 +1,12 @@
-//! Shared harness for the integration tests: run the real `rrr` binary,
-//! find fixtures, build temp trees.
-#![allow(dead_code)]
+//! The integration tests' harness: run the real `rrr` binary, find
+//! fixtures, build and compare temp trees, wait for a condition, and
+//! ([`rsyncd`]) a real `rsync --daemon` on 127.0.0.1.
+
+pub mod rsyncd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 pub fn rrr_bin() -> &'static str {
     env!("CARGO_BIN_EXE_rrr")
@@ -69,4 +72,52 @@ pub fn mask_producers(yaml: &str) -> String {
         out.push_str(line);
     }
     out
+}
+
+/// `root/RECENT.recent` as an argument.
+pub fn principal(root: &Path) -> String {
+    s(&root.join("RECENT.recent")).to_string()
+}
+
+/// A path as an argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Write `root/rel`, creating its directories.
+pub fn write(root: &Path, rel: &str, content: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
+}
+
+/// Poll `cond` every 10 ms until it holds (`true`) or `limit` has passed
+/// (`false`, after one last look).
+pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}
+
+/// Wait until `cond` holds; panic naming `what` after `limit`.
+#[track_caller]
+pub fn wait_for(what: &str, limit: Duration, cond: impl FnMut() -> bool) {
+    assert!(poll_until(limit, cond), "timed out after {limit:?} waiting for {what}");
+}
+
+/// An epoch as a key that sorts as its decimal value (asserting that it is
+/// a plain decimal number).
+pub fn decimal_key(e: &str) -> String {
+    let (int, frac) = e.split_once('.').unwrap_or((e, ""));
+    let int = int.trim_start_matches('0');
+    assert!(
+        int.len() <= 20 && frac.len() <= 70 && int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()),
+        "{e:?} is not a decimal number"
+    );
+    format!("{int:0>20}.{frac:0<70}")
 }

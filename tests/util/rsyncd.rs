@@ -13,7 +13,6 @@
 //! world-readable.
 //!
 //! The rsync program is `rsync` from `PATH`, or `RRR_RSYNC` if set.
-#![allow(dead_code)]
 
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
@@ -90,16 +89,11 @@ impl RsyncDaemon {
         format!("rsync://127.0.0.1:{}/{module}", self.port)
     }
 
-    /// `127.0.0.1::module`: the double-colon form has no place for a port,
-    /// so it is only usable together with [`RsyncDaemon::port_arg`]
-    /// (`rsync --port=PORT 127.0.0.1::module/ dest/`).
-    pub fn double_colon(&self, module: &str) -> String {
-        format!("127.0.0.1::{module}")
-    }
-
-    /// `--port=PORT`, for the double-colon form.
-    pub fn port_arg(&self) -> String {
-        format!("--port={}", self.port)
+    /// How many transfers (client connections that asked for files) the
+    /// daemon has served: its log's `rsync on MODULE/PATH` lines.
+    pub fn transfers(&self) -> usize {
+        let log = fs::read_to_string(self.dir.path().join("rsyncd.log")).unwrap_or_default();
+        log.lines().filter(|l| l.contains("] rsync on ")).count()
     }
 
     /// The daemon's log file and its stderr, for assertion messages.

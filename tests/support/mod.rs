@@ -1,4 +1,0 @@
-//! Shared helpers for the integration tests.
-#![allow(dead_code)]
-
-pub mod rsyncd;

@@ -1,0 +1,19 @@
+//! rrr's integration tests: one test binary (one link, one place for the
+//! harness in [`util`]), each module a part of the product, every test
+//! running the real `rrr` binary on temp trees, against a real
+//! `rsync --daemon` on 127.0.0.1 where it mirrors, and against the real
+//! YAML::Syck where it checks Perl fidelity.
+
+mod util;
+
+mod cli;
+mod demo;
+mod format;
+mod locks;
+mod operator;
+mod origin;
+mod patterns;
+mod perl_entry;
+mod props;
+mod rmirror;
+mod watch;

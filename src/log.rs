@@ -46,16 +46,6 @@ pub enum Format {
     Json,
 }
 
-impl Format {
-    pub fn parse(s: &str) -> Option<Format> {
-        match s {
-            "text" => Some(Format::Text),
-            "json" => Some(Format::Json),
-            _ => None,
-        }
-    }
-}
-
 /// The global flags that shape the log.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Settings {

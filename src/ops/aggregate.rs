@@ -5,6 +5,7 @@
 
 use crate::aggregate::{file_age, merge, merge_due};
 use crate::collection::Collection;
+use crate::ops::{Ctx, Exit};
 use crate::origin::{self, Writer};
 use crate::update::batch_update;
 use anyhow::Result;
@@ -15,6 +16,8 @@ pub struct Options {
     pub force: bool,
     /// Keep delete events in Z (the reference's keep_delete_objects_forever).
     pub keep_deletes: bool,
+    /// Print the [`Report`] as one JSON object.
+    pub json: bool,
 }
 
 /// What one aggregate run did: the intervals written.
@@ -24,10 +27,14 @@ pub struct Report {
     pub merges: usize,
 }
 
-pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     crate::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
-    aggregate(&coll, opts.force, opts.keep_deletes, w)
+    let report = aggregate(&coll, opts.force, opts.keep_deletes, &ctx.writer)?;
+    if opts.json {
+        writeln!(ctx.out(), "{}", serde_json::to_string(&report)?)?;
+    }
+    Ok(Exit::Ok)
 }
 
 pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer) -> Result<Report> {

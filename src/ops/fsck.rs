@@ -7,6 +7,7 @@
 
 use crate::collection::Collection;
 use crate::epoch::Epoch;
+use crate::ops::{Ctx, Exit};
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, Merged, Recentfile};
 use crate::tree::{self, Entry, IgnoreSet};
@@ -19,6 +20,8 @@ pub struct Options {
     pub principal: PathBuf,
     pub repair: bool,
     pub excludes: Vec<String>,
+    /// JSON Lines: one object per finding, then the summary.
+    pub json: bool,
 }
 
 /// One difference or problem. JSON: `{"kind": "...", ...}`.
@@ -318,7 +321,43 @@ pub fn compare_with(
     Ok(report)
 }
 
-pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
+/// Check (and with `repair`, repair), print one line per finding and the
+/// summary; exit 1 when there were findings.
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let report = check(opts, &ctx.writer)?;
+    let mut out = ctx.out();
+    for f in &report.findings {
+        if opts.json {
+            writeln!(out, "{}", serde_json::to_string(f)?)?;
+        } else {
+            writeln!(out, "{}", f.line())?;
+        }
+    }
+    if opts.json {
+        let summary = serde_json::json!({
+            "kind": "summary", "disk_files": report.disk_files, "index_files": report.index_files,
+            "findings": report.findings.len(), "repaired": report.repaired,
+        });
+        writeln!(out, "{summary}")?;
+    } else {
+        tracing::info!(
+            "fsck: {} files on disk, {} in the index, {} findings, {} repaired",
+            report.disk_files,
+            report.index_files,
+            report.findings.len(),
+            report.repaired
+        );
+    }
+    if let Some(why) = &report.repair_refused {
+        out.flush()?;
+        anyhow::bail!("{why}");
+    }
+    Ok(if report.findings.is_empty() { Exit::Ok } else { Exit::Differences })
+}
+
+/// Compare the index with the tree and, with `repair`, record the
+/// differences (refused while a recentfile is unreadable).
+pub fn check(opts: &Options, w: &Writer) -> Result<Report> {
     let coll = Collection::open(&opts.principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
     let mut report = compare(&coll, &ignore, None)?;

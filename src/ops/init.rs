@@ -14,6 +14,7 @@
 use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::interval::{self, Interval};
+use crate::ops::{Ctx, Exit};
 use crate::origin::{self, Writer};
 use crate::progress;
 use crate::recentfile::{EventKind, Format, Recentfile};
@@ -33,7 +34,8 @@ pub struct Options {
     pub force: bool,
     pub aggregate: bool,
     pub excludes: Vec<String>,
-    pub progress: bool,
+    /// Print the [`Report`] as one JSON object instead of a log line.
+    pub json: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -45,7 +47,24 @@ pub struct Report {
     pub carried: usize,
 }
 
-pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
+/// Index the tree; exit 1 when some files could not be indexed.
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let report = index(opts, &ctx.writer, ctx.progress)?;
+    if opts.json {
+        writeln!(ctx.out(), "{}", serde_json::to_string(&report)?)?;
+    } else {
+        tracing::info!(
+            "indexed {} files into {}",
+            crate::human::count(report.files as u64),
+            report.principal.display()
+        );
+    }
+    Ok(if report.skipped > 0 { Exit::Differences } else { Exit::Ok })
+}
+
+/// Write the new principal (see the module docs), a spinner on stderr
+/// while walking when `progress`.
+pub fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report> {
     match std::fs::metadata(&opts.root) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!("{}: not a directory", opts.root.display()),
@@ -75,7 +94,7 @@ pub fn run(opts: &Options, w: &Writer) -> Result<Report> {
     // (An unreadable old principal is what init --force repairs: nothing to carry then.)
     let before = store::read_file(&principal_path).ok();
     let ignore = IgnoreSet::new(&opts.filenameroot, &opts.excludes);
-    let pb = progress::spinner(opts.progress, "indexing");
+    let pb = progress::spinner(progress, "indexing");
     let mut changes = Vec::new();
     let mut skipped = 0usize;
     tree::walk(

@@ -1,12 +1,14 @@
-//! `rrr rmirror --config FILE`, `rrr status`, `rrr check`: several trees in
-//! one run, and the mirror's run record for operators and monitors.
+//! What the mirror commands share: which trees a command looks at
+//! ([`Targets`]: one tree, a state file, every tree of a config), their
+//! run records, the node-exporter textfile, and `rrr rmirror --config FILE`
+//! (several trees in one run).
 
 use crate::clock::Clock;
 use crate::config::MirrorConfig;
 use crate::mirror::load_state;
 use crate::ops::rmirror;
 use crate::ops::Exit;
-use crate::status::{self, Level, Report};
+use crate::status::{self, Report};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -79,7 +81,8 @@ impl Prometheus {
         }
     }
 
-    fn try_write(&self, clock: &Clock) -> Result<()> {
+    /// Rewrite the file; a failure is the caller's (`rrr status`).
+    pub(crate) fn try_write(&self, clock: &Clock) -> Result<()> {
         // A tree that has no state yet (its first pass failed before the
         // first byte) is there too, never complete: it must not vanish
         // from monitoring.
@@ -102,43 +105,6 @@ impl Prometheus {
     }
 }
 
-/// `rrr status`: plain or JSON on `out`, optionally a Prometheus textfile
-/// (written atomically, as node-exporter's textfile collector requires).
-pub fn status(t: &Targets, clock: &Clock, json: bool, prometheus: Option<&Path>, out: &mut dyn Write) -> Result<Exit> {
-    let all = reports(t, clock)?;
-    let mut missing = false;
-    for (root, r) in &all {
-        match r {
-            Some(r) if json => writeln!(out, "{}", serde_json::to_string(r)?)?,
-            Some(r) => write!(out, "{}", status::plain(r, clock.now_f64()))?,
-            None => {
-                missing = true;
-                if json {
-                    writeln!(out, "{}", serde_json::json!({"localroot": root, "state": null}))?;
-                } else {
-                    writeln!(out, "localroot        {root}\nstate            none (rmirror has not run here)")?;
-                }
-            }
-        }
-    }
-    if let Some(file) = prometheus {
-        Prometheus { file: file.to_path_buf(), targets: t.clone() }.try_write(clock)?;
-    }
-    Ok(if missing { Exit::Differences } else { Exit::Ok })
-}
-
-/// `rrr check`: one line per target, the worst first (Nagios shows the
-/// first line); the worst level decides the exit status.
-pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Write) -> Result<Level> {
-    let mut lines: Vec<(Level, String)> =
-        reports(t, clock)?.iter().map(|(root, r)| status::check(root, r.as_ref(), warn, crit)).collect();
-    lines.sort_by_key(|(level, _)| std::cmp::Reverse(*level as i32));
-    for (_, line) in &lines {
-        writeln!(out, "{line}")?;
-    }
-    Ok(lines.first().map_or(Level::Ok, |(level, _)| *level))
-}
-
 /// `rrr rmirror --config FILE`: one pass per tree per round; with
 /// `looping`, a round every `interval` seconds until SIGINT/SIGTERM.
 /// Each tree has its own lock and state; a failing tree does not stop the
@@ -146,10 +112,17 @@ pub fn check(t: &Targets, clock: &Clock, warn: f64, crit: f64, out: &mut dyn Wri
 /// keeps failing. The exit status is the worst of each tree's last pass. The file's
 /// `interval` wins over `--interval`; its options over the command line's.
 /// One `--prometheus` textfile holds every tree.
-pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
-    let cfg = read_config(file)?;
+pub fn run_config(
+    config: &Path,
+    base: &rmirror::Options,
+    clock: &Clock,
+    progress: bool,
+    out: &mut dyn Write,
+) -> Result<Exit> {
+    let cfg = read_config(config)?;
     let interval = cfg.interval.unwrap_or(base.interval);
-    let prometheus = base.prometheus.clone().map(|p| Prometheus { targets: Targets::Config(file.to_path_buf()), ..p });
+    let textfile =
+        base.prometheus.clone().map(|file| Prometheus { file, targets: Targets::Config(config.to_path_buf()) });
     // Per tree: failed passes in a row, and when it may run again.
     let mut backoff: Vec<(u32, Option<Instant>)> = vec![(0, None); cfg.trees.len()];
     let mut last: Vec<Exit> = vec![Exit::Ok; cfg.trees.len()];
@@ -161,6 +134,7 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
             }
             let o = cfg.effective(tree);
             let opts = rmirror::Options {
+                config: None,
                 remote: tree.remote.clone(),
                 localroot: tree.localroot.clone(),
                 looping: false,
@@ -175,15 +149,14 @@ pub fn rmirror_config(file: &Path, base: &rmirror::Options, clock: Clock, out: &
                 max_recentfile_size: o.max_recentfile_size.unwrap_or(base.max_recentfile_size),
                 excludes: o.exclude.unwrap_or_else(|| base.excludes.clone()),
                 on_pass: o.on_pass.or_else(|| base.on_pass.clone()),
-                prometheus: prometheus.clone(),
                 ..base.clone()
             };
             let span = rmirror::span(&opts);
             let _in = span.enter();
-            let exit = match rmirror::run_in_span(&opts, clock.clone(), out) {
+            let exit = match rmirror::run_in_span(&opts, textfile.as_ref(), clock, progress, out) {
                 Ok(e) => e,
                 // Nobody reads the pass objects any more: let a supervisor restart us.
-                Err(e) if base.looping && rmirror::is_closed(&e) => return Ok(Exit::Differences),
+                Err(e) if base.looping && crate::ops::is_closed(&e) => return Ok(Exit::Differences),
                 Err(e) => {
                     tracing::error!("pass failed: {e:#}");
                     crate::ops::exit_for_error(&e)

@@ -1,8 +1,12 @@
-//! One module per subcommand: an options struct and `run`. The binary
-//! converts its arguments into these structs; nothing here parses argv.
+//! One module per subcommand: an options struct and
+//! `run(&Options, &Ctx) -> Result<Exit>`, which prints the command's
+//! results on [`Ctx::out`]. The binary converts its arguments into these
+//! structs; nothing here parses argv.
 
-pub mod news;
-pub mod overview;
+use crate::clock::Clock;
+use crate::origin::Writer;
+use std::cell::{RefCell, RefMut};
+use std::io::{self, Write};
 
 /// How a command ended, as the process exit status (DECISIONS.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +17,8 @@ pub enum Exit {
     Differences = 1,
     /// 2: usage or fatal error.
     Error = 2,
+    /// 3: `check` only: no mirror state (Nagios UNKNOWN).
+    Unknown = 3,
     /// 75: another run holds the lock (EX_TEMPFAIL, for cron).
     Locked = 75,
     /// 130: interrupted.
@@ -66,10 +72,49 @@ impl std::fmt::Display for LogClosed {
 
 impl std::error::Error for LogClosed {}
 
+/// What every command gets besides its own options: the settings of the
+/// global flags and the stream its results go to. Commands print their
+/// results here (log lines go to stderr through [`crate::log`]).
+pub struct Ctx<'a> {
+    /// Who writes and when: the clock (`--now`), `$0` for `Producers`,
+    /// the lock timeout (`--locktimeout`).
+    pub writer: Writer,
+    /// Progress bars may be drawn (decided once: [`crate::progress::enabled`]).
+    pub progress: bool,
+    /// `-v`: listings show more (overview's extra columns).
+    pub verbose: bool,
+    out: RefCell<&'a mut dyn Write>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(writer: Writer, progress: bool, verbose: bool, out: &'a mut dyn Write) -> Ctx<'a> {
+        Ctx { writer, progress, verbose, out: RefCell::new(out) }
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.writer.clock
+    }
+
+    /// Where results go (stdout, buffered). One borrow at a time: a
+    /// command takes it once and hands `&mut **out` to its helpers.
+    pub fn out(&self) -> RefMut<'_, &'a mut dyn Write> {
+        self.out.borrow_mut()
+    }
+}
+
+/// Whether `e` is a write to a closed stdout (`| head`).
+pub fn is_closed(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
+}
+
 pub mod aggregate;
+pub mod check;
 pub mod fsck;
 pub mod init;
 pub mod mirrors;
+pub mod news;
+pub mod overview;
 pub mod rmirror;
+pub mod status;
 pub mod update;
 pub mod watch;

@@ -3,6 +3,7 @@
 //! window reads the principal alone).
 
 use crate::collection::Collection;
+use crate::ops::{Ctx, Exit};
 use crate::query::{is_settled, News, NewsFilter};
 use crate::recentfile::Recentfile;
 use crate::remote::{self, FetchDir, Remote, RsyncSettings};
@@ -10,8 +11,17 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Where the recentfiles are.
+pub enum Source {
+    /// A local principal (RECENT.recent, a recentfile, or the tree's root).
+    Local(PathBuf),
+    /// A remote principal (rmirror's SRC forms), fetched into a hidden temp
+    /// dir under `<localroot>/.rrr/` when given, else the system temp dir.
+    Remote { src: String, localroot: Option<PathBuf> },
+}
+
 pub struct Options {
-    pub principal: PathBuf,
+    pub source: Source,
     pub filter: NewsFilter,
     pub json: bool,
     /// The Perl rrr-news line: `localtime(epoch)` padded to 20, a space, the path.
@@ -41,12 +51,17 @@ pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>
     Ok(files)
 }
 
-pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
-    let coll = Collection::open(&opts.principal)?;
-    let files = collect(&coll, &opts.filter)?;
-    print(&files, &opts.filter, opts.json, opts.perl_format, out)?;
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let files = match &opts.source {
+        Source::Local(principal) => collect(&Collection::open(principal)?, &opts.filter)?,
+        Source::Remote { src, localroot } => {
+            let settings = RsyncSettings { timeout: 300, contimeout: 30, ..Default::default() };
+            fetch_remote(src, localroot.as_deref(), &settings, &opts.filter)?
+        }
+    };
+    print(&files, opts, &mut **ctx.out())?;
     drop_in_background(files);
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 /// Free a million events off the caller's path: a CLI run exits right
@@ -61,15 +76,12 @@ fn drop_in_background<T: Send + 'static>(value: T) {
 /// files one by one only while the filter needs them, into a hidden temp
 /// dir (under `<localroot>/.rrr/` when given, else the system temp dir),
 /// removed afterwards. Remote meta is validated before names are built.
-pub fn run_remote(
+pub fn fetch_remote(
     src: &str,
     localroot: Option<&Path>,
     settings: &RsyncSettings,
     filter: &NewsFilter,
-    json: bool,
-    perl_format: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<Vec<Recentfile>> {
     let remote = Remote::parse(src)?;
     let base = match localroot {
         Some(l) => l.join(".rrr"),
@@ -102,15 +114,15 @@ pub fn run_remote(
             None => break,
         }
     }
-    print(&files, filter, json, perl_format, out)
+    Ok(files)
 }
 
-fn print(files: &[Recentfile], filter: &NewsFilter, json: bool, perl_format: bool, out: &mut dyn Write) -> Result<()> {
-    for e in News::of(files).finish(filter) {
-        if perl_format {
+fn print(files: &[Recentfile], opts: &Options, out: &mut dyn Write) -> Result<()> {
+    for e in News::of(files).finish(&opts.filter) {
+        if opts.perl_format {
             writeln!(out, "{}", crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), &e.path))?;
         } else {
-            crate::query::write_news_line(out, e, json)?;
+            crate::query::write_news_line(out, e, opts.json)?;
         }
     }
     Ok(())

@@ -1,16 +1,16 @@
 //! `rrr overview`: the reference's table of all recentfiles, each interval
-//! once; `--json` gives one object per recentfile.
+//! once (`-v` adds the Dirtymark, Produced and Merged columns); `--json`
+//! gives one object per recentfile.
 
 use crate::collection::Collection;
+use crate::ops::{Ctx, Exit};
 use crate::query::{overview_table, FileSummary};
 use crate::store;
 use anyhow::Result;
-use std::io::Write;
 use std::path::PathBuf;
 
 pub struct Options {
     pub principal: PathBuf,
-    pub verbose: bool,
     pub json: bool,
     /// The Perl tool's output: an empty collection is two empty lines.
     pub perl_format: bool,
@@ -29,20 +29,21 @@ pub fn summaries(coll: &Collection) -> Result<Vec<FileSummary>> {
     Ok(rows)
 }
 
-pub fn run(opts: &Options, out: &mut dyn Write) -> Result<()> {
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let coll = Collection::open(&opts.principal)?;
     let rows = summaries(&coll)?;
+    let mut out = ctx.out();
     if opts.json {
         for r in &rows {
             writeln!(out, "{}", serde_json::to_string(r)?)?;
         }
     } else {
-        let table = overview_table(&rows, opts.verbose);
+        let table = overview_table(&rows, ctx.verbose);
         if table.trim().is_empty() && !opts.perl_format {
             writeln!(out, "{}: no events yet (no recentfile of this collection lists any)", opts.principal.display())?;
         } else {
             out.write_all(table.as_bytes())?;
         }
     }
-    Ok(())
+    Ok(Exit::Ok)
 }

@@ -16,11 +16,12 @@
 //! `--prometheus` textfile, runs the `--on-pass` hook ([`crate::hook`])
 //! when the pass changed something or failed, and, with `--loop`, stops
 //! (exit 1, state saved) when its log stream or stdout has closed.
+//! `--config FILE` runs several trees ([`crate::ops::mirrors::run_config`]).
 
 use crate::clock::Clock;
 use crate::mirror::{Config, Interrupted, Mirror, PassReport, Refused, State};
-use crate::ops::mirrors::Prometheus;
-use crate::ops::Exit;
+use crate::ops::mirrors::{self, Prometheus, Targets};
+use crate::ops::{is_closed, Ctx, Exit};
 use crate::remote::{Remote, RsyncSettings};
 use crate::store::{LockError, RunLock};
 use anyhow::{Context, Result};
@@ -30,6 +31,9 @@ use std::time::Duration;
 
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// Every tree of this TOML file instead of `remote` and `localroot`
+    /// (its settings win over the ones here).
+    pub config: Option<PathBuf>,
     pub remote: String,
     pub localroot: PathBuf,
     pub looping: bool,
@@ -38,6 +42,7 @@ pub struct Options {
     pub skip_deletes: bool,
     pub max_delete: Option<u64>,
     pub max_files_per_connection: usize,
+    /// The state file (default `<localroot>/.rrr/state.json`).
     pub state: Option<PathBuf>,
     pub rsync_options: Vec<String>,
     pub password_file: Option<PathBuf>,
@@ -54,10 +59,17 @@ pub struct Options {
     /// `--on-pass CMD` and how long it may run.
     pub on_pass: Option<String>,
     pub on_pass_timeout: Duration,
-    /// The node-exporter textfile to rewrite after each pass and heartbeat.
-    pub prometheus: Option<Prometheus>,
+    /// The node-exporter textfile to rewrite after each pass and heartbeat
+    /// (one file for every tree of a config).
+    pub prometheus: Option<PathBuf>,
     pub json: bool,
-    pub progress: bool,
+}
+
+impl Options {
+    /// The state file: `--state`, or `<localroot>/.rrr/state.json`.
+    pub fn state_file(&self) -> PathBuf {
+        self.state.clone().unwrap_or_else(|| self.localroot.join(".rrr/state.json"))
+    }
 }
 
 /// Whether a pass did nothing worth a line at the default level.
@@ -140,27 +152,43 @@ pub fn span(opts: &Options) -> tracing::Span {
     tracing::info_span!("rmirror", localroot = %shown_root(opts), remote = %opts.remote)
 }
 
-/// Run rmirror on one tree, logging inside its [`span`].
-pub fn run(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
+/// Run rmirror on one tree, logging inside its [`span`], or on every tree
+/// of `opts.config`.
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let mut out = ctx.out();
+    if let Some(file) = &opts.config {
+        return mirrors::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out);
+    }
+    let textfile = opts.prometheus.clone().map(|file| Prometheus {
+        file,
+        targets: Targets::Tree {
+            state: opts.state_file(),
+            localroot: opts.localroot.clone(),
+            remote: opts.remote.clone(),
+        },
+    });
     let span = span(opts);
     let _in = span.enter();
-    run_in_span(opts, clock, out)
+    run_in_span(opts, textfile.as_ref(), ctx.clock(), ctx.progress, &mut **out)
 }
 
-/// [`run`] without its span (the caller entered it). With `--json`, a run
-/// that fails still prints a `{"kind": "error"}` object on stdout.
-pub fn run_in_span(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
-    let res = passes(opts, clock, out);
+/// One tree, in the [`span`] the caller entered, rewriting `textfile`
+/// after each pass. With `--json`, a run that fails still prints a
+/// `{"kind": "error"}` object on stdout.
+pub fn run_in_span(
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    progress: bool,
+    out: &mut dyn Write,
+) -> Result<Exit> {
+    let res = passes(opts, textfile, clock, progress, out);
     if let Err(e) = &res {
         if opts.json && !is_closed(e) {
             let _ = print_line(out, &error_object(opts, e).to_string());
         }
     }
     res
-}
-/// Whether `e` is a write to a closed stdout (`| head`).
-pub fn is_closed(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe))
 }
 
 fn print_line(out: &mut dyn Write, line: &str) -> io::Result<()> {
@@ -179,10 +207,16 @@ pub fn full_due(state: &State, every: f64, now: f64) -> bool {
     state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every)
 }
 
-fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
+fn passes(
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    progress: bool,
+    out: &mut dyn Write,
+) -> Result<Exit> {
     let remote = Remote::parse(&opts.remote)?;
     let state_dir = opts.localroot.join(".rrr");
-    let state_file = opts.state.clone().unwrap_or_else(|| state_dir.join("state.json"));
+    let state_file = opts.state_file();
     let shown = shown_root(opts);
     let cfg = Config {
         remote,
@@ -200,14 +234,14 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
         dry_run: opts.dry_run,
         attempts: 3,
         backoff: Duration::from_secs(2),
-        progress: opts.progress,
+        progress,
         max_recentfile_size: opts.max_recentfile_size,
         excludes: opts.excludes.clone(),
     };
     crate::signals::install();
     let mut m = Mirror::new(cfg, clock.clone(), &crate::signals::STOP)?;
     m.full = opts.full;
-    if let Some(p) = opts.prometheus.clone().filter(|_| !opts.dry_run) {
+    if let Some(p) = textfile.cloned().filter(|_| !opts.dry_run) {
         let c = clock.clone();
         m.on_heartbeat = Some(Box::new(move || p.write(&c)));
     }
@@ -242,7 +276,7 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
                     || e.downcast_ref::<Refused>().is_some()
                     || crate::ops::exit_for_error(&e) == Exit::Locked =>
             {
-                after_pass(opts, &shown, Exit::Error, None, Some(&e));
+                after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
                 return Err(e);
             }
             Err(e) => {
@@ -250,7 +284,7 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
                 if report_failed_pass(&e, opts, out).is_err() || crate::log::closed() {
                     return Ok(Exit::Differences);
                 }
-                after_pass(opts, &shown, Exit::Error, None, Some(&e));
+                after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
                 if !pause(opts, failed_passes, None) {
                     tracing::info!("interrupted; nothing was changed");
                     return Ok(Exit::Interrupted);
@@ -294,7 +328,7 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
                 log_pass(&rep);
                 crate::notify::notify(&format!("STATUS={}", summary_line(&rep)));
                 let exit = exit_of(&rep);
-                after_pass(opts, &shown, exit, Some(&rep), None);
+                after_pass(opts, textfile, &shown, exit, Some(&rep), None);
                 exit
             }
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
@@ -303,13 +337,13 @@ fn passes(opts: &Options, clock: Clock, out: &mut dyn Write) -> Result<Exit> {
             }
             Err(e) => {
                 if !opts.looping {
-                    after_pass(opts, &shown, Exit::Error, None, Some(&e));
+                    after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
                     return Err(e);
                 }
                 if report_failed_pass(&e, opts, out).is_err() {
                     return Ok(Exit::Differences);
                 }
-                after_pass(opts, &shown, Exit::Error, None, Some(&e));
+                after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
                 Exit::Error
             }
         };
@@ -348,11 +382,18 @@ fn log_pass(rep: &PassReport) {
 }
 
 /// After a pass (or a failed one): rewrite the textfile, run the hook.
-fn after_pass(opts: &Options, shown: &str, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
+fn after_pass(
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    shown: &str,
+    exit: Exit,
+    rep: Option<&PassReport>,
+    err: Option<&anyhow::Error>,
+) {
     if opts.dry_run {
         return;
     }
-    if let Some(p) = &opts.prometheus {
+    if let Some(p) = textfile {
         p.write(&Clock::system());
     }
     if let Some(cmd) = &opts.on_pass {

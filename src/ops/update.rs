@@ -14,6 +14,7 @@
 
 use crate::collection::Collection;
 use crate::epoch::Epoch;
+use crate::ops::{Ctx, Exit};
 use crate::origin::{self, Writer};
 use crate::query::{News, NewsFilter};
 use crate::recentfile::{Event, EventKind};
@@ -226,12 +227,15 @@ pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outco
     Ok(outcome)
 }
 
-pub fn run(opts: &Options, w: &Writer) -> Result<Outcome> {
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    if opts.paths.is_empty() && !opts.stdin {
+        bail!("nothing to record: give PATH arguments or --stdin");
+    }
     crate::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
-    let changes = changes(opts, &coll, &w.clock.now())?;
-    if changes.is_empty() && (opts.stdin || !opts.paths.is_empty()) {
-        return Ok(Outcome::default());
+    let changes = changes(opts, &coll, &ctx.writer.clock.now())?;
+    if !changes.is_empty() {
+        record(&coll, &changes, &ctx.writer)?;
     }
-    record(&coll, &changes, w)
+    Ok(Exit::Ok)
 }

@@ -27,6 +27,7 @@ use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::ops::fsck::{compare_with, Finding, Index};
 use crate::ops::update::record;
+use crate::ops::{Ctx, Exit};
 use crate::origin::Writer;
 use crate::recentfile::{check_relative_path, EventKind};
 use crate::tree::IgnoreSet;
@@ -35,7 +36,7 @@ use crate::watch::{
     aggregate_at, classify, is_under, join, watch_limit_message, Batch, Happening, Heartbeat, OnDisk, Pace,
 };
 use crate::watcher::{AddError, RawEvent, Watcher};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
@@ -54,9 +55,6 @@ pub struct Options {
     pub aggregate_every: Duration,
     pub excludes: Vec<String>,
     pub keep_deletes: bool,
-    /// JSON Lines on stderr instead of plain lines (the binary sets the
-    /// log format from it).
-    pub json_log: bool,
     /// Rewrite this node-exporter textfile at every heartbeat.
     pub prometheus: Option<PathBuf>,
 }
@@ -212,7 +210,9 @@ fn parse_heartbeat(path: &Path) -> Option<Result<Heartbeat, String>> {
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
-pub fn run(opts: &Options, w: &Writer) -> Result<()> {
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    ensure!(opts.batch_size > 0, "--batch-size must be at least 1");
+    let w = &ctx.writer;
     let coll = Collection::open(&opts.principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
@@ -256,7 +256,8 @@ pub fn run(opts: &Options, w: &Writer) -> Result<()> {
     };
     d.start(previous)?;
     crate::notify::notify("READY=1");
-    d.main_loop()
+    d.main_loop()?;
+    Ok(Exit::Ok)
 }
 
 impl Daemon<'_> {

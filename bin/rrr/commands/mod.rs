@@ -1,0 +1,98 @@
+//! One module per subcommand (cargo's `src/bin/cargo/commands/`): its
+//! clap arguments and their conversion, done once, into the options of
+//! `rrr::ops::<command>`, whose `run` does the work and prints the
+//! results. This file is the list of commands and the dispatch.
+
+mod aggregate;
+mod check;
+mod completions;
+mod fsck;
+mod init;
+mod manpages;
+mod news;
+mod overview;
+mod rmirror;
+mod status;
+mod update;
+mod watch;
+
+use anyhow::Result;
+use clap::Subcommand;
+use rrr::ops::{self, Ctx, Exit};
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Index an existing tree: write the principal and RECENT.recent.
+    #[command(after_help = rrr::manual::after_help("init"))]
+    Init(init::InitArgs),
+    /// Record new/delete events in the principal (never aggregates).
+    #[command(after_help = rrr::manual::after_help("update"))]
+    Update(update::UpdateArgs),
+    /// Cascade events from the principal into the larger recentfiles.
+    #[command(after_help = rrr::manual::after_help("aggregate"))]
+    Aggregate(aggregate::AggregateArgs),
+    /// List each path's newest event, newest first.
+    #[command(after_help = rrr::manual::after_help("news"))]
+    News(news::NewsArgs),
+    /// Show the table of all recentfiles of a collection.
+    #[command(after_help = rrr::manual::after_help("overview"))]
+    Overview(overview::OverviewArgs),
+    /// Compare the index with the tree; --repair records the differences.
+    #[command(after_help = rrr::manual::after_help("fsck"))]
+    Fsck(fsck::FsckArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = rrr::manual::after_help("completions"))]
+    Completions(completions::CompletionsArgs),
+    /// Write man pages (rrr.1, rrr-<command>.1, and the Perl entry points' rrr-client.1, rrr-server.1) into DIR.
+    #[command(after_help = rrr::manual::after_help("manpages"))]
+    Manpages(manpages::ManpagesArgs),
+    /// Mirror a remote collection into a local tree (one pass, or --loop).
+    #[command(after_help = rrr::manual::after_help("rmirror"))]
+    Rmirror(rmirror::RmirrorArgs),
+    /// Show a mirror's run record (lag, heartbeat, counters).
+    #[command(after_help = rrr::manual::after_help("status"))]
+    Status(status::StatusArgs),
+    /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    #[command(after_help = rrr::manual::after_help("check"))]
+    Check(check::CheckArgs),
+    /// The origin daemon: watch the tree with inotify and record every change.
+    #[command(after_help = rrr::manual::after_help("watch"))]
+    Watch(watch::WatchArgs),
+}
+
+impl Command {
+    /// Run the command: its arguments become `ops::<command>::Options`.
+    pub fn exec(self, ctx: &Ctx) -> Result<Exit> {
+        match self {
+            Command::Init(a) => ops::init::run(&a.into(), ctx),
+            Command::Update(a) => ops::update::run(&a.into(), ctx),
+            Command::Aggregate(a) => ops::aggregate::run(&a.into(), ctx),
+            Command::News(a) => ops::news::run(&a.into(), ctx),
+            Command::Overview(a) => ops::overview::run(&a.into(), ctx),
+            Command::Fsck(a) => ops::fsck::run(&a.into(), ctx),
+            Command::Completions(a) => completions::exec(&a, ctx),
+            Command::Manpages(a) => manpages::exec(&a),
+            Command::Rmirror(a) => ops::rmirror::run(&a.into(), ctx),
+            Command::Status(a) => ops::status::run(&a.into(), ctx),
+            Command::Check(a) => ops::check::run(&a.into(), ctx),
+            Command::Watch(a) => ops::watch::run(&a.into(), ctx),
+        }
+    }
+
+    /// The `--locktimeout` given after the command, if it takes one.
+    pub fn locktimeout(&self) -> Option<u64> {
+        match self {
+            Command::Init(a) => a.lock.locktimeout,
+            Command::Update(a) => a.lock.locktimeout,
+            Command::Aggregate(a) => a.lock.locktimeout,
+            Command::Fsck(a) => a.lock.locktimeout,
+            Command::Watch(a) => a.lock.locktimeout,
+            _ => None,
+        }
+    }
+
+    /// `watch --json-log`: the log in JSON Lines.
+    pub fn json_log(&self) -> bool {
+        matches!(self, Command::Watch(a) if a.json_log)
+    }
+}

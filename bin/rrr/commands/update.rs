@@ -1,0 +1,48 @@
+//! `rrr update`: its arguments and their conversion into `ops::update::Options`.
+
+use crate::cli::LockArgs;
+use clap::Args;
+use rrr::epoch::Epoch;
+use rrr::ops::update::Options;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct UpdateArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The principal (RECENT.recent or the principal recentfile).
+    pub principal: PathBuf,
+    /// Files, relative to the root or absolute inside it.
+    pub paths: Vec<String>,
+    /// Record deletes instead of news.
+    #[arg(long)]
+    pub delete: bool,
+    /// A dirty update: the event happened at EPOCH (in the past).
+    #[arg(long, value_name = "EPOCH")]
+    pub epoch: Option<Epoch>,
+    /// Read `[EPOCH] new|delete PATH` lines from stdin (one batch, one lock).
+    #[arg(long)]
+    pub stdin: bool,
+    /// Behave as the Perl rrr-update: the disk is not consulted, a path
+    /// outside the root is a warning, a future epoch becomes the clock, a
+    /// delete needs the path in the collection.
+    #[arg(long, hide = true)]
+    pub perl: bool,
+    /// With --perl: report the path's indexed event first (rrr-update --add).
+    #[arg(long, hide = true, requires = "perl")]
+    pub add: bool,
+}
+
+impl From<UpdateArgs> for Options {
+    fn from(a: UpdateArgs) -> Options {
+        Options {
+            principal: a.principal,
+            paths: a.paths,
+            delete: a.delete,
+            epoch: a.epoch,
+            stdin: a.stdin,
+            perl: a.perl,
+            add: a.add,
+        }
+    }
+}

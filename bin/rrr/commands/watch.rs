@@ -1,0 +1,52 @@
+//! `rrr watch`: its arguments and their conversion into `ops::watch::Options`.
+
+use crate::cli::{exclude_pattern, LockArgs};
+use clap::Args;
+use rrr::ops::watch::Options;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The principal (RECENT.recent, the principal recentfile, or the root).
+    pub principal: PathBuf,
+    /// Record a batch when this many changes are pending.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub batch_size: usize,
+    /// Record a batch when its oldest change waited this many milliseconds,
+    /// or once no change came for a tenth of it.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub batch_delay: u64,
+    /// Run the cascade (aggregate) every S seconds.
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    pub aggregate_every: u64,
+    /// Leave out paths matching PATTERN, with rsync's --exclude rules
+    /// (`*` within a component, `**` across, a trailing `/` for directories).
+    #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
+    pub exclude: Vec<String>,
+    /// Keep delete events in Z when aggregating.
+    #[arg(long)]
+    pub keep_deletes: bool,
+    /// Log JSON Lines on stderr (the same as --log-format json).
+    #[arg(long)]
+    pub json_log: bool,
+    /// Rewrite this node-exporter textfile at every heartbeat.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
+}
+
+impl From<WatchArgs> for Options {
+    fn from(a: WatchArgs) -> Options {
+        Options {
+            principal: a.principal,
+            batch_size: a.batch_size,
+            batch_delay: Duration::from_millis(a.batch_delay),
+            aggregate_every: Duration::from_secs(a.aggregate_every.max(1)),
+            excludes: a.exclude,
+            keep_deletes: a.keep_deletes,
+            prometheus: a.prometheus,
+        }
+    }
+}

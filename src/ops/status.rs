@@ -1,0 +1,42 @@
+//! `rrr status`: each mirror's run record (lag, heartbeat, counters), as
+//! a person reads it or one JSON object per mirror, and optionally a
+//! node-exporter textfile (written atomically, as its textfile collector
+//! requires). Exit 1 when a target has no state yet.
+
+use crate::ops::mirrors::{reports, Prometheus, Targets};
+use crate::ops::{Ctx, Exit};
+use crate::status;
+use anyhow::Result;
+use std::path::PathBuf;
+
+pub struct Options {
+    pub targets: Targets,
+    pub json: bool,
+    /// Also write this node-exporter textfile.
+    pub prometheus: Option<PathBuf>,
+}
+
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let clock = ctx.clock();
+    let all = reports(&opts.targets, clock)?;
+    let mut out = ctx.out();
+    let mut missing = false;
+    for (root, r) in &all {
+        match r {
+            Some(r) if opts.json => writeln!(out, "{}", serde_json::to_string(r)?)?,
+            Some(r) => write!(out, "{}", status::plain(r, clock.now_f64()))?,
+            None => {
+                missing = true;
+                if opts.json {
+                    writeln!(out, "{}", serde_json::json!({"localroot": root, "state": null}))?;
+                } else {
+                    writeln!(out, "localroot        {root}\nstate            none (rmirror has not run here)")?;
+                }
+            }
+        }
+    }
+    if let Some(file) = &opts.prometheus {
+        Prometheus { file: file.clone(), targets: opts.targets.clone() }.try_write(clock)?;
+    }
+    Ok(if missing { Exit::Differences } else { Exit::Ok })
+}

@@ -418,3 +418,30 @@ fn init_force_under_sigterm_always_leaves_an_index() {
     }
     eprintln!("init --force exits under SIGTERM: {outcomes:?}");
 }
+
+/// A full disk when an update creates the recentfile's lock: exit 2 naming
+/// the lock and the cause once (the I/O error is the source, not repeated
+/// in the message), nothing recorded, the index still readable.
+#[test]
+fn a_full_disk_at_a_recentfile_lock_names_the_lock_and_the_cause_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("origin");
+    let _mnt = Tmpfs::mount(&root, "1m,nr_inodes=64");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::write(root.join("d/new"), "x").unwrap();
+    ok(&["init", root.to_str().unwrap()]);
+    let before = fs::read(root.join("RECENT-1h.yaml")).unwrap();
+    // Use up every inode: the lock directory cannot be created.
+    for i in 0.. {
+        if fs::write(root.join(format!("filler-{i}")), "").is_err() {
+            break;
+        }
+    }
+    let o = rrr(&["update", &principal(&root), root.join("d/new").to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("RECENT-1h.yaml.lock"), "{err}");
+    assert_eq!(err.matches("No space left on device").count(), 1, "{err}");
+    assert_eq!(fs::read(root.join("RECENT-1h.yaml")).unwrap(), before);
+    ok(&["news", "--local", &principal(&root)]);
+}

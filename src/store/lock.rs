@@ -95,7 +95,8 @@ impl std::fmt::Display for LockError {
                 shell_quote(&lock.to_string_lossy())
             ),
             LockError::Interrupted { lock } => write!(f, "interrupted while waiting for lock {}", lock.display()),
-            LockError::Io { lock, err } => write!(f, "cannot take lock {}: {err}", lock.display()),
+            // The I/O error is the source (`{:#}` prints it once).
+            LockError::Io { lock, .. } => write!(f, "cannot take lock {}", lock.display()),
         }
     }
 }

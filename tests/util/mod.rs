@@ -121,3 +121,28 @@ pub fn decimal_key(e: &str) -> String {
     );
     format!("{int:0>20}.{frac:0<70}")
 }
+
+/// A tmpfs mounted on `dir` for the test's life (rrr's tests run as root).
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let o = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs", s(dir)])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "mount a tmpfs (tests need root): {}", stderr(&o));
+        Tmpfs(dir.to_path_buf())
+    }
+    pub fn umount(&self) {
+        let o = Command::new("umount").arg(&self.0).output().unwrap();
+        assert!(o.status.success(), "umount: {}", stderr(&o));
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}

@@ -1,7 +1,7 @@
 //! `rrr watch`: the origin daemon. It drives the inotify watcher
-//! ([`crate::watcher`]), the directory scans, the heartbeat file and the
+//! ([`crate::origin::watcher`]), the directory scans, the heartbeat file and the
 //! writes; what an event means and when a batch is recorded is decided by
-//! the pure core in [`crate::watch`].
+//! the pure core in [`crate::origin::watch_rules`].
 //!
 //! Nothing is lost:
 //! - a directory is watched first, then listed, so a file created before
@@ -28,14 +28,14 @@ use crate::epoch::Epoch;
 use crate::ops::fsck::{compare_with, Finding, Index};
 use crate::ops::update::record;
 use crate::ops::{Ctx, Exit};
+use crate::origin::watch_rules::{
+    aggregate_at, classify, is_under, join, watch_limit_message, Batch, Happening, Heartbeat, OnDisk, Pace,
+};
+use crate::origin::watcher::{AddError, RawEvent, Watcher};
 use crate::origin::Writer;
 use crate::recentfile::{check_relative_path, EventKind};
 use crate::tree::IgnoreSet;
 use crate::update::Change;
-use crate::watch::{
-    aggregate_at, classify, is_under, join, watch_limit_message, Batch, Happening, Heartbeat, OnDisk, Pace,
-};
-use crate::watcher::{AddError, RawEvent, Watcher};
 use anyhow::{bail, ensure, Context, Result};
 use serde_json::{json, Value};
 use std::cell::Cell;
@@ -497,7 +497,7 @@ impl Daemon<'_> {
         aggregate_at(self.last_aggregate, self.opts.aggregate_every, window, self.batch.last_change(), &self.pace)
     }
 
-    fn on_events(&mut self, read: crate::watcher::Read) -> Result<()> {
+    fn on_events(&mut self, read: crate::origin::watcher::Read) -> Result<()> {
         let events = read.context("cannot read inotify events")?;
         for ev in events {
             self.on_event(ev)?;

@@ -9,7 +9,9 @@
 //!
 //! Side effects live at the edge, each in one place:
 //! - [`store`]: the lock directory protocol, atomic writes, the principal symlink;
-//! - [`watcher`]: the inotify instance of `rrr watch` (pure rules in [`watch`]).
+//! - [`origin`]: the origin side, the writer of the index under the lock,
+//!   with the pure recording rules of `rrr watch` ([`origin::watch_rules`])
+//!   and its inotify instance ([`origin::watcher`]).
 //!
 //! The mirror: [`done`] (pure: which epoch intervals a mirror has),
 //! [`remote`] (SRC forms, fetching recentfiles into a hidden temp dir),
@@ -44,5 +46,3 @@ pub mod signals;
 pub mod status;
 pub mod store;
 pub mod tree;
-pub mod watch;
-pub mod watcher;

@@ -1,6 +1,15 @@
-//! The origin's writer: load a recentfile under its lock, change it with
-//! the pure core, write it back atomically with `minmax` and `Producers`
-//! maintained as the reference does (spec 8.5).
+//! The origin side: everything that writes the index of a tree.
+//!
+//! This module is the origin's writer: load a recentfile under its lock,
+//! change it with the pure core, write it back atomically with `minmax`
+//! and `Producers` maintained as the reference does (spec 8.5). `rrr
+//! watch` adds two parts: [`watch_rules`] (pure: what an inotify event
+//! means, the pending batch, when it is recorded) and [`watcher`] (the
+//! inotify instance). The commands that drive them are in `ops`
+//! (`init`, `update`, `aggregate`, `fsck`, `watch`).
+
+pub mod watch_rules;
+pub mod watcher;
 
 use crate::clock::Clock;
 use crate::collection::Collection;

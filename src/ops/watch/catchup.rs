@@ -1,0 +1,135 @@
+//! Catching up with the tree: the comparison of the tree with the index
+//! (`fsck` logic) that records what changed while nobody watched, at
+//! start-up (files modified since the last heartbeat's `synced_to`) and
+//! after lost events (a kernel queue overflow, an unmount, a directory
+//! that could not be watched: files modified since the last marker). It
+//! adds the missing watches on its walk and drops those of directories
+//! gone.
+
+use super::{release_memory, Daemon};
+use crate::epoch::Epoch;
+use crate::ops::fsck::{compare_with, Finding};
+use crate::ops::update::record;
+use crate::origin::watch_rules::Heartbeat;
+use crate::origin::watcher::AddError;
+use crate::recentfile::EventKind;
+use crate::update::Change;
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::collections::HashSet;
+use std::fs;
+use std::time::Instant;
+
+/// File times come from the kernel's coarse clock, a tick behind the
+/// precise one; a lower bound for mtimes is taken this much earlier.
+const CLOCK_SLACK: f64 = 0.05;
+
+impl Daemon<'_> {
+    /// Compare the tree with the index and record the differences (files
+    /// modified at or after `since` included), watching every directory of
+    /// the tree on the way (each before it is listed) and dropping the
+    /// watches of directories no longer there. Returns (new, delete).
+    pub(super) fn reconcile(&mut self, since: Option<i64>, fatal_limit: bool) -> Result<(usize, usize)> {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut failed: Vec<(String, AddError)> = Vec::new();
+        let watcher = &mut self.watcher;
+        let report = compare_with(&self.coll, &self.ignore, since, |dir| {
+            if !watcher.is_watched(dir) {
+                if let Err(e) = watcher.add(dir) {
+                    failed.push((dir.to_string(), e));
+                }
+            }
+            seen.insert(dir.to_string());
+        })?;
+        for (dir, e) in failed {
+            self.watch_failed(&dir, e, fatal_limit)?;
+        }
+        let stale: Vec<String> =
+            self.watcher.dirs().filter(|d| !seen.contains(*d) && *d != ".rrr").map(String::from).collect();
+        for d in stale {
+            self.watcher.remove(&d);
+        }
+        if let Some(Finding::Unreadable { file, error }) =
+            report.findings.iter().find(|f| matches!(f, Finding::Unreadable { .. }))
+        {
+            bail!("cannot compare the tree with the index: recentfile {file} is unreadable: {error}");
+        }
+        for f in &report.findings {
+            if let Finding::Unindexable { path, reason } = f {
+                self.log.warn(format!("cannot index {path:?}: {reason}"));
+            }
+        }
+        let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();
+        let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
+        drop(report);
+        if !changes.is_empty() {
+            record(&self.coll, &changes, self.w)?;
+        }
+        release_memory();
+        Ok((news, changes.len() - news))
+    }
+
+    pub(super) fn start(&mut self, previous: Option<Heartbeat>) -> Result<()> {
+        let t0 = Instant::now();
+        fs::create_dir_all(self.root.join(".rrr")).context("cannot create .rrr/")?;
+        if let Err(e) = self.watcher.add(".rrr") {
+            self.watch_failed(".rrr", e, true)?;
+        }
+        let since = previous
+            .as_ref()
+            .and_then(|hb| Epoch::parse(&hb.synced_to).ok())
+            .map(|e| e.to_f64())
+            .unwrap_or(self.started);
+        let since = (since - CLOCK_SLACK).floor() as i64;
+        let (news, deletes) = self.reconcile(Some(since), true)?;
+        let root = self.root.display().to_string();
+        let watches = self.watcher.count();
+        let ms = t0.elapsed().as_millis();
+        let heartbeat = previous.map(|h| h.synced_to);
+        self.log.emit(
+            "start",
+            json!({ "root": root, "pid": std::process::id(), "watches": watches, "since": heartbeat,
+                    "new": news, "delete": deletes, "ms": ms as u64 }),
+            || {
+                format!(
+                    "watching {root} ({watches} directories); recorded {news} new and {deletes} deleted \
+                     files changed while not watching{} in {ms} ms",
+                    heartbeat.as_ref().map(|h| format!(" (since {h})")).unwrap_or_default()
+                )
+            },
+        );
+        self.heartbeat();
+        self.aggregate();
+        Ok(())
+    }
+
+    /// Events were lost (or a watch is missing): watch every directory and
+    /// compare the tree with the index.
+    pub(super) fn rescan(&mut self, why: &str) -> Result<()> {
+        let t0 = Instant::now();
+        let since = (self.last_marker - CLOCK_SLACK).floor() as i64;
+        self.flush();
+        self.degraded = false;
+        self.batch.clear_in_flight();
+        let (news, deletes) = match self.reconcile(Some(since), false) {
+            Ok(x) => x,
+            Err(e) => {
+                self.log.error(format!("rescan failed (retrying): {e:#}"));
+                self.degraded = true;
+                return Ok(());
+            }
+        };
+        let ms = t0.elapsed().as_millis() as u64;
+        let watches = self.watcher.count();
+        self.log.emit(
+            "rescan",
+            json!({ "reason": why, "watches": watches, "new": news, "delete": deletes, "ms": ms }),
+            || {
+                format!(
+                    "{why}: recorded {news} new and {deletes} deleted files ({watches} directories watched) in {ms} ms"
+                )
+            },
+        );
+        Ok(())
+    }
+}

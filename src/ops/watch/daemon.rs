@@ -1,0 +1,215 @@
+//! The daemon's loop: wait for events, a batch deadline, the cascade or
+//! the heartbeat, whichever comes first; record the pending batch (one
+//! update under one lock, kept and retried on failure); run the cascade;
+//! and on a signal or a closed log, record what was received and stop.
+
+use super::{release_memory, Daemon};
+use crate::ops::fsck::{Finding, Index};
+use crate::ops::update::record;
+use crate::origin::watch_rules::{aggregate_at, OnDisk};
+use crate::recentfile::EventKind;
+use anyhow::{bail, Result};
+use serde_json::json;
+use std::fs;
+use std::time::{Duration, Instant};
+
+/// How often the loop looks at the signal flag when nothing happens.
+const SIGNAL_POLL: Duration = Duration::from_millis(200);
+
+impl Daemon<'_> {
+    pub(super) fn main_loop(&mut self) -> Result<()> {
+        loop {
+            if let Some(sig) = crate::signals::received() {
+                return self.shutdown(if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
+            }
+            if crate::log::closed() {
+                // Nobody reads the log any more: record what is pending,
+                // then exit 1 so that a supervisor restarts the daemon.
+                self.shutdown("log closed")?;
+                return Err(crate::ops::LogClosed.into());
+            }
+            let now = Instant::now();
+            let mut wake = now + SIGNAL_POLL;
+            let deadline = if self.flush_allowed() { self.batch.deadline(&self.pace) } else { self.retry_at };
+            for t in [deadline, Some(self.aggregate_at()), Some(self.next_heartbeat())].into_iter().flatten() {
+                wake = wake.min(t);
+            }
+            if let Some(read) = self.watcher.recv_timeout(wake.saturating_duration_since(now)) {
+                self.on_events(read)?;
+                // While a backlog is read, only the delay flushes: each record
+                // rewrites the whole principal, so a daemon that fell behind
+                // catches up with fewer, larger batches.
+                while let Some(read) = self.watcher.try_recv() {
+                    self.on_events(read)?;
+                    if self.flush_allowed() && self.batch.overdue(Instant::now(), &self.pace) {
+                        self.flush();
+                    }
+                    if crate::signals::stop_requested() {
+                        break;
+                    }
+                }
+            }
+            // The channel is drained here.
+            if let Some(why) = self.rescan.take() {
+                self.rescan(&why)?;
+            }
+            let now = Instant::now();
+            if self.flush_allowed() && self.batch.due(now, &self.pace) {
+                self.flush();
+            }
+            if now >= self.aggregate_at() {
+                if self.degraded {
+                    self.rescan("some directories are not watched")?;
+                }
+                self.aggregate();
+            }
+            if now >= self.next_heartbeat() {
+                self.heartbeat();
+            }
+        }
+    }
+
+    pub(super) fn flush_allowed(&self) -> bool {
+        self.retry_at.is_none_or(|t| Instant::now() >= t)
+    }
+
+    pub(super) fn aggregate_at(&self) -> Instant {
+        let window = Duration::from_secs(self.coll.principal().seconds());
+        aggregate_at(self.last_aggregate, self.opts.aggregate_every, window, self.batch.last_change(), &self.pace)
+    }
+
+    pub(super) fn aggregate(&mut self) {
+        self.last_aggregate = Instant::now();
+        match crate::ops::aggregate::aggregate(&self.coll, false, self.opts.keep_deletes, self.w) {
+            Ok(r) if r.merges > 0 => {
+                let written = r.written.join(" ");
+                self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
+                    format!("{} merges, wrote {written}", r.merges)
+                });
+            }
+            Ok(_) => {}
+            Err(e) => self.log.error(format!("aggregate failed: {e:#}")),
+        }
+        release_memory();
+    }
+
+    /// The live indexed paths under each directory.
+    pub(super) fn indexed_under(&self, dirs: &[String]) -> Result<Vec<Vec<String>>> {
+        let mut findings = Vec::new();
+        let index = Index::read(&self.coll, &mut findings);
+        if let Some(Finding::Unreadable { file, error }) =
+            findings.iter().find(|f| matches!(f, Finding::Unreadable { .. }))
+        {
+            bail!("cannot read recentfile {file}: {error}");
+        }
+        Ok(dirs.iter().map(|d| index.live_under(d)).collect())
+    }
+
+    /// What the disk shows of a created file that saw no write.
+    pub(super) fn look(&self, rel: &str) -> OnDisk {
+        use std::os::unix::fs::MetadataExt;
+        match fs::symlink_metadata(self.abs(rel)) {
+            Err(_) => OnDisk::Gone,
+            Ok(m) => {
+                let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+                OnDisk::of(
+                    m.is_dir(),
+                    m.is_file(),
+                    m.nlink(),
+                    ns(m.mtime(), m.mtime_nsec()),
+                    ns(m.ctime(), m.ctime_nsec()),
+                )
+            }
+        }
+    }
+
+    /// Record the pending batch (one update, one lock). On failure the
+    /// batch is kept and retried.
+    pub(super) fn flush(&mut self) {
+        let t0 = Instant::now();
+        let f = self.batch.take(t0);
+        if f.is_empty() {
+            self.batch.events += f.events;
+            if self.batch.pending() == 0 {
+                self.advance_synced();
+            }
+            return;
+        }
+        let under = if f.forgotten.is_empty() { Ok(Vec::new()) } else { self.indexed_under(&f.forgotten) };
+        let res = under.and_then(|under| {
+            let r = f.resolve(|p| self.look(p), &under, t0, self.pace.fresh_wait);
+            if !r.changes.is_empty() {
+                record(&self.coll, &r.changes, self.w)?;
+            }
+            Ok(r)
+        });
+        match res {
+            Ok(r) => {
+                self.retry_at = None;
+                self.batch.keep_fresh(&r, &self.pace);
+                if self.batch.pending() == 0 {
+                    self.advance_synced();
+                }
+                if r.changes.is_empty() {
+                    // Only files kept back: nothing to say yet.
+                    self.batch.events += f.events;
+                    return;
+                }
+                let changes = &r.changes;
+                let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
+                let deletes = changes.len() - news;
+                let latency = f.since.map_or(0, |s| s.elapsed().as_millis() as u64);
+                let took = t0.elapsed();
+                let record_ms = took.as_millis() as u64;
+                let events = f.events;
+                self.log.emit(
+                    "batch",
+                    json!({ "events": events, "changes": changes.len(), "new": news, "delete": deletes,
+                            "latency_ms": latency, "record_ms": record_ms }),
+                    || {
+                        format!(
+                            "{events} events, {} changes ({news} new, {deletes} delete), latency {latency} ms \
+                             (record {record_ms} ms)",
+                            changes.len()
+                        )
+                    },
+                );
+                self.batch.recorded(Instant::now(), took);
+                release_memory();
+            }
+            Err(e) => {
+                self.log.error(format!("cannot record a batch of events (retrying): {e:#}"));
+                self.batch.restore(f);
+                self.retry_at = Some(Instant::now() + self.opts.batch_delay.max(Duration::from_secs(5)));
+            }
+        }
+    }
+
+    /// Flush everything received up to now (a marker proves it) and stop.
+    pub(super) fn shutdown(&mut self, name: &str) -> Result<()> {
+        self.heartbeat();
+        let until = Instant::now() + Duration::from_secs(3);
+        while !self.markers.is_empty() && Instant::now() < until {
+            if let Some(read) = self.watcher.recv_timeout(Duration::from_millis(50)) {
+                self.on_events(read)?;
+            }
+        }
+        while let Some(read) = self.watcher.try_recv() {
+            self.on_events(read)?;
+        }
+        if let Some(why) = self.rescan.take() {
+            self.rescan(&why)?;
+        }
+        self.retry_at = None;
+        self.flush();
+        let left = self.batch.pending();
+        self.heartbeat();
+        self.log.emit("stop", json!({ "signal": name, "unrecorded": left }), || {
+            format!("{name}: stopped ({left} changes could not be recorded)")
+        });
+        if left > 0 {
+            bail!("{left} changes could not be recorded before stopping");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+//! The heartbeat: `.rrr/watch.json` (pid, start, last heartbeat and
+//! `synced_to`), written atomically every few seconds and watched by the
+//! daemon itself, so that its event, arriving after every change made
+//! before it (the kernel queue is FIFO), is a marker; how markers advance
+//! `synced_to`; and the node-exporter textfile written with each
+//! heartbeat.
+
+use super::log::Log;
+use super::{wall, Daemon};
+use crate::epoch::Epoch;
+use crate::origin::watch_rules::Heartbeat;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The heartbeat (marker) period while events flow, and when idle.
+const HEARTBEAT_ACTIVE: Duration = Duration::from_secs(2);
+const HEARTBEAT_IDLE: Duration = Duration::from_secs(30);
+
+pub(super) fn parse_heartbeat(path: &Path) -> Option<Result<Heartbeat, String>> {
+    let text = fs::read_to_string(path).ok()?;
+    Some(serde_json::from_str(&text).map_err(|e| e.to_string()))
+}
+
+/// The watch daemon's node-exporter textfile: instants as Unix times,
+/// counters since the daemon started, the root as label.
+fn prometheus(root: &str, log: &Log, hb: &Heartbeat, watches: usize, pending: usize) -> String {
+    use crate::status::prometheus_metric as metric;
+    let l = format!("root=\"{}\"", root.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"));
+    let one = |v: f64| vec![(l.clone(), v)];
+    let ts = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+    let mut out = String::new();
+    let gauges = [
+        ("rrr_watch_started_timestamp_seconds", "Unix time the daemon started.", ts(&hb.started)),
+        ("rrr_watch_heartbeat_timestamp_seconds", "Unix time of the daemon's last heartbeat.", ts(&hb.heartbeat)),
+        (
+            "rrr_watch_synced_to_timestamp_seconds",
+            "Every change before this Unix time is in the index.",
+            ts(&hb.synced_to),
+        ),
+        (
+            "rrr_watch_last_batch_timestamp_seconds",
+            "Unix time of the last recorded batch (0: none yet).",
+            log.last_batch.get().unwrap_or(0.0),
+        ),
+        (
+            "rrr_watch_last_aggregate_timestamp_seconds",
+            "Unix time of the last aggregate that merged (0: none yet).",
+            log.last_aggregate.get().unwrap_or(0.0),
+        ),
+        ("rrr_watch_watches", "Directories watched.", watches as f64),
+        ("rrr_watch_pending_changes", "Changes waiting for the next batch.", pending as f64),
+    ];
+    for (name, help, v) in gauges {
+        metric(&mut out, name, "gauge", help, &one(v));
+    }
+    metric(&mut out, "rrr_watch_batches_total", "counter", "Batches recorded.", &one(log.batches.get() as f64));
+    let changes = vec![
+        (format!("{l},type=\"new\""), log.news.get() as f64),
+        (format!("{l},type=\"delete\""), log.deletes.get() as f64),
+    ];
+    metric(&mut out, "rrr_watch_changes_total", "counter", "Changes recorded (batches, rescans, start-up).", &changes);
+    metric(&mut out, "rrr_watch_rescans_total", "counter", "Rescans of the tree.", &one(log.rescans.get() as f64));
+    let problems = vec![
+        (format!("{l},level=\"warning\""), log.warnings.get() as f64),
+        (format!("{l},level=\"error\""), log.errors.get() as f64),
+    ];
+    metric(&mut out, "rrr_watch_problems_total", "counter", "Warnings and errors logged.", &problems);
+    out
+}
+
+impl Daemon<'_> {
+    pub(super) fn next_heartbeat(&self) -> Instant {
+        self.last_heartbeat + if self.active { HEARTBEAT_ACTIVE } else { HEARTBEAT_IDLE }
+    }
+
+    pub(super) fn on_marker(&mut self) {
+        let t = self.markers.pop_front().unwrap_or(self.last_marker);
+        self.last_marker = t;
+        if self.batch.pending() == 0 {
+            self.advance_synced();
+        }
+    }
+
+    pub(super) fn advance_synced(&mut self) {
+        let t = self.batch.writing_floor().map_or(self.last_marker, |f| f.min(self.last_marker));
+        self.synced_to = t;
+    }
+
+    /// Write the heartbeat (also a marker).
+    pub(super) fn heartbeat(&mut self) {
+        self.last_heartbeat = Instant::now();
+        self.active = false;
+        let dir = self.root.join(".rrr");
+        if !self.watcher.is_watched(".rrr") {
+            let _ = fs::create_dir_all(&dir);
+            let _ = self.watcher.add(".rrr");
+        }
+        let now = wall();
+        let hb = Heartbeat {
+            pid: std::process::id(),
+            started: Epoch::from_clock(self.started).into_string(),
+            heartbeat: Epoch::from_clock(now).into_string(),
+            synced_to: Epoch::from_clock(self.synced_to).into_string(),
+        };
+        let text = serde_json::to_string(&hb).unwrap_or_default() + "\n";
+        let tmp = dir.join("watch.json.new");
+        let res = (|| -> std::io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            fs::rename(&tmp, dir.join("watch.json"))
+        })();
+        match res {
+            Ok(()) => {
+                if self.markers.len() < 1000 {
+                    self.markers.push_back(now);
+                }
+                if let Some(file) = &self.opts.prometheus {
+                    let root = self.root.display().to_string();
+                    let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
+                    if let Err(e) = crate::store::write_atomic(file, text.as_bytes(), None) {
+                        self.log.warn(format!("cannot write the Prometheus textfile {}: {e}", file.display()));
+                    }
+                }
+            }
+            Err(e) => self.log.error(format!("cannot write heartbeat {}: {e}", dir.join("watch.json").display())),
+        }
+    }
+}

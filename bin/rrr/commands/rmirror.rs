@@ -54,7 +54,7 @@ pub struct RmirrorArgs {
     #[arg(long, conflicts_with = "config")]
     pub adopt: bool,
     /// Refuse a remote recentfile larger than this many bytes, unread.
-    #[arg(long, value_name = "BYTES", default_value_t = rrr::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
+    #[arg(long, value_name = "BYTES", default_value_t = rrr::mirror::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
     pub max_recentfile_size: u64,
     /// Leave out paths matching PATTERN (rsync's --exclude rules): not
     /// transferred, deleted or republished; their events are skipped.

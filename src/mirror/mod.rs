@@ -1,7 +1,7 @@
 //! One mirror pass against a remote collection, and the mirror's state.
 //!
 //! Before the first pass ([`Mirror::settle_ownership`], module
-//! [`crate::ownership`]) rrr decides whether the localroot may be mirrored
+//! [`crate::mirror::ownership`]) rrr decides whether the localroot may be mirrored
 //! into at all, fetching the remote principal into a temp dir outside the
 //! target when the decision needs it: a refusal, an unreachable remote or a
 //! bad principal leave the localroot as they found it.
@@ -88,16 +88,21 @@
 //!
 //! All epochs are strings. Unknown keys are ignored on read.
 
+pub mod ownership;
+pub mod progress;
+pub mod remote;
+pub mod status;
+
 use crate::clock::Clock;
 use crate::done::{self, DoneSet};
 use crate::epoch::Epoch;
-use crate::ownership::{self, CollectionId, Decision, Facts};
 use crate::recentfile::{check_relative_path, shown_path, Event, EventKind, Format, Producer, Recentfile};
-use crate::remote::{self, FetchDir, Layout, Remote, RsyncSettings};
 use crate::rsync::{Rsync, RsyncError, RsyncOutcome};
 use crate::store;
 use crate::tree::IgnoreSet;
 use anyhow::{anyhow, bail, Context, Result};
+use ownership::{CollectionId, Decision, Facts};
+use remote::{FetchDir, Layout, Remote, RsyncSettings};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -173,7 +178,7 @@ pub struct State {
     pub last_error: Option<String>,
     pub heartbeat: Option<Epoch>,
     /// The pass running now (a bootstrap's progress), saved with each heartbeat.
-    pub running: Option<crate::pass_progress::Running>,
+    pub running: Option<crate::mirror::progress::Running>,
     /// The last whole-tree pass that finished (`--full-every`).
     pub last_full: Option<Epoch>,
 }
@@ -705,14 +710,14 @@ impl<'a> Mirror<'a> {
     fn heartbeat_writer<'h>(
         &self,
         hook: &'h mut Option<Box<dyn FnMut() + 'a>>,
-    ) -> Box<dyn FnMut(&crate::pass_progress::Running) + 'h>
+    ) -> Box<dyn FnMut(&crate::mirror::progress::Running) + 'h>
     where
         'a: 'h,
     {
         let writable = self.writable && !self.cfg.dry_run;
         let mut copy = if writable { self.state.clone() } else { State::default() };
         let (file, clock) = (self.cfg.state_file.clone(), self.clock.clone());
-        Box::new(move |running: &crate::pass_progress::Running| {
+        Box::new(move |running: &crate::mirror::progress::Running| {
             if !writable {
                 return;
             }
@@ -896,7 +901,7 @@ impl<'a> Mirror<'a> {
     // ----- ownership ---------------------------------------------------
 
     /// Decide whether the localroot may be mirrored into (module
-    /// [`crate::ownership`]); a refusal is an error that names `--adopt`.
+    /// [`crate::mirror::ownership`]); a refusal is an error that names `--adopt`.
     /// When the decision needs the remote principal it is fetched into a
     /// temp dir outside the target and kept for the first pass. With
     /// `apply` (the lock is held, or a dry run) the decision is acted on:
@@ -1386,7 +1391,7 @@ impl<'a> Mirror<'a> {
         let (index, res) = std::thread::scope(|sc| {
             let reader = sc.spawn(|| Index::read(principal, dir, &names, max_size));
             let mut progress =
-                crate::pass_progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
+                crate::mirror::progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
             let res = self.with_retries("bootstrap rsync", || {
                 seen = Itemized::listing(dry);
                 r.run_with(&mut |line| {

@@ -112,6 +112,7 @@ pub use state::{load_state, Counters, Failing, PendingDelete, State};
 pub use transfer::{bootstrap_excludes, RSYNC_TEMP_PATTERN};
 
 use crate::clock::Clock;
+use crate::signals::Interrupted;
 use anyhow::Result;
 use pass::Fetched;
 use remote::{FetchDir, Layout, Remote, RsyncSettings};
@@ -149,18 +150,6 @@ impl Config {
         self.localroot.join(".rrr")
     }
 }
-
-/// The pass was stopped by SIGINT/SIGTERM (state saved).
-#[derive(Debug)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// A mirror: config, state, clock and the stop flag, across passes.
 pub struct Mirror<'a> {

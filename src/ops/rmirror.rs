@@ -20,9 +20,10 @@
 
 use crate::clock::Clock;
 use crate::mirror::remote::{Remote, RsyncSettings};
-use crate::mirror::{Config, Interrupted, Mirror, PassReport, Refused, State};
+use crate::mirror::{Config, Mirror, PassReport, Refused, State};
 use crate::ops::mirrors::{self, Prometheus, Targets};
 use crate::ops::{is_closed, Ctx, Exit};
+use crate::signals::Interrupted;
 use crate::store::{LockError, RunLock};
 use anyhow::{Context, Result};
 use std::io::{self, Write};

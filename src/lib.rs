@@ -1,48 +1,66 @@
 //! rrr: keep a huge tree in sync on many mirrors from a cascade of small
 //! index files, the recentfiles (a successor of Perl's File::Rsync::Mirror::Recent).
 //!
-//! Architecture map. The pure core takes data in and gives data out (no
-//! filesystem, no clock, no processes):
-//! - [`epoch`]: exact decimal epochs, the reference comparator and bump;
+//! # Map
+//!
+//! **The pure core** is the crate `recentfile` (crates/recentfile): data in,
+//! data out, no paths, clock or processes. Its modules keep their paths here:
+//! - [`epoch`]: exact decimal epochs, the reference's comparator and bump;
 //! - [`interval`]: `1h` … `1Y`, `Z`;
-//! - [`recentfile`]: the model, YAML::Syck-identical and JSON (de)serialization.
+//! - [`recentfile`]: the model, YAML::Syck-identical YAML and JSON, the
+//!   validation of every upstream file;
+//! - [`update`], [`aggregate`]: recording events, merging into larger files;
+//! - [`query`]: news and the overview table; [`done`]: a mirror's done-sets.
 //!
-//! Side effects live at the edge, each in one place:
-//! - [`store`]: the lock directory protocol, atomic writes, the principal symlink;
-//! - [`origin`]: the origin side, the writer of the index under the lock,
-//!   with the pure recording rules of `rrr watch` ([`origin::watch_rules`])
-//!   and its inotify instance ([`origin::watcher`]).
+//! **The origin side**, [`origin`]: the writer of the index under the lock,
+//! the pure recording rules of `rrr watch` ([`origin::watch_rules`]) and its
+//! inotify instance ([`origin::watcher`]).
 //!
-//! The mirror: [`done`] (pure: which epoch intervals a mirror has),
-//! [`remote`] (SRC forms, fetching recentfiles into a hidden temp dir),
-//! [`ownership`] (pure: which trees a mirror may write into and delete from),
-//! [`mirror`] (one pass: transfers, deletes, state), `ops::rmirror` (the loop,
-//! lock and signals).
+//! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
+//! transfer, delete, install the recentfiles, save the state), with
+//! [`mirror::remote`] (SRC forms, fetching into a hidden temp dir),
+//! [`mirror::ownership`] (pure: which trees rrr may write into and delete
+//! from), [`mirror::status`] (what `status` and `check` say) and
+//! [`mirror::progress`] (a long rsync's bar, log lines and heartbeat).
+//!
+//! **The commands**, [`ops`]: one module per subcommand, each an `Options`
+//! and `run(&Options, &Ctx) -> Result<Exit>`; the binary (bin/rrr) only
+//! parses arguments into them.
+//!
+//! **The edges**, each side effect in one place:
+//! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,
+//!   reading recentfiles from disk, the principal symlink;
+//! - `tree`: the walk and the one ignore set; `collection`: a collection on
+//!   disk; `rsync`: the subprocess (bounded stderr, failure classes,
+//!   PDEATHSIG); [`signals`]: SIGINT/SIGTERM; [`clock`]: the one clock
+//!   (`--now`);
+//! - [`log`]: the one channel for messages; [`progress`]: bars, only on a
+//!   terminal; `human`: times and sizes for people; `notify`: sd_notify;
+//!   [`hook`]: `--on-pass`; `config`: rmirror's TOML file; [`pattern`]:
+//!   `--exclude` with rsync's rules;
+//! - [`manual`]: help and man page text; [`perl_compat`]: the Perl tools'
+//!   command lines.
+//!
+//! Modules shown without a link are internal (`pub(crate)`).
 
-// The pure core lives in its own crate, `recentfile` (crates/recentfile);
-// its modules keep their paths here (`rrr::epoch`, `rrr::recentfile`, …).
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
 
 pub mod clock;
-pub mod collection;
-pub mod config;
+pub(crate) mod collection;
+pub(crate) mod config;
 pub mod hook;
-pub mod human;
+pub(crate) mod human;
 pub mod log;
 pub mod manual;
 pub mod mirror;
-pub mod notify;
+pub(crate) mod notify;
 pub mod ops;
 pub mod origin;
-pub mod ownership;
-pub mod pass_progress;
 pub mod pattern;
 pub mod perl_compat;
 pub mod progress;
-pub mod remote;
-pub mod rsync;
+pub(crate) mod rsync;
 pub mod signals;
-pub mod status;
 pub mod store;
-pub mod tree;
+pub(crate) mod tree;

@@ -42,7 +42,7 @@
 //!
 //! rsync runs with `LANG=C` and `LC_ALL=C`, so its messages and its escaping
 //! of non-ASCII bytes in names (`\#303\#251` for `é`) do not depend on the
-//! user's locale; [`vanished_paths`] undoes that escaping ([`unescape`]).
+//! user's locale; `vanished_path` undoes that escaping ([`unescape`]).
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -477,8 +477,10 @@ impl std::error::Error for RsyncError {}
 /// `rsync: link_stat "/p" failed: No such file or directory (2)` (rsync
 /// < 3.2), `rsync: [sender] link_stat "/p" failed: …` (>= 3.2) and
 /// `file has vanished: "/p"` (with or without `rsync: [sender] `). A
-/// ` (in module)` after the quoted path is dropped.
-pub fn vanished_paths(stderr: &str) -> Vec<String> {
+/// ` (in module)` after the quoted path is dropped. (The summary reads
+/// them one line at a time; this is the whole-stderr form the tests use.)
+#[cfg(test)]
+fn vanished_paths(stderr: &str) -> Vec<String> {
     stderr.lines().filter_map(vanished_path).collect()
 }
 

@@ -9,6 +9,21 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
+/// The error of a command or pass that a signal stopped at a safe point
+/// (the callers say what was left as it was, or that the state was saved):
+/// exit 130 ([`crate::ops::exit_for_error`]). One type for the origin
+/// commands and the mirror.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted by a signal")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// Set when SIGINT or SIGTERM arrived.
 pub static STOP: AtomicBool = AtomicBool::new(false);
 /// The last such signal's number (0: none).

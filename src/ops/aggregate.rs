@@ -67,7 +67,7 @@ pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer)
             }
             // Between merges every file is whole: a signal may stop the cascade here.
             if crate::signals::wait_interrupted() {
-                return Err(crate::ops::Interrupted.into());
+                return Err(crate::signals::Interrupted.into());
             }
             let early = prefetch
                 .take_if(|_| i + 1 == last)

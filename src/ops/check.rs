@@ -2,9 +2,9 @@
 //! target, the worst first (Nagios shows the first line); the worst level
 //! is the exit status (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
 
+use crate::mirror::status::{self, Level};
 use crate::ops::mirrors::{reports, Targets};
 use crate::ops::{Ctx, Exit};
-use crate::status::{self, Level};
 use anyhow::Result;
 
 pub struct Options {

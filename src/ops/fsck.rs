@@ -285,7 +285,7 @@ pub fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>
 }
 
 /// [`compare`], calling `enter` with each directory of the tree right
-/// before it is listed (see [`tree::walk_with`]). The index is read on a
+/// before it is listed (see `tree::walk_with`). The index is read on a
 /// second thread while the tree is walked: one waits for the disk, the
 /// other parses.
 pub fn compare_with(

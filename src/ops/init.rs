@@ -165,7 +165,7 @@ pub fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report> {
 /// `Interrupted` when a signal ended the walk, else the error in context.
 fn interrupted_or(e: std::io::Error, root: &std::path::Path) -> anyhow::Error {
     if e.kind() == std::io::ErrorKind::Interrupted && crate::signals::wait_interrupted() {
-        anyhow::Error::new(crate::ops::Interrupted).context("the index was left as it was")
+        anyhow::Error::new(crate::signals::Interrupted).context("the index was left as it was")
     } else {
         anyhow::Error::new(e).context(format!("cannot index {}", root.display()))
     }
@@ -173,7 +173,7 @@ fn interrupted_or(e: std::io::Error, root: &std::path::Path) -> anyhow::Error {
 
 fn stopped() -> Result<()> {
     if crate::signals::wait_interrupted() {
-        return Err(anyhow::Error::new(crate::ops::Interrupted).context("the index was left as it was"));
+        return Err(anyhow::Error::new(crate::signals::Interrupted).context("the index was left as it was"));
     }
     Ok(())
 }

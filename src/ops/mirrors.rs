@@ -6,9 +6,9 @@
 use crate::clock::Clock;
 use crate::config::MirrorConfig;
 use crate::mirror::load_state;
+use crate::mirror::status::{self, Report};
 use crate::ops::rmirror;
 use crate::ops::Exit;
-use crate::status::{self, Report};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};

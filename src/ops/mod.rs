@@ -29,6 +29,7 @@ pub enum Exit {
 /// need (it will be free later), 130 when a signal ended the wait, else 2
 /// (a stale lock we may not remove needs the operator: 2, not 75).
 pub fn exit_for_error(err: &anyhow::Error) -> Exit {
+    use crate::signals::Interrupted;
     use crate::store::LockError;
     for e in err.chain() {
         match e.downcast_ref::<LockError>() {
@@ -45,19 +46,6 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
     }
     Exit::Error
 }
-
-/// A signal asked the command to stop at a point where nothing is half
-/// done (the callers say what was left as it was).
-#[derive(Debug)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted by a signal")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// A long-running command stopped because its log stream closed (its
 /// state saved): exit 1, so that a supervisor restarts it (DECISIONS.md).
@@ -118,3 +106,16 @@ pub mod rmirror;
 pub mod status;
 pub mod update;
 pub mod watch;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_exits_130_wherever_it_stopped() {
+        // The mirror's pass and the origin's writers raise the same type.
+        let e = anyhow::Error::new(crate::signals::Interrupted).context("the index was left as it was");
+        assert_eq!(exit_for_error(&e), Exit::Interrupted);
+        assert_eq!(exit_for_error(&anyhow::anyhow!("interrupted")), Exit::Error);
+    }
+}

@@ -3,10 +3,10 @@
 //! window reads the principal alone).
 
 use crate::collection::Collection;
+use crate::mirror::remote::{self, FetchDir, Remote, RsyncSettings};
 use crate::ops::{Ctx, Exit};
 use crate::query::{is_settled, News, NewsFilter};
 use crate::recentfile::Recentfile;
-use crate::remote::{self, FetchDir, Remote, RsyncSettings};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -19,10 +19,11 @@
 //! `--config FILE` runs several trees ([`crate::ops::mirrors::run_config`]).
 
 use crate::clock::Clock;
-use crate::mirror::{Config, Interrupted, Mirror, PassReport, Refused, State};
+use crate::mirror::remote::{Remote, RsyncSettings};
+use crate::mirror::{Config, Mirror, PassReport, Refused, State};
 use crate::ops::mirrors::{self, Prometheus, Targets};
 use crate::ops::{is_closed, Ctx, Exit};
-use crate::remote::{Remote, RsyncSettings};
+use crate::signals::Interrupted;
 use crate::store::{LockError, RunLock};
 use anyhow::{Context, Result};
 use std::io::{self, Write};
@@ -260,7 +261,7 @@ fn passes(
                 .with_context(|| format!("cannot create {}", opts.localroot.display()))?;
             std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
             let lock = take_run_lock(&state_dir)?;
-            crate::remote::clean_stale(&state_dir);
+            crate::mirror::remote::clean_stale(&state_dir);
             // Again under the lock: another run may have finished meanwhile.
             m.settle_ownership(opts.adopt, true)?;
             Ok(Some(lock))

@@ -3,9 +3,9 @@
 //! node-exporter textfile (written atomically, as its textfile collector
 //! requires). Exit 1 when a target has no state yet.
 
+use crate::mirror::status;
 use crate::ops::mirrors::{reports, Prometheus, Targets};
 use crate::ops::{Ctx, Exit};
-use crate::status;
 use anyhow::Result;
 use std::path::PathBuf;
 

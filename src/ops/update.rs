@@ -209,7 +209,7 @@ pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outco
     let principal = coll.principal().clone();
     let mut loaded = origin::load(coll, &principal, w)?;
     if crate::signals::wait_interrupted() {
-        return Err(anyhow::Error::new(crate::ops::Interrupted).context("nothing was recorded"));
+        return Err(anyhow::Error::new(crate::signals::Interrupted).context("nothing was recorded"));
     }
     let outcome = batch_update(&mut loaded.rf, principal.seconds(), changes, &w.clock.now());
     if outcome.write {

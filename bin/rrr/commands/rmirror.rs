@@ -54,7 +54,7 @@ pub struct RmirrorArgs {
     #[arg(long, conflicts_with = "config")]
     pub adopt: bool,
     /// Refuse a remote recentfile larger than this many bytes, unread.
-    #[arg(long, value_name = "BYTES", default_value_t = rrr::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
+    #[arg(long, value_name = "BYTES", default_value_t = rrr::mirror::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
     pub max_recentfile_size: u64,
     /// Leave out paths matching PATTERN (rsync's --exclude rules): not
     /// transferred, deleted or republished; their events are skipped.
@@ -69,7 +69,7 @@ pub struct RmirrorArgs {
     #[arg(long, value_name = "CMD")]
     pub on_pass: Option<String>,
     /// Seconds an --on-pass hook may run before it is killed.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = rrr::hook::DEFAULT_TIMEOUT.as_secs_f64())]
     pub on_pass_timeout: f64,
     /// Rewrite this node-exporter textfile after every pass and heartbeat
     /// (one file per process: every tree of a --config goes into it).

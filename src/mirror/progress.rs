@@ -1,6 +1,6 @@
 //! What a long rsync (the bootstrap's whole-tree pass, hours on a large
 //! tree) tells the operator while it runs: rsync's `--info=progress2`
-//! lines ([`crate::rsync::parse_progress2`]) drive the bar on a terminal
+//! lines (`rsync::parse_progress2`) drive the bar on a terminal
 //! and a log line every half minute otherwise, and a heartbeat (the state,
 //! saved with the [`Running`] pass in it) every ten seconds, so that
 //! `status` shows the running pass and `check` sees a live mirror.

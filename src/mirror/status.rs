@@ -40,7 +40,7 @@ pub struct Report {
     /// The last pass's error, if it failed.
     pub last_error: Option<String>,
     /// The pass running now (a bootstrap), as of the last heartbeat.
-    pub running: Option<crate::pass_progress::Running>,
+    pub running: Option<crate::mirror::progress::Running>,
     /// The last whole-tree pass.
     pub last_full: Option<String>,
 }
@@ -389,7 +389,7 @@ mod tests {
     fn plain_status_is_for_people() {
         let mut st = state();
         st.counters.bytes = 9_669_840;
-        st.running = Some(crate::pass_progress::Running {
+        st.running = Some(crate::mirror::progress::Running {
             phase: "bootstrap".into(),
             started: Some(Epoch::parse("1700000300.5").unwrap()),
             bytes: 1 << 30,

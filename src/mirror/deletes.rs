@@ -1,0 +1,155 @@
+//! Applying delete events: in order, within `--max-delete`, never a path
+//! the safety checks refuse nor a top-level `lost+found`; directories last,
+//! deepest first; parents a delete left empty pruned. What `--max-delete`
+//! or an error leaves is kept pending in the state for the next run.
+
+use super::pass::PassReport;
+use super::safety::{check_event_path, reported_path, Refusal};
+use super::state::PendingDelete;
+use super::Mirror;
+use crate::epoch::Epoch;
+use crate::recentfile::{shown_path, EventKind};
+use crate::tree::IgnoreSet;
+use anyhow::Result;
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+/// The top-level directory rrr never deletes (a filesystem's own).
+pub(super) const LOST_FOUND: &str = "lost+found";
+
+/// `--max-delete` was reached in this run.
+pub(super) const MAX_DELETE_MSG: &str = "--max-delete reached";
+
+impl<'a> Mirror<'a> {
+    /// Remove the directories above `path` that its delete left empty,
+    /// deepest first: never the localroot or above it, never `.rrr` or a
+    /// top-level `lost+found`, never one that still holds anything (rmdir
+    /// refuses). The parents were checked to be real directories.
+    fn prune_parents(&self, path: &str) {
+        let mut p = path;
+        while let Some(i) = p.rfind('/') {
+            p = &p[..i];
+            if p == LOST_FOUND || p == ".rrr" || fs::remove_dir(self.cfg.localroot.join(p)).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Apply deletes in order, respecting `--max-delete`; `on_done` is
+    /// called for each one that is complete. Returns how many are left
+    /// (kept in `pending_deletes`).
+    pub(super) fn apply_deletes(
+        &mut self,
+        ignore: &IgnoreSet,
+        list: Vec<PendingDelete>,
+        newest_seen: &HashMap<String, Epoch>,
+        rep: &mut PassReport,
+        on_done: &mut dyn FnMut(&PendingDelete, bool),
+    ) -> Result<usize> {
+        let mut left: Vec<PendingDelete> = Vec::new();
+        let mut dirs: Vec<(PendingDelete, PathBuf)> = Vec::new();
+        let mut since_save = 0;
+        let mut it = list.into_iter();
+        while let Some(p) = it.next() {
+            if newest_seen.get(&p.path).is_some_and(|n| *n > p.epoch) {
+                on_done(&p, false);
+                continue;
+            }
+            if self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m) {
+                left.push(p);
+                left.extend(it.by_ref());
+                break;
+            }
+            let mut safe = HashSet::new();
+            let why = if p.path == LOST_FOUND || p.path.starts_with("lost+found/") {
+                Some("rrr never deletes lost+found".to_string())
+            } else {
+                check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe)
+            };
+            if let Some(reason) = why {
+                tracing::warn!("refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
+                rep.refused.push(Refusal {
+                    file: String::new(),
+                    epoch: p.epoch.clone(),
+                    kind: Some(EventKind::Delete),
+                    path: reported_path(&p.path),
+                    reason,
+                });
+                self.state.counters.refused += 1;
+                on_done(&p, false);
+                continue;
+            }
+            let target = self.cfg.localroot.join(&p.path);
+            let unlinked = match fs::symlink_metadata(&target) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    self.prune_parents(&p.path);
+                    on_done(&p, false);
+                    None
+                }
+                Ok(m) if m.is_dir() => {
+                    dirs.push((p.clone(), target.clone()));
+                    None
+                }
+                Ok(_) => Some(fs::remove_file(&target)),
+                Err(e) => Some(Err(e)),
+            };
+            match unlinked {
+                None => {}
+                Some(Ok(())) => {
+                    self.deletes_this_run += 1;
+                    rep.deleted += 1;
+                    self.state.counters.deletes += 1;
+                    self.state.note_applied(&p.epoch);
+                    self.prune_parents(&p.path);
+                    on_done(&p, true);
+                }
+                Some(Err(e)) => {
+                    let msg = format!("cannot delete {}: {e}", target.display());
+                    tracing::error!("{msg}");
+                    self.state.error("delete");
+                    rep.errors.push(msg);
+                    left.push(p);
+                }
+            }
+            since_save += 1;
+            if since_save >= 1000 {
+                since_save = 0;
+                self.state.pending_deletes = left.iter().cloned().chain(it.as_slice().iter().cloned()).collect();
+                self.save()?;
+            }
+        }
+        // Directories last, deepest first (the reference's rmdir order).
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.1.as_os_str().len()));
+        for (p, target) in dirs {
+            match fs::remove_dir(&target) {
+                Ok(()) => {
+                    self.deletes_this_run += 1;
+                    rep.deleted += 1;
+                    self.state.counters.deletes += 1;
+                    self.prune_parents(&p.path);
+                    on_done(&p, true);
+                }
+                Err(e) => {
+                    // A directory that is not empty stays: its files have their own events.
+                    tracing::warn!("cannot remove directory {}: {e}", target.display());
+                    on_done(&p, false);
+                }
+            }
+        }
+        if !left.is_empty() && self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m) {
+            let msg = format!(
+                "{MAX_DELETE_MSG} ({} deletes): {} deletes not applied, kept pending for the next run",
+                self.cfg.max_delete.unwrap_or(0),
+                left.len()
+            );
+            tracing::warn!("{msg}");
+            rep.max_delete_reached = true;
+        }
+        rep.deletes_pending = left.len() as u64;
+        let n = left.len();
+        self.state.pending_deletes = left;
+        Ok(n)
+    }
+}

@@ -1,0 +1,222 @@
+//! One mirror pass against a remote collection, and the mirror's state.
+//!
+//! Before the first pass ([`Mirror::settle_ownership`], module
+//! [`crate::mirror::ownership`]) rrr decides whether the localroot may be mirrored
+//! into at all, fetching the remote principal into a temp dir outside the
+//! target when the decision needs it: a refusal, an unreachable remote or a
+//! bad principal leave the localroot as they found it.
+//!
+//! A pass (see README.mirror, "Running a mirror"):
+//!
+//! 1. fetch the principal once, in one rsync call, into a hidden temp dir
+//!    under `<localroot>/.rrr/`: `RECENT.recent` with the principal it
+//!    pointed to last time (and the larger files the last pass asked for,
+//!    [`State::refetch`]), or, when a whole-tree pass is due or the
+//!    link's target is not known yet, the whole index (the link and every
+//!    recentfile, one connection);
+//! 2. a changed dirtymark forgets the done-set; an empty done-set (new
+//!    target, forgotten state, `--full`, a whole-tree pass still owed) is
+//!    brought up with one whole-tree rsync (`-rlt --safe-links`, the ignore
+//!    set excluded), after which everything up to the principal's newest
+//!    epoch is done, and the pass ends: a first mirror is two connections;
+//! 3. walk the recentfiles smallest first. In each, the events not done
+//!    yet (done = covered by the union of all done-sets) are validated,
+//!    the `new` ones transferred with `--from0 --files-from` in chunks of
+//!    `--max-files-per-connection` (newest chunk first, each sorted by path
+//!    and de-duplicated), then the deletes applied. The next larger file is
+//!    walked into when this one no longer reaches what is done already
+//!    (a mirror that fell further behind than the file spans: fetched with
+//!    the principal when the time since the last complete pass predicted
+//!    it, `Mirror::behind_names`, else then, a connection of its own), or
+//!    when our installed copy of the next one ends before this one begins
+//!    and it was fetched with the principal;
+//! 4. a recentfile is installed into the target only once every event it
+//!    lists is done, the principal symlink after the principal: a
+//!    downstream mirror never sees an event for a file that is not there.
+//!    Nor a gap: a file whose next larger copy ends before it begins (the
+//!    origin's aggregate truncated its principal) waits for that copy,
+//!    installed first when it was fetched, else by the next pass, which
+//!    fetches it with the principal ([`State::refetch`]) — no connection
+//!    of its own, the new events published one pass later.
+//!    The copy is the fetched file renamed into place, or, when it lists
+//!    events we must not republish (refused, from the future, failing),
+//!    the file without them written with rrr's emitter.
+//!
+//! An event counts as done only after its transfer or delete completed,
+//! and the state is saved atomically after every chunk but a file's last
+//! (saved with that file's deletes, by the next save), so a kill at any
+//! instant repeats at most one chunk and deletes that are no-ops by then.
+//! Deletes waiting to be applied are saved as `pending_deletes` before the
+//! transfers start. Each save is two fsyncs, so a pass saves no more often
+//! than that: an incremental pass of new files saves once, at its end.
+//!
+//! A hostile event (see [`check_event_path`], and events the reader
+//! skipped) is refused, reported, counted and marked done so that it
+//! cannot stall later passes; nothing outside the target is ever touched.
+//! An event more than an hour ahead of the clock is skipped as "future"
+//! and never marked done ([`DoneSet::cap`](crate::done::DoneSet::cap)): it is taken when its time has
+//! come. A path the origin cannot send (rsync exit 23 with a `[sender]`
+//! error) is marked done and listed in `failing`, retried every pass until
+//! it arrives or a newer event supersedes it; it holds back nothing else.
+//!
+//! # State file (`<localroot>/.rrr/state.json`, version 1)
+//!
+//! ```text
+//! {
+//!   "version": 1,
+//!   "id": "3f…",                                   // = <localroot>/.rrr/id
+//!   "remote": "rsync://host/CPAN/RECENT.recent",   // as given
+//!   "filenameroot": "RECENT",                      // the collection …
+//!   "dirtymark": "1700000000.5" | null,            // … and its dirtymark
+//!   "principal": "RECENT-1h.yaml",                 // the link's target last seen
+//!   "done": {"RECENT-1h.yaml": [["high","low"], …], …},   // spec 12.6, see rrr::done
+//!   "installed": {"RECENT-6h.yaml": "newest epoch"},       // our copies of the recentfiles
+//!   "refetch": ["RECENT-6h.yaml"],                 // fetch with the next principal
+//!   "pending_deletes": [{"epoch": "…", "path": "…"}],
+//!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts"}],
+//!   "future_events": 0,                            // skipped as future in the last pass
+//!   "resync": false,                               // a whole-tree pass is owed
+//!   "newest_applied": "1700000400.5" | null,       // newest event transferred/deleted
+//!   "counters": {"passes", "files", "bytes", "deletes", "refused",
+//!                "errors": {"connection": 1, …}},   // since the state was created
+//!   "started": "epoch", "last_success": "epoch"|null,
+//!   "last_complete": "epoch"|null,                 // every event of the principal done
+//!   "last_error": "message"|null,                  // of the last pass, if it failed
+//!   "heartbeat": "epoch"                           // last write of this file
+//! }
+//! ```
+//!
+//! All epochs are strings. Unknown keys are ignored on read.
+//!
+//! # Files
+//!
+//! `state` (the state file), `pass` (one pass, the incremental walk),
+//! `transfer` (the rsync calls), `deletes`, `safety` (what is refused,
+//! ownership), `install` (our copies of the recentfiles); the helpers
+//! [`remote`], [`ownership`], [`status`] and [`progress`].
+
+mod deletes;
+mod install;
+pub mod ownership;
+mod pass;
+pub mod progress;
+pub mod remote;
+mod safety;
+mod state;
+pub mod status;
+mod transfer;
+
+pub use pass::{FailingReport, PassReport};
+pub use safety::{check_event_path, Refusal, Refused};
+pub use state::{load_state, Counters, Failing, PendingDelete, State};
+pub use transfer::{bootstrap_excludes, RSYNC_TEMP_PATTERN};
+
+use crate::clock::Clock;
+use crate::signals::Interrupted;
+use anyhow::Result;
+use pass::Fetched;
+use remote::{FetchDir, Layout, Remote, RsyncSettings};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::time::Duration;
+
+/// Settings of a mirror (from `rrr rmirror`'s options).
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub remote: Remote,
+    pub localroot: PathBuf,
+    pub state_file: PathBuf,
+    pub skip_deletes: bool,
+    pub max_delete: Option<u64>,
+    pub max_files_per_connection: usize,
+    pub rsync: RsyncSettings,
+    pub dry_run: bool,
+    /// Attempts per rsync call (1 = no retry).
+    pub attempts: u32,
+    /// First retry delay; doubled per attempt.
+    pub backoff: Duration,
+    pub progress: bool,
+    /// Remote recentfiles larger than this are refused unread.
+    pub max_recentfile_size: u64,
+    /// The user's exclude patterns (rsync's syntax): passed to the
+    /// whole-tree rsync, and events for such paths are skipped (done, never
+    /// transferred, deleted or republished).
+    pub excludes: Vec<String>,
+}
+
+impl Config {
+    pub fn state_dir(&self) -> PathBuf {
+        self.localroot.join(".rrr")
+    }
+}
+
+/// A mirror: config, state, clock and the stop flag, across passes.
+pub struct Mirror<'a> {
+    pub cfg: Config,
+    pub state: State,
+    pub clock: Clock,
+    stop: &'a AtomicBool,
+    deletes_this_run: u64,
+    /// `--full` for the next pass.
+    pub full: bool,
+    /// The state may be written: the lock is held (not in the preflight,
+    /// never in `--dry-run`).
+    writable: bool,
+    /// The principal fetched to decide ownership, for the first pass.
+    prefetched: Option<(FetchDir, Fetched, Layout)>,
+    /// `--adopt`'s delete count was checked against `--max-delete`.
+    adopt_counted: bool,
+    /// Future events seen in this pass (epoch, path).
+    future_seen: HashSet<(String, String)>,
+    /// Called after each heartbeat written during a long rsync (e.g. to
+    /// rewrite a Prometheus textfile).
+    pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
+    /// [`Config::excludes`], compiled.
+    excluded: Vec<crate::pattern::Pattern>,
+}
+
+impl<'a> Mirror<'a> {
+    /// A mirror for `cfg`, its state as found (or a fresh one); nothing is
+    /// written until [`Mirror::settle_ownership`] allowed it.
+    pub fn new(cfg: Config, clock: Clock, stop: &'a AtomicBool) -> Result<Mirror<'a>> {
+        let now = clock.now();
+        let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
+        let excluded = cfg
+            .excludes
+            .iter()
+            .map(|p| crate::pattern::Pattern::parse(p).map_err(anyhow::Error::msg))
+            .collect::<Result<_>>()?;
+        Ok(Mirror {
+            cfg,
+            state,
+            clock,
+            stop,
+            deletes_this_run: 0,
+            full: false,
+            writable: false,
+            prefetched: None,
+            adopt_counted: false,
+            future_seen: HashSet::new(),
+            on_heartbeat: None,
+            excluded,
+        })
+    }
+
+    /// Whether the user excluded `path` (its events are skipped).
+    fn is_excluded(&self, path: &str) -> bool {
+        self.excluded.iter().any(|p| p.excludes(path, false))
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(AtomicOrdering::SeqCst)
+    }
+
+    fn check_stop(&mut self) -> Result<()> {
+        if self.stopped() {
+            self.save()?;
+            return Err(Interrupted.into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,291 @@
+//! The mirror's state, `<localroot>/.rrr/state.json` (its format is in the
+//! [module docs](super)): what is done, which copies are installed, what is
+//! owed (pending deletes, `refetch`, `resync`) and failing, the counters;
+//! loading it, saving it atomically, the heartbeat a long rsync writes, and
+//! the cap that keeps a done-set from reaching into the future.
+
+use super::ownership::{self, CollectionId};
+use super::Mirror;
+use crate::done::DoneSet;
+use crate::epoch::Epoch;
+use crate::store;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// A delete event saved before the transfers, applied after them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingDelete {
+    pub epoch: Epoch,
+    pub path: String,
+}
+
+/// Counters since the state was created.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    pub passes: u64,
+    /// Files rsync really transferred (its itemized output).
+    pub files: u64,
+    /// Bytes of those files.
+    pub bytes: u64,
+    pub deletes: u64,
+    pub refused: u64,
+    /// Failures by class (rsync failure classes or causes, `delete`, `fetch`, `index`).
+    pub errors: BTreeMap<String, u64>,
+}
+
+/// A path the origin could not send, retried every pass.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failing {
+    pub path: String,
+    /// Its newest event seen (none when the bootstrap found it).
+    pub epoch: Option<Epoch>,
+    /// rsync's message.
+    pub message: String,
+    pub first: Epoch,
+    pub last: Epoch,
+    pub attempts: u64,
+}
+
+/// The mirror's state (module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct State {
+    pub version: u32,
+    pub id: Option<String>,
+    pub remote: String,
+    pub filenameroot: Option<String>,
+    pub principal: Option<String>,
+    pub dirtymark: Option<Epoch>,
+    pub done: BTreeMap<String, DoneSet>,
+    pub installed: BTreeMap<String, Epoch>,
+    /// Larger recentfiles to fetch with the next principal: our copy is
+    /// older than the smaller file's oldest event, so the smaller file
+    /// waits for it (installing it first would leave a downstream mirror
+    /// a gap), and the next pass fetches it in the principal's connection.
+    pub refetch: Vec<String>,
+    pub pending_deletes: Vec<PendingDelete>,
+    pub failing: Vec<Failing>,
+    pub future_events: u64,
+    pub resync: bool,
+    pub newest_applied: Option<Epoch>,
+    pub counters: Counters,
+    pub started: Option<Epoch>,
+    pub last_success: Option<Epoch>,
+    pub last_complete: Option<Epoch>,
+    pub last_error: Option<String>,
+    pub heartbeat: Option<Epoch>,
+    /// The pass running now (a bootstrap's progress), saved with each heartbeat.
+    pub running: Option<crate::mirror::progress::Running>,
+    /// The last whole-tree pass that finished (`--full-every`).
+    pub last_full: Option<Epoch>,
+}
+
+impl State {
+    pub fn fresh(remote: &str, now: &Epoch) -> State {
+        State {
+            version: 1,
+            id: Some(ownership::new_id()),
+            remote: remote.to_string(),
+            started: Some(now.clone()),
+            ..State::default()
+        }
+    }
+
+    /// The union of all done-sets: what coverage is decided on (an event
+    /// has the same epoch in every file it flows through).
+    pub fn done_union(&self) -> DoneSet {
+        DoneSet::union(self.done.values())
+    }
+
+    /// Forget what is done (a changed dirtymark).
+    pub fn forget_done(&mut self) {
+        self.done.clear();
+    }
+
+    /// The collection this state belongs to, if it says.
+    pub fn collection(&self) -> Option<CollectionId> {
+        let root = self.filenameroot.clone().or_else(|| {
+            self.principal.as_deref().and_then(crate::collection::split_name).map(|(r, _, _)| r.to_string())
+        })?;
+        Some(CollectionId { filenameroot: root, dirtymark: self.dirtymark.clone() })
+    }
+
+    pub(super) fn note_applied(&mut self, e: &Epoch) {
+        if self.newest_applied.as_ref().is_none_or(|n| e > n) {
+            self.newest_applied = Some(e.clone());
+        }
+    }
+
+    pub(super) fn error(&mut self, class: &str) {
+        *self.counters.errors.entry(class.to_string()).or_default() += 1;
+    }
+
+    /// Record that `path` could not be had (again). `failing` stays
+    /// sorted by path, so that each lookup is a binary search.
+    pub(super) fn fail(&mut self, path: &str, epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
+        match self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            Ok(i) => {
+                let f = &mut self.failing[i];
+                f.attempts += 1;
+                f.last = now.clone();
+                f.message = message.to_string();
+                if epoch.is_some_and(|e| f.epoch.as_ref().is_none_or(|old| e > old)) {
+                    f.epoch = epoch.cloned();
+                }
+                f.attempts
+            }
+            Err(i) => {
+                let f = Failing {
+                    path: path.to_string(),
+                    epoch: epoch.cloned(),
+                    message: message.to_string(),
+                    first: now.clone(),
+                    last: now.clone(),
+                    attempts: 1,
+                };
+                self.failing.insert(i, f);
+                1
+            }
+        }
+    }
+
+    /// `path` arrived, vanished or was superseded: no longer failing.
+    pub(super) fn unfail(&mut self, path: &str) {
+        if let Ok(i) = self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+            self.failing.remove(i);
+        }
+    }
+
+    /// Failing paths and their directories, to leave out of installed copies.
+    pub(super) fn failing_set(&self) -> HashSet<&str> {
+        self.failing.iter().map(|f| f.path.as_str()).collect()
+    }
+}
+
+/// Whether `path` or one of its parent directories is in `set`.
+pub(super) fn under_any(set: &HashSet<&str>, path: &str) -> bool {
+    if set.is_empty() {
+        return false;
+    }
+    if set.contains(path) {
+        return true;
+    }
+    path.match_indices('/').any(|(i, _)| set.contains(&path[..i]))
+}
+
+/// Load the state file; `None` when there is none.
+pub fn load_state(path: &Path) -> Result<Option<State>> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(
+            serde_json::from_slice(&b).with_context(|| format!("cannot read mirror state {}", path.display()))?,
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read mirror state {}", path.display())),
+    }
+}
+
+/// Write `state` to `file` atomically, creating its directory.
+fn write_state(file: &Path, state: &State) -> Result<()> {
+    if let Some(dir) = file.parent() {
+        if !dir.as_os_str().is_empty() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(state)?;
+    bytes.push(b'\n');
+    store::write_atomic(file, &bytes, None).with_context(|| format!("cannot save mirror state {}", file.display()))
+}
+
+impl<'a> Mirror<'a> {
+    /// Write the state atomically (only once writable, never in `--dry-run`).
+    pub fn save(&mut self) -> Result<()> {
+        if self.cfg.dry_run || !self.writable {
+            return Ok(());
+        }
+        self.state.heartbeat = Some(self.clock.now());
+        write_state(&self.cfg.state_file, &self.state)
+    }
+
+    /// For a long rsync: write a copy of the state with the running pass
+    /// and a new heartbeat (the state itself is not touched), then call
+    /// `hook` (the [`Mirror::on_heartbeat`] taken out while the rsync runs).
+    pub(super) fn heartbeat_writer<'h>(
+        &self,
+        hook: &'h mut Option<Box<dyn FnMut() + 'a>>,
+    ) -> Box<dyn FnMut(&crate::mirror::progress::Running) + 'h>
+    where
+        'a: 'h,
+    {
+        let writable = self.writable && !self.cfg.dry_run;
+        let mut copy = if writable { self.state.clone() } else { State::default() };
+        let (file, clock) = (self.cfg.state_file.clone(), self.clock.clone());
+        Box::new(move |running: &crate::mirror::progress::Running| {
+            if !writable {
+                return;
+            }
+            copy.heartbeat = Some(clock.now());
+            copy.running = Some(running.clone());
+            match write_state(&file, &copy) {
+                Ok(()) => {
+                    if let Some(h) = hook.as_mut() {
+                        h();
+                    }
+                }
+                Err(e) => tracing::warn!("heartbeat: {e:#}"),
+            }
+        })
+    }
+
+    /// No done-set reaches past the clock plus one hour (DECISIONS.md):
+    /// a far-future epoch can never poison it, not even an old state's.
+    /// Returns whether anything was above the limit.
+    pub(super) fn cap_done(&mut self) -> bool {
+        let limit = self.future_limit();
+        self.state.done.values_mut().fold(false, |any, ds| ds.cap(&limit) | any)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::done;
+
+    #[test]
+    fn failing_paths_are_recorded_once_each() {
+        let now = Epoch::parse("1700000000.5").unwrap();
+        let later = Epoch::parse("1700000100.5").unwrap();
+        let mut s = State::fresh("rsync://h/m/RECENT.recent", &now);
+        assert_eq!(s.fail("a/b", Some(&now), "denied", &now), 1);
+        assert_eq!(s.fail("a/b", Some(&later), "denied again", &later), 2);
+        assert_eq!(s.failing.len(), 1);
+        assert_eq!((s.failing[0].epoch.as_ref(), s.failing[0].last.clone()), (Some(&later), later.clone()));
+        assert_eq!(s.failing[0].first, now);
+        s.fail("closed", None, "opendir", &now);
+        let set = s.failing_set();
+        assert!(under_any(&set, "a/b") && under_any(&set, "closed/f") && !under_any(&set, "a/bc"));
+        s.unfail("a/b");
+        assert_eq!(s.failing.len(), 1);
+    }
+
+    #[test]
+    fn state_round_trips_and_tolerates_unknown_keys() {
+        let now = Epoch::parse("1700000000.5").unwrap();
+        let mut s = State::fresh("rsync://h/m/RECENT.recent", &now);
+        s.done.entry("RECENT-1h.yaml".into()).or_default().insert(now.clone(), done::beginning());
+        s.pending_deletes.push(PendingDelete { epoch: now.clone(), path: "a/b".into() });
+        s.fail("x/y", Some(&now), "Permission denied (13)", &now);
+        let mut v = serde_json::to_value(&s).unwrap();
+        v["future_key"] = serde_json::json!(1);
+        let back: State = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+        assert!(back.done_union().complete_through(&now));
+        // A state of an older rrr (no id, no failing) still reads.
+        let old: State = serde_json::from_str(r#"{"version":1,"remote":"h::m/RECENT.recent"}"#).unwrap();
+        assert_eq!((old.id, old.failing.len(), old.resync), (None, 0, false));
+    }
+}

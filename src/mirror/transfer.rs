@@ -1,0 +1,740 @@
+//! The rsync calls of a pass: the whole-tree rsync of a bootstrap (its
+//! command and its run, the recentfiles read on a second thread meanwhile),
+//! the `--files-from` chunks of new events and of failing paths, what rsync
+//! really did read from its itemized and `--stats` lines ([`Itemized`]),
+//! the paths it could not send recorded as failing, and retries with
+//! backoff.
+
+use super::deletes::{LOST_FOUND, MAX_DELETE_MSG};
+use super::pass::{abort_point, Fetched, PassReport};
+use super::remote::{self, FetchDir, Layout};
+use super::safety::{check_event_path, refuse};
+use super::state::{under_any, Failing};
+use super::Mirror;
+use crate::done;
+use crate::epoch::Epoch;
+use crate::recentfile::{check_relative_path, shown_path};
+use crate::rsync::{Rsync, RsyncError, RsyncOutcome};
+use crate::signals::Interrupted;
+use crate::tree::IgnoreSet;
+use anyhow::{anyhow, Context, Result};
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The recentfiles of a whole-tree pass, read (and their paths interned)
+/// on a second thread while the tree is transferred.
+struct Index {
+    /// The principal, then the larger files the remote has.
+    files: Vec<Fetched>,
+    /// Per file, per event: the index of its path in `paths`.
+    ids: Vec<Vec<u32>>,
+    /// Each distinct path as (file, event) of its first event.
+    paths: Vec<(usize, usize)>,
+    /// Larger files that could not be read or were refused.
+    errors: Vec<(String, anyhow::Error)>,
+}
+
+impl Index {
+    fn read(principal: Fetched, dir: &FetchDir, names: &[String], max_size: u64) -> Index {
+        let mut files = vec![principal];
+        let mut errors = Vec::new();
+        for n in names {
+            let read = dir.read(n, max_size).and_then(|rf| match rf {
+                Some(rf) => remote::check_meta(n, &rf).map(|_| Some(rf)),
+                None => Ok(None),
+            });
+            match read {
+                Ok(Some(rf)) => files.push(Fetched { name: n.clone(), rf }),
+                Ok(None) => {}
+                Err(e) => errors.push((n.clone(), e)),
+            }
+        }
+        let mut paths = Vec::new();
+        let mut ids = Vec::with_capacity(files.len());
+        {
+            let mut at: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
+            for (fi, f) in files.iter().enumerate() {
+                let mut these = Vec::with_capacity(f.rf.events.len());
+                for (ei, e) in f.rf.events.iter().enumerate() {
+                    let id = *at.entry(e.path.as_str()).or_insert_with(|| {
+                        paths.push((fi, ei));
+                        (paths.len() - 1) as u32
+                    });
+                    these.push(id);
+                }
+                ids.push(these);
+            }
+        }
+        Index { files, ids, paths, errors }
+    }
+
+    fn path(&self, file: usize, event: usize) -> &str {
+        &self.files[file].rf.events[event].path
+    }
+}
+
+/// rsync's `--out-format` for transfers: item codes, length, name.
+const OUT_FORMAT: &str = "--out-format=%i %l %n";
+
+/// What rsync's [`OUT_FORMAT`] lines said: one line per item it changed,
+/// so this counts what really arrived (not what was asked for).
+#[derive(Debug, Default)]
+pub(super) struct Itemized {
+    files: u64,
+    bytes: u64,
+    pub(super) deleted: u64,
+    /// Keep [`Itemized::would`] (a dry run).
+    listing: bool,
+    /// `new PATH` / `delete PATH`.
+    would: Vec<String>,
+}
+
+impl Itemized {
+    fn listing(listing: bool) -> Itemized {
+        Itemized { listing, ..Itemized::default() }
+    }
+
+    pub(super) fn line(&mut self, line: &str) {
+        if self.stats_line(line) {
+            return;
+        }
+        if let Some(rest) = line.strip_prefix("*deleting") {
+            self.deleted += 1;
+            let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
+            if self.listing {
+                self.would.push(format!("delete {}", crate::rsync::unescape(name)));
+            }
+            return;
+        }
+        let mut it = line.splitn(3, ' ');
+        let (Some(item), Some(len), Some(name)) = (it.next(), it.next(), it.next()) else { return };
+        let b = item.as_bytes();
+        if b.len() != 11 {
+            return;
+        }
+        // `>f`: a file received; `cL` etc.: a symlink (or device) created.
+        let received = b[0] == b'>' && b[1] == b'f';
+        let created = b[0] == b'c' && b[1] != b'd';
+        if received || created {
+            self.files += 1;
+            if received {
+                self.bytes += len.parse::<u64>().unwrap_or(0);
+            }
+            if self.listing {
+                self.would.push(format!("new {}", crate::rsync::unescape(name)));
+            }
+        }
+    }
+
+    /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
+    /// see [`Mirror::bootstrap_command`]), counted the way the itemized
+    /// lines would be: regular files received and links, devices or
+    /// specials created; their bytes; deletes. Returns whether it was one.
+    fn stats_line(&mut self, line: &str) -> bool {
+        fn number(s: &str) -> u64 {
+            let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
+            digits.replace(',', "").parse().unwrap_or(0)
+        }
+        if let Some(rest) = line.strip_prefix("Number of regular files transferred:") {
+            self.files += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Total transferred file size:") {
+            self.bytes += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of deleted files:") {
+            self.deleted += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of created files:") {
+            // "424 (reg: 382, dir: 41, link: 1)": the regular ones are
+            // among those transferred.
+            let kinds = rest.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
+            for kind in kinds.split(',') {
+                if let Some((k, n)) = kind.split_once(':') {
+                    if matches!(k.trim(), "link" | "dev" | "special") {
+                        self.files += number(n);
+                    }
+                }
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
+impl<'a> Mirror<'a> {
+    /// Sleep up to `d`, waking early when stopped.
+    fn nap(&self, d: Duration) {
+        let end = Instant::now() + d;
+        while Instant::now() < end && !self.stopped() {
+            std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
+        }
+    }
+
+    /// Run `f` (an rsync call) with retries and backoff; each failure is
+    /// reported with the exact command and stderr, and counted. A failure
+    /// that no retry can cure (unknown module or host, a full disk) is not
+    /// retried.
+    pub(super) fn with_retries<T>(&mut self, what: &str, mut f: impl FnMut() -> Result<T, RsyncError>) -> Result<T> {
+        let mut delay = self.cfg.backoff;
+        let mut attempt = 1;
+        loop {
+            match f() {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    self.state.error(e.kind());
+                    tracing::debug!("{what}: {}", e.details());
+                    if self.stopped() {
+                        self.save()?;
+                        return Err(Interrupted.into());
+                    }
+                    if attempt >= self.cfg.attempts || !e.is_retryable() {
+                        let why = match e.cause {
+                            Some(c) => format!("{what} ({}, not retried)", c.as_str().replace('_', " ")),
+                            None => format!("{what} (attempt {attempt})"),
+                        };
+                        return Err(anyhow!(e)).context(why);
+                    }
+                    tracing::warn!(
+                        "{what}: attempt {attempt} of {} failed, retrying in {:.0?}: {e}",
+                        self.cfg.attempts,
+                        delay
+                    );
+                    self.nap(delay);
+                    delay = (delay * 2).min(Duration::from_secs(300));
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    /// rsync's `--temp-dir`: `<localroot>/.rrr/tmp` (same filesystem, so
+    /// files are still renamed into place), so that the temp files of a
+    /// killed rsync are not left all over the tree; emptied at start.
+    fn rsync_temp_dir(&self) -> Result<PathBuf> {
+        let d = self.cfg.state_dir().join("tmp");
+        fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        // Absolute: rsync resolves a relative --temp-dir against the
+        // destination directory, not the cwd, so a relative --localroot
+        // made every transfer fail ("The temp-dir does not exist").
+        std::path::absolute(&d).with_context(|| format!("cannot resolve {}", d.display()))
+    }
+
+    /// The whole-tree rsync: `-rlt --safe-links`, the ignore set excluded,
+    /// `--delete` within `--max-delete` unless `--skip-deletes`; what it
+    /// did is read from `--stats` (a dry run lists it with [`OUT_FORMAT`]).
+    ///
+    /// Its temp files go beside their files, as rsync's own default: with
+    /// `--temp-dir` every new file's inode was allocated near one directory
+    /// and renamed out of it, which made a first mirror of many small files
+    /// twice as slow on ext4 (10k files: 2.3-2.8 s against 0.9-1.7 s). rsync
+    /// removes its temp file when stopped (and rrr's death stops it); one
+    /// left by an rsync killed outright is deleted by the next whole-tree
+    /// pass, which a killed one always owes. Only with `--skip-deletes`,
+    /// which cannot delete them, does it keep `temp_dir`.
+    pub(super) fn bootstrap_command(&self, layout: &Layout, dry: bool, temp_dir: Option<&Path>) -> Result<Rsync> {
+        let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
+        // `--info=progress2` drives the bar, the log's progress lines and
+        // the heartbeat (one line every so often, not one per file).
+        r.args(["-rlt", "--safe-links", "--info=progress2"]);
+        if dry {
+            r.args(["--dry-run", OUT_FORMAT]);
+        } else {
+            // Counted from its summary: a line per file cost rsync a quarter
+            // of a first mirror of small files (10k: 1.05 s against 0.80 s).
+            r.arg("--stats");
+        }
+        if !self.cfg.skip_deletes {
+            r.arg("--delete");
+            if let Some(n) = self.cfg.max_delete.filter(|_| !dry) {
+                let left = n.saturating_sub(self.deletes_this_run);
+                r.arg(format!("--max-delete={left}"));
+            }
+            r.arg(format!("--filter=H {RSYNC_TEMP_PATTERN}"));
+        } else {
+            if let Some(t) = temp_dir {
+                r.arg(format!("--temp-dir={}", t.display()));
+            }
+            r.arg(format!("--exclude={RSYNC_TEMP_PATTERN}"));
+        }
+        for x in bootstrap_excludes(&layout.filenameroot).iter().chain(&self.cfg.excludes) {
+            r.arg(format!("--exclude={x}"));
+        }
+        r.arg(self.cfg.remote.tree_source());
+        r.arg(format!("{}/", self.cfg.localroot.display()));
+        Ok(r)
+    }
+
+    /// One whole-tree rsync, then everything up to the principal's newest
+    /// epoch is done. The recentfiles are fetched before the tree (so they
+    /// list nothing the tree lacks), validated, and installed after it
+    /// without the events a downstream must not see.
+    pub(super) fn bootstrap(
+        &mut self,
+        dir: &FetchDir,
+        principal: Fetched,
+        layout: &Layout,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        let names: Vec<String> = layout.intervals.iter().skip(1).map(|iv| layout.name_of(iv)).collect();
+        // Usually fetched with the principal already (the whole index);
+        // not when a changed dirtymark made this pass a whole-tree one.
+        let missing: Vec<&str> =
+            names.iter().map(String::as_str).filter(|n| !dir.has_whole_index() && !dir.has(n)).collect();
+        if !missing.is_empty() {
+            self.fetch(dir, &missing)?;
+        }
+        let dry = self.cfg.dry_run;
+        if !dry && !self.state.resync && !self.state.done_union().is_empty() {
+            // Owed until it is done: an interrupted `--full` pass too, and
+            // the next whole-tree pass removes what a killed rsync left.
+            // (Without a done-set the next pass is a whole-tree one anyway.)
+            self.state.resync = true;
+            self.save()?;
+        }
+        let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
+        let r = self.bootstrap_command(layout, dry, temp.as_deref())?;
+        tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
+        let mut seen = Itemized::listing(dry);
+        // The larger recentfiles are read on a second thread meanwhile
+        // (they are installed after the tree): 8 × 19 MB after `init
+        // --aggregate` of 200k files, ~0.4 s of CPU.
+        let max_size = self.cfg.max_recentfile_size;
+        let (bar, started) = (self.cfg.progress, self.clock.now());
+        let mut hook = self.on_heartbeat.take();
+        let (index, res) = std::thread::scope(|sc| {
+            let reader = sc.spawn(|| Index::read(principal, dir, &names, max_size));
+            let mut progress =
+                crate::mirror::progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
+            let res = self.with_retries("bootstrap rsync", || {
+                seen = Itemized::listing(dry);
+                r.run_with(&mut |line| {
+                    seen.line(line);
+                    progress.line(line);
+                })
+            });
+            progress.finish();
+            (reader.join(), res)
+        });
+        self.on_heartbeat = hook;
+        let index = index.map_err(|_| anyhow!("internal error: reading the recentfiles failed"))?;
+        for (name, e) in &index.errors {
+            let msg = format!("cannot use the remote {name} (not installed): {e:#}");
+            tracing::warn!("{msg}");
+            rep.errors.push(msg);
+        }
+        let fetched = &index.files;
+        rep.read = fetched.iter().map(|f| f.name.clone()).collect();
+        let limit = self.future_limit();
+        let newest =
+            fetched.iter().filter_map(|f| f.rf.events.iter().find(|e| e.epoch <= limit)).map(|e| e.epoch.clone()).max();
+        let (outcome, max_delete_hit) = match res {
+            Ok(out) => (Some(out), false),
+            Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
+            Err(e) => return Err(e),
+        };
+        if dry {
+            rep.would.append(&mut seen.would);
+        }
+        rep.transferred += seen.files;
+        rep.bytes += seen.bytes;
+        rep.deleted += seen.deleted;
+        self.deletes_this_run += seen.deleted;
+        self.state.counters.files += seen.files;
+        self.state.counters.bytes += seen.bytes;
+        self.state.counters.deletes += seen.deleted;
+        self.state.resync = false;
+        if max_delete_hit {
+            let msg = format!(
+                "{MAX_DELETE_MSG} ({}): the whole-tree rsync left deletes undone; the tree is not complete \
+                 until a later pass (or run) may delete them",
+                self.cfg.max_delete.unwrap_or(0)
+            );
+            tracing::warn!("{msg}");
+            rep.max_delete_reached = true;
+            self.state.resync = true;
+        }
+        if dry {
+            return Ok(());
+        }
+        if let Some(out) = &outcome {
+            rep.vanished += out.vanished.len() as u64;
+            if out.deletion_skipped && !self.cfg.skip_deletes {
+                tracing::warn!(
+                    "rsync skipped the deletes of the whole-tree pass because the origin had \
+                     read errors; it is repeated once no path is failing"
+                );
+                self.state.resync = true;
+            }
+            self.record_failures(out, None, fetched, rep);
+        }
+        // Leftovers of the Perl client.
+        if let Ok(rd) = fs::read_dir(&self.cfg.localroot) {
+            for de in rd.flatten() {
+                if de.file_name().to_str().is_some_and(|n| n.starts_with(".FRMRecent-")) {
+                    let _ = fs::remove_file(de.path());
+                }
+            }
+        }
+        // Validate what the recentfiles list before installing them: each
+        // distinct path once (after `init --aggregate` every file lists
+        // every path).
+        let ignore = Self::ignore_set(layout);
+        let done = self.state.done_union();
+        let mut safe = HashSet::new();
+        let verdicts: Vec<Option<String>> = index
+            .paths
+            .iter()
+            .map(|&(f, e)| check_event_path(&self.cfg.localroot, index.path(f, e), &ignore, &mut safe))
+            .collect();
+        let failing_now = self.state.failing.clone();
+        let failing: HashSet<&str> = failing_now.iter().map(|f| f.path.as_str()).collect();
+        let mut reported: HashSet<(String, String)> = HashSet::new();
+        let mut keeps: Vec<Vec<bool>> = Vec::with_capacity(fetched.len());
+        for (f, ids) in fetched.iter().zip(&index.ids) {
+            self.refuse_skipped(f, &done, rep);
+            // Strictly decreasing epochs: the future ones come first.
+            let past = f.rf.events.partition_point(|e| e.epoch > limit);
+            let mut keep = vec![false; f.rf.events.len()];
+            for (i, e) in f.rf.events.iter().enumerate() {
+                if i < past {
+                    self.future_seen.insert((e.epoch.as_str().to_string(), e.path.clone()));
+                } else if let Some(reason) = &verdicts[ids[i] as usize] {
+                    if reported.insert((e.epoch.as_str().to_string(), e.path.clone())) {
+                        refuse(rep, &mut self.state.counters, &f.name, e, reason.clone());
+                    }
+                } else {
+                    keep[i] = !under_any(&failing, &e.path);
+                }
+            }
+            keeps.push(keep);
+        }
+        for (f, keep) in fetched.iter().zip(&keeps).rev() {
+            self.install_kept(dir, f, keep)?;
+        }
+        self.install_link(&fetched[0].name)?;
+        let ds = self.state.done.entry(fetched[0].name.clone()).or_default();
+        ds.insert(newest.unwrap_or_else(done::beginning), done::beginning());
+        self.state.pending_deletes.clear();
+        self.state.refetch.clear();
+        rep.complete = rep.errors.is_empty() && !self.state.resync;
+        // Freeing millions of events takes a while; not on the way out.
+        std::thread::spawn(move || drop(index));
+        // The pass saves the state when it ends, right after this.
+        Ok(())
+    }
+
+    /// The event path rsync means by `reported` (module-relative with a
+    /// leading `/` through a daemon below the module, absolute for a local
+    /// source). With `asked`, only one of those paths.
+    fn event_path_of(&self, reported: &str, asked: Option<&HashSet<&str>>) -> Option<String> {
+        let r = reported.trim_start_matches('/');
+        let mut cands: Vec<&str> = Vec::new();
+        let (_, prefix) = self.cfg.remote.files_from_base();
+        if let Some(x) = prefix.strip_suffix("./").and_then(|sub| r.strip_prefix(sub)) {
+            cands.push(x);
+        }
+        let root = std::path::absolute(&self.cfg.remote.root).unwrap_or_else(|_| self.cfg.remote.root.clone().into());
+        let root = root.to_string_lossy();
+        let root = root.trim_matches('/');
+        if let Some(x) = r.strip_prefix(root).and_then(|x| x.strip_prefix('/')) {
+            cands.push(x);
+        }
+        cands.push(r);
+        match asked {
+            Some(asked) => cands.iter().find(|c| asked.contains(**c)).map(|c| c.to_string()).or_else(|| {
+                // Another spelling (e.g. over ssh): the longest asked path it ends with.
+                asked
+                    .iter()
+                    .filter(|p| r == **p || r.ends_with(&format!("/{p}")))
+                    .max_by_key(|p| p.len())
+                    .map(|p| p.to_string())
+            }),
+            None => cands.into_iter().find(|c| check_relative_path(c).is_ok()).map(str::to_string),
+        }
+    }
+
+    /// Note the paths an rsync run could not get: each in `failing` (with
+    /// its newest event's epoch), said once on stderr. `asked`: the paths
+    /// of a `--files-from` run; a failure rsync reports for another path
+    /// is an error of the pass.
+    fn record_failures(
+        &mut self,
+        out: &RsyncOutcome,
+        asked: Option<(&HashSet<&str>, &HashMap<&str, &Epoch>)>,
+        fetched: &[Fetched],
+        rep: &mut PassReport,
+    ) -> HashSet<String> {
+        let now = self.clock.now();
+        let mut failed = HashSet::new();
+        // For the bootstrap: each path's newest event in the fetched files.
+        let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+        if asked.is_none() && !out.failed.is_empty() {
+            for e in fetched.iter().flat_map(|f| f.rf.events.iter()) {
+                newest.entry(e.path.as_str()).and_modify(|n| *n = (*n).max(&e.epoch)).or_insert(&e.epoch);
+            }
+        }
+        for fp in &out.failed {
+            let Some(path) = self.event_path_of(&fp.path, asked.map(|a| a.0)) else {
+                let msg = format!("rsync could not send {:?}, a path rrr did not ask for: {}", fp.path, fp.message);
+                tracing::error!("{msg}");
+                rep.errors.push(msg);
+                continue;
+            };
+            let epochs = asked.map_or(&newest, |a| a.1);
+            let epoch = epochs.get(path.as_str()).map(|e| (*e).clone());
+            let n = self.state.fail(&path, epoch.as_ref(), &fp.message, &now);
+            self.state.error("failing");
+            tracing::warn!(
+                "cannot get {} from the origin (attempt {n}; retried every pass): {}",
+                shown_path(&path),
+                fp.message
+            );
+            failed.insert(path);
+        }
+        failed
+    }
+
+    /// One `--files-from` rsync of `paths` (sorted, unique) into the target.
+    fn run_files_from(&mut self, what: &str, paths: &[&str], rep: &mut PassReport) -> Result<RsyncOutcome> {
+        let (source, prefix) = self.cfg.remote.files_from_base();
+        let listed: Vec<String> = paths.iter().map(|p| format!("{prefix}{p}")).collect();
+        let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+        let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed)
+            .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
+        let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
+        r.args(["-rlt", "--safe-links", "--from0", OUT_FORMAT]);
+        r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
+        r.arg(format!("--files-from={}", list.path().display()));
+        r.arg(source);
+        r.arg(format!("{}/", self.cfg.localroot.display()));
+        let mut seen = Itemized::default();
+        let res = self.with_retries(what, || {
+            seen = Itemized::default();
+            r.run_with(&mut |line| seen.line(line))
+        });
+        // What arrived before a failure arrived too.
+        rep.transferred += seen.files;
+        rep.bytes += seen.bytes;
+        self.state.counters.files += seen.files;
+        self.state.counters.bytes += seen.bytes;
+        let out = res?;
+        rep.vanished += out.vanished.len() as u64;
+        Ok(out)
+    }
+
+    /// Transfer the `new` events `news` (indices into `f`) in chunks.
+    /// Returns false when a chunk failed (the error is in the report).
+    pub(super) fn transfer(
+        &mut self,
+        f: &Fetched,
+        epochs: &[&Epoch],
+        news: &[usize],
+        ignore: &IgnoreSet,
+        attempted: &mut HashSet<String>,
+        rep: &mut PassReport,
+    ) -> Result<bool> {
+        if news.is_empty() {
+            return Ok(true);
+        }
+        let pb = crate::progress::bar(self.cfg.progress, news.len() as u64, "rmirror");
+        let n = self.cfg.max_files_per_connection.max(1);
+        let mut chunks_done = 0u64;
+        for chunk in news.chunks(n) {
+            self.check_stop()?;
+            // Re-check parents right before the transfer (earlier chunks
+            // may have created symlinks).
+            let mut safe_dirs = HashSet::new();
+            let mut ok_ix = Vec::with_capacity(chunk.len());
+            for &ix in chunk {
+                let e = &f.rf.events[ix];
+                if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
+                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
+                } else {
+                    ok_ix.push(ix);
+                }
+            }
+            let mut paths: Vec<&str> = ok_ix.iter().map(|&ix| f.rf.events[ix].path.as_str()).collect();
+            paths.sort_unstable();
+            paths.dedup();
+            if !paths.is_empty() {
+                let out = match self.run_files_from("transfer", &paths, rep) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        pb.finish_and_clear();
+                        chunk_failed(e, rep)?;
+                        return Ok(false);
+                    }
+                };
+                // The newest event of each path in this chunk.
+                let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+                for &ix in &ok_ix {
+                    let e = &f.rf.events[ix];
+                    newest.entry(e.path.as_str()).or_insert(&e.epoch);
+                }
+                let asked: HashSet<&str> = paths.iter().copied().collect();
+                let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
+                for p in &paths {
+                    attempted.insert(p.to_string());
+                    if !failed.contains(*p) {
+                        self.state.unfail(p);
+                    }
+                }
+            }
+            for &ix in chunk {
+                self.state.note_applied(&f.rf.events[ix].epoch);
+            }
+            let ds = self.state.done.entry(f.name.clone()).or_default();
+            ds.register(epochs, chunk.iter().copied());
+            if chunks_done + 1 < news.len().div_ceil(n) as u64 {
+                // The last chunk is saved by the caller, after this file's
+                // deletes: a kill before that repeats only that chunk.
+                self.save()?;
+            }
+            pb.inc(chunk.len() as u64);
+            chunks_done += 1;
+            abort_point("after-chunk", chunks_done);
+        }
+        pb.finish_and_clear();
+        Ok(true)
+    }
+
+    /// Try the failing paths again, but those a newer event in `seen`
+    /// supersedes (that event is handled instead): one `--files-from`
+    /// rsync per chunk.
+    pub(super) fn retry_failing(
+        &mut self,
+        ignore: &IgnoreSet,
+        seen: &HashMap<String, Epoch>,
+        attempted: &mut HashSet<String>,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
+        let mut safe = HashSet::new();
+        let mut todo: Vec<(String, Option<Epoch>)> = Vec::new();
+        let mut dropped: Vec<String> = Vec::new();
+        for f in &self.state.failing {
+            if attempted.contains(&f.path) || superseded(f) {
+                continue;
+            }
+            match check_event_path(&self.cfg.localroot, &f.path, ignore, &mut safe) {
+                None => todo.push((f.path.clone(), f.epoch.clone())),
+                Some(why) => {
+                    tracing::info!("no longer retrying {}: {why}", shown_path(&f.path));
+                    dropped.push(f.path.clone());
+                }
+            }
+        }
+        self.state.failing.retain(|f| !dropped.contains(&f.path));
+        if todo.is_empty() {
+            return Ok(());
+        }
+        todo.sort();
+        for chunk in todo.chunks(self.cfg.max_files_per_connection.max(1)) {
+            self.check_stop()?;
+            let paths: Vec<&str> = chunk.iter().map(|(p, _)| p.as_str()).collect();
+            attempted.extend(paths.iter().map(|p| p.to_string()));
+            let out = match self.run_files_from("retrying failing paths", &paths, rep) {
+                Ok(out) => out,
+                Err(e) => {
+                    chunk_failed(e, rep)?;
+                    break;
+                }
+            };
+            let asked: HashSet<&str> = paths.iter().copied().collect();
+            let epochs: HashMap<&str, &Epoch> =
+                chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p.as_str(), e))).collect();
+            let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
+            let vanished: HashSet<String> =
+                out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
+            for p in &paths {
+                if !failed.contains(*p) {
+                    let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
+                    tracing::info!("{} {how}; no longer failing", shown_path(p));
+                    self.state.unfail(p);
+                }
+            }
+            self.save()?;
+        }
+        Ok(())
+    }
+}
+
+/// A chunk's rsync failed: an interrupt ends the pass (`Err`); any other
+/// error is reported, and the pass goes on without that chunk.
+fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
+    if e.downcast_ref::<Interrupted>().is_some() {
+        return Err(e);
+    }
+    let msg = format!("{e:#}");
+    tracing::error!("{msg}");
+    rep.errors.push(msg);
+    Ok(())
+}
+
+/// rsync filter rules for the bootstrap: the ignore set (DECISIONS.md),
+/// and a top-level `lost+found` (excluded files are never deleted).
+pub fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
+    let r = filenameroot;
+    vec![
+        "/.rrr/".to_string(),
+        format!("/{LOST_FOUND}/"),
+        format!("/{r}.recent"),
+        format!("/{r}.recent.*"),
+        format!("/{r}-*.yaml"),
+        format!("/{r}-*.json"),
+        format!("/{r}-*.lock"),
+        format!("/{r}-*.new"),
+        ".~tmp~/".to_string(),
+        ".FRMRecent-*".to_string(),
+    ]
+}
+
+/// rsync's temp file names, `.NAME.XXXXXX`: never sent, and (unlike the
+/// other excludes) deleted by a whole-tree pass with `--delete`, which is
+/// how the leftovers of a transfer killed without `--temp-dir` go.
+pub const RSYNC_TEMP_PATTERN: &str = ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn itemized_lines_count_what_arrived() {
+        let mut s = Itemized::listing(true);
+        for l in [
+            "*deleting   0 old/x",
+            "*deleting   0 old/",
+            ".d..t...... 4096 ./",
+            ">f+++++++++ 2 f",
+            ">f..t...... 30 changed",
+            "cL+++++++++ 1 l",
+            "cd+++++++++ 4096 d/",
+            ">f+++++++++ 3 d/with space",
+            "Number of files: 3",
+            "",
+        ] {
+            s.line(l);
+        }
+        assert_eq!((s.files, s.bytes, s.deleted), (4, 35, 2));
+        assert_eq!(s.would, ["delete old/x", "delete old/", "new f", "new changed", "new l", "new d/with space"]);
+    }
+
+    #[test]
+    fn stats_count_like_itemized_lines() {
+        let mut s = Itemized::listing(false);
+        for l in [
+            "",
+            "Number of files: 10,425 (reg: 10,382, dir: 42, link: 1)",
+            "Number of created files: 1,424 (reg: 1,382, dir: 39, link: 2, dev: 1)",
+            "Number of deleted files: 3 (reg: 2, dir: 1)",
+            "Number of regular files transferred: 1,383",
+            "Total file size: 5,187,727 bytes",
+            "Total transferred file size: 1,187,724 bytes",
+            "Literal data: 187,724 bytes",
+            "sent 215,965 bytes  received 7,469 bytes  148,956.00 bytes/sec",
+        ] {
+            s.line(l);
+        }
+        assert_eq!((s.files, s.bytes, s.deleted), (1383 + 3, 1_187_724, 3));
+    }
+}

@@ -15,6 +15,29 @@ use crate::interval::Interval;
 /// Merge `small` (interval `small_iv`) into `big` (interval `big_iv`) at
 /// clock `now`. Returns true when something was done: then both files
 /// must be written (`big` changed, `small.meta.merged` updated).
+///
+/// `big` takes `small`'s events newer than its last merge, each path once
+/// (the newer event wins, spec 9.3), and drops what falls out of its own
+/// window; deletes are dropped on the way into Z unless `keep_deletes`
+/// (spec 9.2).
+///
+/// ```
+/// use recentfile::aggregate::merge;
+/// use recentfile::{Epoch, Event, EventKind, Interval, Recentfile};
+///
+/// let ev = |e: &str, p: &str| Event::new(Epoch::parse(e).unwrap(), p, EventKind::New);
+/// let mut small = Recentfile::from_events(vec![ev("1700003000", "a"), ev("1700002000", "b")]);
+/// let mut big = Recentfile::from_events(vec![ev("1700001000", "a"), ev("1700000000", "c")]);
+/// let (h1, h6) = (Interval::parse("1h")?, Interval::parse("6h")?);
+///
+/// assert!(merge(&mut big, &h6, &mut small, &h1, &Epoch::parse("1700003100")?, false));
+/// let paths: Vec<&str> = big.events.iter().map(|e| e.path.as_str()).collect();
+/// assert_eq!(paths, ["a", "b", "c"]);
+/// assert_eq!(big.events[0].epoch.as_str(), "1700003000");
+/// // The small file remembers how far it was merged.
+/// assert_eq!(small.meta.merged.epoch().map(|e| e.as_str()), Some("1700003000"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn merge(
     big: &mut Recentfile,
     big_iv: &Interval,

@@ -31,9 +31,11 @@ use serde::{Deserialize, Serialize};
 pub struct Span(pub Epoch, pub Epoch);
 
 impl Span {
+    /// The newest epoch covered.
     pub fn high(&self) -> &Epoch {
         &self.0
     }
+    /// The oldest epoch covered (`0`: everything older too).
     pub fn low(&self) -> &Epoch {
         &self.1
     }
@@ -55,14 +57,17 @@ pub fn beginning() -> Epoch {
 }
 
 impl DoneSet {
+    /// Nothing done yet.
     pub fn new() -> DoneSet {
         DoneSet::default()
     }
 
+    /// The intervals, newest first, disjoint.
     pub fn spans(&self) -> &[Span] {
         &self.spans
     }
 
+    /// Whether nothing is done.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
@@ -78,7 +83,7 @@ impl DoneSet {
     }
 
     /// The interval holding `e`.
-    pub fn span_of(&self, e: &Epoch) -> Option<&Span> {
+    pub(crate) fn span_of(&self, e: &Epoch) -> Option<&Span> {
         // Descending by high: the first span with low <= e is the only candidate.
         let i = self.spans.partition_point(|s| s.1 > *e);
         self.spans.get(i).filter(|s| s.contains(e))
@@ -153,7 +158,7 @@ impl DoneSet {
     }
 
     /// Union with another set (the reference's merge of Done into the next file).
-    pub fn merge(&mut self, other: &DoneSet) {
+    pub(crate) fn merge(&mut self, other: &DoneSet) {
         for s in &other.spans {
             self.insert(s.0.clone(), s.1.clone());
         }

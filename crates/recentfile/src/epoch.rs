@@ -97,6 +97,23 @@ const MAX_DOTLESS_DIGITS: usize = 19;
 ///
 /// Equality and order follow [`cmp_epochs`], so `1700000000` equals
 /// `1700000000.0`; use [`Epoch::as_str`] for identity.
+///
+/// ```
+/// use recentfile::Epoch;
+///
+/// let a: Epoch = "1700000400.5".parse()?;
+/// let b = Epoch::parse("1700000400.25")?;
+/// assert!(a > b);
+/// // The text is kept exactly as read, digits a double would lose included.
+/// let long = Epoch::parse("1700000400.50000000000001")?;
+/// assert_eq!(long.as_str(), "1700000400.50000000000001");
+/// assert!(long > a);
+/// // Equal values, different texts: equal epochs, distinct strings.
+/// assert_eq!(Epoch::parse("1700000000")?, Epoch::parse("1700000000.0")?);
+/// // Hostile text is refused.
+/// assert!(Epoch::parse("1e9").is_err() && Epoch::parse("-1").is_err() && Epoch::parse("").is_err());
+/// # Ok::<(), recentfile::epoch::EpochError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Epoch(EpochText);
 
@@ -237,7 +254,7 @@ impl Epoch {
     }
 
     /// Whether the text contains a `.`.
-    pub fn has_dot(&self) -> bool {
+    pub(crate) fn has_dot(&self) -> bool {
         self.0.contains('.')
     }
 
@@ -309,7 +326,7 @@ impl Epoch {
 /// A number as a Perl variable holds it for `List::Util::min`: the double
 /// that `min` compares, and the text the variable prints as.
 #[derive(Clone, Debug)]
-pub struct PerlNum {
+pub(crate) struct PerlNum {
     pub value: f64,
     pub text: Epoch,
 }
@@ -318,13 +335,13 @@ impl PerlNum {
     /// A computed double (`$epoch - $secs`): prints as `%.15g`, compares
     /// unrounded. Not below 0 (no epoch is, so a negative bound cuts
     /// nothing, as 0 does).
-    pub fn float(x: f64) -> PerlNum {
+    pub(crate) fn float(x: f64) -> PerlNum {
         let x = x.max(0.0);
         PerlNum { value: x, text: Epoch::from_clock(x) }
     }
 
     /// A string (an epoch read from a file): compares as its nearest double.
-    pub fn text(e: &Epoch) -> PerlNum {
+    pub(crate) fn text(e: &Epoch) -> PerlNum {
         PerlNum { value: e.to_f64(), text: e.clone() }
     }
 }
@@ -333,7 +350,7 @@ impl PerlNum {
 /// argument itself, so a string keeps its exact text (`1700000060.5000001`
 /// stays that; printed back from a double it would be `1700000060.5`).
 /// The first of equal doubles wins (spec 8.3 step 2, 9 step 4).
-pub fn perl_min(args: &[PerlNum]) -> Option<Epoch> {
+pub(crate) fn perl_min(args: &[PerlNum]) -> Option<Epoch> {
     let mut best: Option<&PerlNum> = None;
     for a in args {
         if best.is_none_or(|b| a.value < b.value) {
@@ -941,7 +958,7 @@ fn strictly_between(l: &str, s: &str, r: &str) -> bool {
 /// Exact comparison of two decimal strings (digits, at most one `.`) as
 /// numbers: leading zeros of the integer part and trailing zeros of the
 /// fraction do not count.
-pub fn cmp_decimal(a: &str, b: &str) -> Ordering {
+pub(crate) fn cmp_decimal(a: &str, b: &str) -> Ordering {
     if a == b {
         return Ordering::Equal;
     }

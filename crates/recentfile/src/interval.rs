@@ -23,6 +23,20 @@ pub struct Interval {
 
 impl Interval {
     /// Parse a spec such as `1h` or `Z`.
+    ///
+    /// ```
+    /// use recentfile::Interval;
+    ///
+    /// let h6 = Interval::parse("6h")?;
+    /// assert_eq!((h6.spec(), h6.seconds()), ("6h", 21_600));
+    /// // `M` is a month of 30 days, `m` a minute.
+    /// assert_eq!(Interval::parse("1M")?.seconds(), 2_592_000);
+    /// assert_eq!(Interval::parse("1m")?.seconds(), 60);
+    /// assert!(Interval::parse("Z")?.is_z());
+    /// assert!(Interval::parse("5Z").is_err());
+    /// assert!(Interval::parse("1x").is_err());
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn parse(spec: &str) -> Result<Interval, String> {
         if spec == "Z" {
             return Ok(Interval { spec: spec.to_string(), seconds: Z_SECONDS });

@@ -12,13 +12,19 @@ use crate::format::read::Outline;
 use crate::format::{first_of_each_path, Event, EventKind, Merged, Recentfile};
 use crate::interval::Interval;
 
-/// Filters of `rrr news`, applied to each path's newest event.
+/// Filters of `rrr news`, applied to each path's newest event (spec 11.1).
+/// The default filters nothing.
 #[derive(Clone, Debug, Default)]
 pub struct NewsFilter {
+    /// Only events strictly newer than this (what a mirror already has).
     pub after: Option<Epoch>,
+    /// Only events strictly older than this.
     pub before: Option<Epoch>,
+    /// At most this many events, the newest.
     pub max: Option<usize>,
+    /// Leave out paths whose newest event is a delete.
     pub skip_deletes: bool,
+    /// Only the newest event of exactly this path (`--contains-path`).
     pub contains_path: Option<String>,
     /// Only the event with exactly this epoch string (`rrr-news --contains_epoch`).
     pub contains_epoch: Option<String>,
@@ -27,7 +33,7 @@ pub struct NewsFilter {
 }
 
 impl NewsFilter {
-    pub fn accepts(&self, e: &Event) -> bool {
+    pub(crate) fn accepts(&self, e: &Event) -> bool {
         self.after.as_ref().is_none_or(|a| e.epoch > *a)
             && self.before.as_ref().is_none_or(|b| e.epoch < *b)
             && !(self.skip_deletes && e.kind == EventKind::Delete)
@@ -40,7 +46,37 @@ impl NewsFilter {
 /// The files read so far, smallest first, and the news they give.
 ///
 /// The merge (first occurrence of each path, newest first) is done when
-/// asked for, over all files.
+/// asked for, over all files. A path's newest event wins even when it is
+/// a delete that an older `new` in a larger file precedes (spec 11.2).
+///
+/// ```
+/// use recentfile::query::{News, NewsFilter};
+/// use recentfile::{Epoch, Event, EventKind, Recentfile};
+///
+/// let ev = |e: &str, p: &str, k| Event::new(Epoch::parse(e).unwrap(), p, k);
+/// // The 1h file and the 1d file of a cascade, smallest first.
+/// let small = Recentfile::from_events(vec![
+///     ev("1700003000", "a.tar.gz", EventKind::Delete),
+///     ev("1700002000", "b.tar.gz", EventKind::New),
+/// ]);
+/// let big = Recentfile::from_events(vec![
+///     ev("1700001000", "a.tar.gz", EventKind::New),
+///     ev("1699000000", "c.tar.gz", EventKind::New),
+/// ]);
+///
+/// let all = News::of([&small, &big]).finish(&NewsFilter::default());
+/// let paths: Vec<(&str, EventKind)> = all.iter().map(|e| (e.path.as_str(), e.kind)).collect();
+/// assert_eq!(paths, [("a.tar.gz", EventKind::Delete), ("b.tar.gz", EventKind::New), ("c.tar.gz", EventKind::New)]);
+///
+/// // What a mirror wants to fetch: no deletes, newer than what it has.
+/// let filter = NewsFilter { skip_deletes: true, after: Some(Epoch::parse("1699500000")?), ..NewsFilter::default() };
+/// let news = News::of([&small, &big]).finish(&filter);
+/// assert_eq!(news.len(), 1);
+/// assert_eq!(news[0].path, "b.tar.gz");
+/// // Nothing older than the small file can change that answer.
+/// assert!(News::of([&small]).settled(&NewsFilter { after: Some(Epoch::parse("1700002500")?), ..filter }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct News<'a> {
     files: Vec<&'a Recentfile>,
 }
@@ -148,19 +184,29 @@ pub fn newest_per_path<'a>(files: impl IntoIterator<Item = &'a Recentfile>) -> V
 /// What overview needs of one file (it can be read without the events).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FileSummary {
+    /// The interval spec (`1h`).
     pub interval: String,
+    /// The interval's window in seconds (not in the JSON row).
     #[serde(skip)]
     pub seconds: u64,
+    /// The number of events.
     pub count: usize,
+    /// The newest event's epoch.
     pub max: Option<String>,
+    /// The oldest event's epoch.
     pub min: Option<String>,
+    /// `meta.dirtymark`.
     pub dirtymark: Option<String>,
+    /// `Producers.time`: when the file was written.
     pub produced: Option<String>,
+    /// `meta.merged.epoch`: how far it was merged into the next file.
     pub merged: Option<String>,
+    /// Whether this is the unbounded `Z` file.
     pub is_z: bool,
 }
 
 impl FileSummary {
+    /// The summary of a file read in full.
     pub fn of(iv: &Interval, rf: &Recentfile) -> FileSummary {
         FileSummary::from_outline(iv, &Outline::of(rf))
     }

@@ -18,16 +18,23 @@ use std::path::{Component, Path, PathBuf};
 /// One change to record. `epoch: Some` is a dirty insert (an event in the past).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
+    /// Relative to the collection's root (see [`relative_to_root`]).
     pub path: String,
+    /// `new` or `delete`.
     pub kind: EventKind,
+    /// The event's time for a dirty insert; `None` takes the clock.
     pub epoch: Option<Epoch>,
 }
 
 /// What a batch did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
+    /// Events added.
     pub inserted: usize,
+    /// Events dropped off the end of the window (spec 8.3 step 6).
     pub truncated: usize,
+    /// Whether an event went in below the newest one, so the dirtymark
+    /// was set (spec 8.4).
     pub dirty: bool,
     /// Whether the file must be written (spec 8.3 step 7).
     pub write: bool,
@@ -36,6 +43,35 @@ pub struct Outcome {
 /// Record `changes` in `rf` (the principal, window `interval_secs`) at
 /// clock `now`. With no changes this is the bare truncation that
 /// `aggregate` starts with.
+///
+/// Each change becomes an event at `now` (bumped above the newest epoch
+/// when that is not older, spec 7.3), or at its own epoch for a dirty
+/// insert; an older event of the same path is removed, so each path is
+/// listed once (spec 8.3). The caller locks, reads, calls this and, if
+/// [`Outcome::write`], writes the file atomically.
+///
+/// ```
+/// use recentfile::update::{batch_update, Change};
+/// use recentfile::{Epoch, EventKind, Recentfile};
+///
+/// let mut rf = Recentfile::default();
+/// let now = Epoch::parse("1700000100.5")?;
+/// let add = |path: &str| Change { path: path.into(), kind: EventKind::New, epoch: None };
+///
+/// let out = batch_update(&mut rf, 3600, &[add("id/A/a.tar.gz")], &now);
+/// assert!(out.write);
+/// assert_eq!(out.inserted, 1);
+/// assert_eq!(rf.events[0].epoch.as_str(), "1700000100.5");
+///
+/// // A second change at the same clock reading gets a unique, larger epoch,
+/// // and the path's earlier event goes.
+/// batch_update(&mut rf, 3600, &[add("id/B/b.tar.gz"), add("id/A/a.tar.gz")], &now);
+/// let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+/// assert_eq!(paths, ["id/A/a.tar.gz", "id/B/b.tar.gz"]);
+/// assert!(rf.events[0].epoch > rf.events[1].epoch);
+/// assert!(rf.events[1].epoch > now);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change], now: &Epoch) -> Outcome {
     let was_empty = rf.events.is_empty();
     let mut out = Outcome::default();
@@ -240,7 +276,10 @@ const MAX_AHEAD_SECS: f64 = 3600.0;
 /// Why a path given to `update` cannot be recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PathError {
+    /// Not under any of the roots (decided by whole path components).
     Outside(String),
+    /// Under a root, but not a path a recentfile may list
+    /// ([`check_relative_path`]).
     Invalid(String),
 }
 

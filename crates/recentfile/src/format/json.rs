@@ -10,7 +10,7 @@ use super::{Merged, Producer, Recentfile};
 use serde_json::{json, Map, Value};
 
 /// The JSON text of `rf`.
-pub fn emit(rf: &Recentfile, producer: &Producer) -> String {
+pub(crate) fn emit(rf: &Recentfile, producer: &Producer) -> String {
     let m = &rf.meta;
     let mut meta = Map::new();
     meta.insert(
@@ -100,7 +100,7 @@ fn text_map(v: Option<&Value>) -> Option<TextMap> {
 }
 
 /// Parse JSON text into raw fields.
-pub fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
+pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
     let top: Value =
         serde_json::from_str(text_in).map_err(|e| ReadError::at(e.line(), format!("not valid JSON: {e}")))?;
     let (meta, events) = match top {

@@ -26,7 +26,7 @@
 //! History: protocol 0 was a bare list of events (no meta); it is still read.
 //! Protocol 1 (this one) has been written since 2008.
 
-pub mod json;
+pub(crate) mod json;
 pub mod read;
 pub mod syck;
 pub mod yaml;
@@ -39,10 +39,10 @@ pub use read::{parse_bytes, ReadError};
 /// A set of paths borrowed from events. foldhash is several times faster
 /// than std's SipHash on such keys and still seeded per process, so paths
 /// from a hostile upstream file cannot be chosen to collide.
-pub type PathSet<'a> = foldhash::HashSet<&'a str>;
+pub(crate) type PathSet<'a> = foldhash::HashSet<&'a str>;
 
 /// An empty [`PathSet`] with room for `n` paths.
-pub fn path_set<'a>(n: usize) -> PathSet<'a> {
+pub(crate) fn path_set<'a>(n: usize) -> PathSet<'a> {
     PathSet::with_capacity_and_hasher(n, Default::default())
 }
 
@@ -52,7 +52,7 @@ pub fn path_set<'a>(n: usize) -> PathSet<'a> {
 /// misses, so this sorts (hash, position) pairs instead and compares the
 /// paths of equal hashes exactly. Linear in the duplicates of one path,
 /// however many (a hostile file may list one path a million times).
-pub fn first_of_each_path(lists: &[&[Event]]) -> Vec<bool> {
+pub(crate) fn first_of_each_path(lists: &[&[Event]]) -> Vec<bool> {
     use std::hash::BuildHasher;
     let all: Vec<&Event> = lists.iter().flat_map(|l| l.iter()).collect();
     let hasher = foldhash::fast::RandomState::default();
@@ -80,11 +80,14 @@ pub fn first_of_each_path(lists: &[&[Event]]) -> Vec<bool> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {
+    /// The path was created or changed: a mirror fetches it.
     New,
+    /// The path was removed: a mirror deletes it (if it owns it).
     Delete,
 }
 
 impl EventKind {
+    /// The `type` value as written: `new` or `delete`.
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::New => "new",
@@ -110,12 +113,17 @@ impl fmt::Display for EventKind {
 /// One change event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
+    /// When it happened; unique within a file (spec 7.4).
     pub epoch: Epoch,
+    /// Relative to the collection's root, `/`-separated (spec 4.2, 14).
     pub path: String,
+    /// The `type` key.
     pub kind: EventKind,
 }
 
 impl Event {
+    /// An event from its three parts (the path is not checked here: see
+    /// [`check_relative_path`]).
     pub fn new(epoch: Epoch, path: impl Into<String>, kind: EventKind) -> Event {
         Event { epoch, path: path.into(), kind }
     }
@@ -125,12 +133,18 @@ impl Event {
 /// the newest epoch of the target right after the last merge.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Merged {
+    /// No `merged` key: never merged, or the Z file.
     #[default]
     Absent,
+    /// `merged: {}`: after a dirty insertion or straight after init.
     Reset,
+    /// The last merge into the next larger file (spec 4.1, 9).
     Into {
+        /// The target's newest epoch right after the merge.
         epoch: Option<Epoch>,
+        /// The target's interval spec (informational).
         into_interval: Option<String>,
+        /// The clock at merge time, as text (informational).
         time: Option<String>,
     },
 }
@@ -148,7 +162,9 @@ impl Merged {
 /// `meta.minmax`, maintained as the reference does (spec 8.5).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MinMax {
+    /// The newest epoch of `recent` as the writer tracked it (`~` when empty).
     pub max: Option<Epoch>,
+    /// The oldest epoch of `recent` as the writer tracked it (`~` when empty).
     pub min: Option<Epoch>,
     /// Integer seconds (as text) of the previous version's mtime.
     pub mtime: Option<String>,
@@ -162,15 +178,24 @@ pub struct Meta {
     pub producers: Vec<(String, String)>,
     /// Interval specs as written, the principal's own first.
     pub aggregator: Vec<String>,
+    /// Path-normalisation method name; only written if someone set it.
     pub canonize: Option<String>,
+    /// Free text; only written if set.
     pub comment: Option<String>,
+    /// Time of the last out-of-order insertion (spec 8.4); a change tells
+    /// mirrors to forget what they have of this collection (spec 12.10).
     pub dirtymark: Option<Epoch>,
+    /// The file names' stem, `RECENT` (spec 2).
     pub filenameroot: Option<String>,
+    /// This file's own window, as an interval spec (`1h`, …, `Z`).
     pub interval: Option<String>,
+    /// The last merge into the next larger file.
     pub merged: Merged,
+    /// Epoch bounds and previous mtime, as the writer maintains them.
     pub minmax: Option<MinMax>,
     /// Protocol number as text (`1`); `None` for protocol 0 files.
     pub protocol: Option<String>,
+    /// `.yaml` or `.json`: the collection's serializer.
     pub serializer_suffix: Option<String>,
 }
 
@@ -184,16 +209,22 @@ impl Meta {
 /// A diagnostic about one event that the reader skipped (unknown type).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Skipped {
+    /// The event's line in a YAML file (`None` for JSON).
     pub line: Option<usize>,
+    /// Its epoch, as written.
     pub epoch: String,
+    /// Its path, as written.
     pub path: String,
+    /// Why it was skipped.
     pub reason: String,
 }
 
 /// One recentfile: meta plus events, newest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recentfile {
+    /// The `meta` mapping (empty for protocol 0).
     pub meta: Meta,
+    /// The `recent` list, newest first, epochs strictly decreasing.
     pub events: Vec<Event>,
     /// Events the reader skipped, with why (never fatal: spec 4.2).
     pub skipped: Vec<Skipped>,
@@ -205,9 +236,11 @@ impl Recentfile {
         Recentfile { events, ..Recentfile::default() }
     }
 
+    /// The first (newest) event, if any.
     pub fn newest(&self) -> Option<&Event> {
         self.events.first()
     }
+    /// The last (oldest) event, if any.
     pub fn oldest(&self) -> Option<&Event> {
         self.events.last()
     }
@@ -216,11 +249,14 @@ impl Recentfile {
 /// Serializers rrr reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// `.yaml`, byte-identical to YAML::Syck 1.34 (spec 6.1).
     Yaml,
+    /// `.json`, one line (spec 6.2).
     Json,
 }
 
 impl Format {
+    /// The format a `serializer_suffix` (or file name suffix) names.
     pub fn from_suffix(suffix: &str) -> Option<Format> {
         match suffix {
             ".yaml" => Some(Format::Yaml),
@@ -228,6 +264,7 @@ impl Format {
             _ => None,
         }
     }
+    /// The file name suffix, with its dot.
     pub fn suffix(self) -> &'static str {
         match self {
             Format::Yaml => ".yaml",
@@ -246,6 +283,36 @@ pub struct Producer {
 }
 
 /// Serialize in the given format (YAML::Syck 1.34 bytes, or one-line JSON).
+///
+/// `Producers` is rebuilt from `producer`; everything else is written from
+/// `rf` as it is (spec 4.1, 6), so a file read and re-serialized keeps its
+/// bytes apart from `Producers`.
+///
+/// ```
+/// use recentfile::format::Producer;
+/// use recentfile::{parse_bytes, serialize, Epoch, Event, EventKind, Format, Recentfile};
+///
+/// let mut rf = Recentfile::from_events(vec![
+///     Event::new(Epoch::parse("1700000400.5")?, "id/T/TI/TICK/Tick-2.tar.gz", EventKind::New),
+///     Event::new(Epoch::parse("1700000300.25")?, "id/T/TI/TICK/Tick-1.tar.gz", EventKind::Delete),
+/// ]);
+/// rf.meta.interval = Some("1h".into());
+/// rf.meta.protocol = Some("1".into());
+/// let producer = Producer { program: "my-indexer".into(), time: Epoch::parse("1700000401.0")? };
+///
+/// let yaml = serialize(&rf, Format::Yaml, &producer);
+/// let text = String::from_utf8(yaml.clone())?;
+/// // YAML::Syck's style: a space after `---` and after a key whose value
+/// // is a block, epochs quoted.
+/// assert!(text.starts_with("--- \nmeta: \n"));
+/// assert!(text.contains("  - \n    epoch: '1700000400.5'\n"));
+/// // What was written reads back as the same events.
+/// assert_eq!(parse_bytes(&yaml, Format::Yaml)?.events, rf.events);
+///
+/// let json = serialize(&rf, Format::Json, &producer);
+/// assert_eq!(parse_bytes(&json, Format::Json)?.events, rf.events);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn serialize(rf: &Recentfile, format: Format, producer: &Producer) -> Vec<u8> {
     match format {
         Format::Yaml => yaml::emit(rf, producer).into_bytes(),

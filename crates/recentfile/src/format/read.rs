@@ -25,16 +25,20 @@ pub const MAX_FILE_BYTES: u64 = 2 << 30;
 /// (shared, so that the error stays `Clone`), so its kind is not lost.
 #[derive(Debug, Clone)]
 pub struct ReadError {
+    /// The file, once the caller has named it ([`ReadError::in_file`]).
     pub file: Option<PathBuf>,
+    /// The 1-based line, where the reader knows it (YAML).
     pub line: Option<usize>,
+    /// What is wrong (empty for an I/O failure: its source says it).
     pub message: String,
     io: Option<Arc<std::io::Error>>,
 }
 
 impl ReadError {
-    pub fn at(line: usize, message: String) -> ReadError {
+    pub(crate) fn at(line: usize, message: String) -> ReadError {
         ReadError { file: None, line: Some(line), message, io: None }
     }
+    /// A failure without a line (a limit, a JSON error, an I/O step).
     pub fn general(message: String) -> ReadError {
         ReadError { file: None, line: None, message, io: None }
     }
@@ -42,12 +46,13 @@ impl ReadError {
     pub fn io(e: std::io::Error) -> ReadError {
         ReadError { file: None, line: None, message: String::new(), io: Some(Arc::new(e)) }
     }
+    /// The same error, naming the file it concerns.
     pub fn in_file(mut self, file: &Path) -> ReadError {
         self.file = Some(file.to_path_buf());
         self
     }
     /// The I/O error's kind, when reading failed at the I/O level.
-    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+    pub(crate) fn io_kind(&self) -> Option<std::io::ErrorKind> {
         self.io.as_ref().map(|e| e.kind())
     }
 }
@@ -86,7 +91,7 @@ impl std::error::Error for ReadError {
 
 /// A scalar kept as its exact source text (numbers included).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Text(pub String);
+pub(crate) struct Text(pub String);
 
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
@@ -123,7 +128,7 @@ impl<'de> Visitor<'de> for TextVisitor {
 
 /// A mapping of scalars (or nulls) in source order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TextMap(pub Vec<(String, Option<String>)>);
+pub(crate) struct TextMap(pub Vec<(String, Option<String>)>);
 
 impl<'de> Deserialize<'de> for TextMap {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TextMap, D::Error> {
@@ -154,7 +159,7 @@ impl TextMap {
 
 /// `meta` as read, every value its exact text.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct RawMeta {
+pub(crate) struct RawMeta {
     #[serde(rename = "Producers")]
     pub producers: Option<TextMap>,
     pub aggregator: Option<Vec<Text>>,
@@ -171,7 +176,7 @@ pub struct RawMeta {
 
 /// One event as read.
 #[derive(Debug, Clone, Default)]
-pub struct RawEvent {
+pub(crate) struct RawEvent {
     pub line: Option<usize>,
     pub epoch: Option<String>,
     pub path: Option<String>,
@@ -181,21 +186,26 @@ pub struct RawEvent {
 /// A document before validation. `meta: None` is protocol 0 (a bare list).
 #[derive(Debug, Clone, Default)]
 pub struct RawDoc {
-    pub meta: Option<RawMeta>,
-    pub events: Vec<RawEvent>,
+    pub(crate) meta: Option<RawMeta>,
+    pub(crate) events: Vec<RawEvent>,
 }
 
 /// What `overview` needs of a recentfile: its meta, the number of events
 /// and the newest and oldest epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outline {
+    /// The whole `meta` mapping.
     pub meta: Meta,
+    /// How many events `recent` lists.
     pub count: usize,
+    /// The first event's epoch.
     pub newest: Option<Epoch>,
+    /// The last event's epoch.
     pub oldest: Option<Epoch>,
 }
 
 impl Outline {
+    /// The outline of a file read in full.
     pub fn of(rf: &Recentfile) -> Outline {
         Outline {
             meta: rf.meta.clone(),
@@ -207,6 +217,32 @@ impl Outline {
 }
 
 /// Parse and validate a recentfile's bytes.
+///
+/// The bytes are hostile until this returns: epochs must be decimal and
+/// strictly decreasing (spec 7.4), paths relative and sane (spec 14), the
+/// size within [`MAX_FILE_BYTES`]. An event of an unknown type is skipped,
+/// not fatal, and listed in [`Recentfile::skipped`] (spec 4.2). A bare
+/// list is read as protocol 0. Errors carry the line where known; add the
+/// file name with [`ReadError::in_file`].
+///
+/// ```
+/// use recentfile::{parse_bytes, EventKind, Format};
+///
+/// let json = br#"{"meta":{"interval":"6h","protocol":1},"recent":[
+///   {"epoch":"1700000400.5","path":"id/A/AB/ABC/X-1.tar.gz","type":"new"},
+///   {"epoch":"1700000300","path":"id/A/AB/ABC/X-0.tar.gz","type":"brandnew"}]}"#;
+/// let rf = parse_bytes(json, Format::Json)?;
+/// assert_eq!(rf.meta.interval.as_deref(), Some("6h"));
+/// assert_eq!(rf.events.len(), 1);
+/// assert_eq!(rf.events[0].kind, EventKind::New);
+/// assert_eq!(rf.skipped[0].path, "id/A/AB/ABC/X-0.tar.gz");
+///
+/// // Epochs out of order: the whole file is refused, saying why.
+/// let yaml = b"---\nrecent:\n  - epoch: 1\n    path: a\n    type: new\n  - epoch: 2\n    path: b\n    type: new\n";
+/// let err = parse_bytes(yaml, Format::Yaml).unwrap_err();
+/// assert!(err.to_string().contains("strictly decreasing"), "{err}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(ReadError::general(format!("file is {} bytes (limit {MAX_FILE_BYTES})", bytes.len())));

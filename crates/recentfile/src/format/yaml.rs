@@ -192,7 +192,7 @@ fn opt(out: &mut String, indent: usize, key: &str, value: Option<&str>) {
 
 /// Lines longer than this are refused: no recentfile line is legitimately
 /// this long, and a hostile one must not reach the YAML machinery.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// Parse a YAML recentfile into raw text fields.
 pub fn parse(text: &str) -> Result<RawDoc, ReadError> {

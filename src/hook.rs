@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Whether a pass calls for the hook: it changed something or failed.
-pub fn wanted(rep: Option<&PassReport>) -> bool {
+pub(crate) fn wanted(rep: Option<&PassReport>) -> bool {
     match rep {
         None => true,
         Some(r) => {
@@ -39,7 +39,7 @@ pub fn wanted(rep: Option<&PassReport>) -> bool {
 
 /// The `RRR_*` variables of a pass (`rep`), or of a pass that failed with
 /// `error` before it could report.
-pub fn environment(
+pub(crate) fn environment(
     localroot: &str,
     remote: &str,
     exit: i32,
@@ -77,7 +77,7 @@ pub fn environment(
 
 /// How a hook ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Exit 0.
     Ok,
     /// Another exit status, or killed by a signal (`None`).
@@ -91,7 +91,7 @@ pub enum Outcome {
 /// Run `cmd` through `/bin/sh -c` with `env`, in its own process group
 /// (killed whole on timeout or when rrr is asked to stop); its output
 /// (stdout and stderr, the last 4 KiB) is returned with the outcome.
-pub fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Outcome, String) {
+pub(crate) fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Outcome, String) {
     let mut c = Command::new("/bin/sh");
     c.arg("-c").arg(cmd).envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
     c.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
@@ -144,7 +144,7 @@ pub fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Outcome, 
 }
 
 /// Run the hook for one pass and log how it went (never an error).
-pub fn after_pass(cmd: &str, timeout: Duration, env: &[(String, String)]) {
+pub(crate) fn after_pass(cmd: &str, timeout: Duration, env: &[(String, String)]) {
     let (outcome, output) = run(cmd, env, timeout);
     let last = output.lines().last().unwrap_or("");
     let said = if last.is_empty() { String::new() } else { format!("; its last line: {last}") };

@@ -102,19 +102,13 @@ impl Rsync {
 
     /// Sets an environment variable for rsync, e.g. `RSYNC_PASSWORD`.
     /// Environment variables are never shown by `Display`. `LANG` and
-    /// `LC_ALL` are always `C`.
+    /// `LC_ALL` are always `C`. Only the tests set one: a mirror passes
+    /// its password as `--password-file`.
+    #[cfg(test)]
     pub fn env(&mut self, k: &str, v: impl AsRef<OsStr>) -> &mut Self {
         self.envs.retain(|(key, _)| key != k);
         self.envs.push((k.to_owned(), v.as_ref().to_owned()));
         self
-    }
-
-    pub fn get_program(&self) -> &OsStr {
-        &self.program
-    }
-
-    pub fn get_args(&self) -> &[OsString] {
-        &self.args
     }
 
     /// Runs rsync to completion without looking at its stdout.

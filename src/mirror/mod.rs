@@ -1,6 +1,6 @@
 //! One mirror pass against a remote collection, and the mirror's state.
 //!
-//! Before the first pass ([`Mirror::settle_ownership`], module
+//! Before the first pass (`Mirror::settle_ownership`, module
 //! [`crate::mirror::ownership`]) rrr decides whether the localroot may be mirrored
 //! into at all, fetching the remote principal into a temp dir outside the
 //! target when the decision needs it: a refusal, an unreachable remote or a
@@ -11,7 +11,7 @@
 //! 1. fetch the principal once, in one rsync call, into a hidden temp dir
 //!    under `<localroot>/.rrr/`: `RECENT.recent` with the principal it
 //!    pointed to last time (and the larger files the last pass asked for,
-//!    [`State::refetch`]), or, when a whole-tree pass is due or the
+//!    `State::refetch`), or, when a whole-tree pass is due or the
 //!    link's target is not known yet, the whole index (the link and every
 //!    recentfile, one connection);
 //! 2. a changed dirtymark forgets the done-set; an empty done-set (new
@@ -36,7 +36,7 @@
 //!    Nor a gap: a file whose next larger copy ends before it begins (the
 //!    origin's aggregate truncated its principal) waits for that copy,
 //!    installed first when it was fetched, else by the next pass, which
-//!    fetches it with the principal ([`State::refetch`]) — no connection
+//!    fetches it with the principal (`State::refetch`) — no connection
 //!    of its own, the new events published one pass later.
 //!    The copy is the fetched file renamed into place, or, when it lists
 //!    events we must not republish (refused, from the future, failing),
@@ -50,7 +50,7 @@
 //! transfers start. Each save is two fsyncs, so a pass saves no more often
 //! than that: an incremental pass of new files saves once, at its end.
 //!
-//! A hostile event (see [`check_event_path`], and events the reader
+//! A hostile event (see `safety::check_event_path`, and events the reader
 //! skipped) is refused, reported, counted and marked done so that it
 //! cannot stall later passes; nothing outside the target is ever touched.
 //! An event more than an hour ahead of the clock is skipped as "future"
@@ -106,10 +106,9 @@ mod state;
 pub mod status;
 mod transfer;
 
-pub use pass::{FailingReport, PassReport};
-pub use safety::{check_event_path, Refusal, Refused};
-pub use state::{load_state, Counters, Failing, PendingDelete, State};
-pub use transfer::{bootstrap_excludes, RSYNC_TEMP_PATTERN};
+pub(crate) use pass::PassReport;
+pub(crate) use safety::Refused;
+pub(crate) use state::{load_state, Failing, State};
 
 use crate::clock::Clock;
 use crate::signals::Interrupted;
@@ -123,7 +122,7 @@ use std::time::Duration;
 
 /// Settings of a mirror (from `rrr rmirror`'s options).
 #[derive(Clone, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     pub remote: Remote,
     pub localroot: PathBuf,
     pub state_file: PathBuf,
@@ -152,7 +151,7 @@ impl Config {
 }
 
 /// A mirror: config, state, clock and the stop flag, across passes.
-pub struct Mirror<'a> {
+pub(crate) struct Mirror<'a> {
     pub cfg: Config,
     pub state: State,
     pub clock: Clock,

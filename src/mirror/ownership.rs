@@ -1,6 +1,6 @@
 //! Which trees a mirror may write into and delete from (DECISIONS.md, "What
-//! rrr may delete"). The decision is pure ([`decide`]: facts in, a verdict
-//! out); the facts are gathered at the edge ([`tree_kind`], [`read_marker`],
+//! rrr may delete"). The decision is pure (`decide`: facts in, a verdict
+//! out); the facts are gathered at the edge (`tree_kind`, `read_marker`,
 //! `local_collection`) by `Mirror::settle_ownership`, before rrr writes
 //! anything into the target.
 //!
@@ -28,7 +28,7 @@ use std::path::Path;
 /// What identifies a collection across mirrors: the filenameroot and the
 /// dirtymark of its principal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CollectionId {
+pub(crate) struct CollectionId {
     pub filenameroot: String,
     pub dirtymark: Option<Epoch>,
 }
@@ -46,7 +46,7 @@ impl std::fmt::Display for CollectionId {
 
 /// What the localroot holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TreeKind {
+pub(crate) enum TreeKind {
     Missing,
     /// Nothing but `lost+found` or rrr's own `.rrr/`.
     Empty,
@@ -55,7 +55,7 @@ pub enum TreeKind {
 
 /// What is known when deciding.
 #[derive(Clone, Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// A state file exists.
     pub has_state: bool,
     /// The state's id (`None`: a state written before ids existed).
@@ -79,7 +79,7 @@ pub struct Facts {
 
 /// Why a tree is refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Not empty, no state, not a mirror of this collection (a typo?).
     NotAMirror,
     /// The state belongs to another collection.
@@ -90,7 +90,7 @@ pub enum Refusal {
 
 /// The verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// The state belongs to this remote: go on.
     Owned,
     /// The state belongs to another remote of the same collection.
@@ -107,7 +107,7 @@ pub enum Decision {
 }
 
 /// Decide what rrr may do with the tree (module docs).
-pub fn decide(f: &Facts) -> Decision {
+pub(crate) fn decide(f: &Facts) -> Decision {
     let refuse = |r: Refusal| if f.adopt { Decision::Adopt } else { Decision::Refuse(r) };
     if f.has_state {
         if f.external_state && (f.state_id.is_none() || f.marker != f.state_id) {
@@ -139,7 +139,7 @@ pub fn decide(f: &Facts) -> Decision {
 }
 
 /// What `dir` holds, for [`Facts::tree`].
-pub fn tree_kind(dir: &Path) -> io::Result<TreeKind> {
+pub(crate) fn tree_kind(dir: &Path) -> io::Result<TreeKind> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(TreeKind::Missing),
@@ -156,19 +156,19 @@ pub fn tree_kind(dir: &Path) -> io::Result<TreeKind> {
 }
 
 /// The marker file inside the tree.
-pub fn marker_path(localroot: &Path) -> std::path::PathBuf {
+pub(crate) fn marker_path(localroot: &Path) -> std::path::PathBuf {
     localroot.join(".rrr").join("id")
 }
 
 /// The id in `<localroot>/.rrr/id`, if there is one.
-pub fn read_marker(localroot: &Path) -> Option<String> {
+pub(crate) fn read_marker(localroot: &Path) -> Option<String> {
     let mut s = String::new();
     fs::File::open(marker_path(localroot)).ok()?.take(256).read_to_string(&mut s).ok()?;
     Some(s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Write `<localroot>/.rrr/id` (atomically; the caller holds the lock).
-pub fn write_marker(localroot: &Path, id: &str) -> io::Result<()> {
+pub(crate) fn write_marker(localroot: &Path, id: &str) -> io::Result<()> {
     let p = marker_path(localroot);
     if let Some(dir) = p.parent() {
         fs::create_dir_all(dir)?;
@@ -177,7 +177,7 @@ pub fn write_marker(localroot: &Path, id: &str) -> io::Result<()> {
 }
 
 /// A new random id for a state (128 bits, hex).
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let mut b = [0u8; 16];
     let ok = fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_ok();
     if !ok {
@@ -190,7 +190,7 @@ pub fn new_id() -> String {
 
 /// Whether the state file lies outside the localroot (lexically, after
 /// making both absolute).
-pub fn is_external(state_file: &Path, localroot: &Path) -> bool {
+pub(crate) fn is_external(state_file: &Path, localroot: &Path) -> bool {
     let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     !abs(state_file).starts_with(abs(localroot))
 }

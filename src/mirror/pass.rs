@@ -23,7 +23,7 @@ use std::time::Instant;
 
 /// A failing path as the pass reports it.
 #[derive(Clone, Debug, Serialize)]
-pub struct FailingReport {
+pub(crate) struct FailingReport {
     pub path: String,
     pub epoch: Option<Epoch>,
     pub message: String,
@@ -32,7 +32,7 @@ pub struct FailingReport {
 
 /// What one pass did (the `--json` object has `"kind": "pass"`).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct PassReport {
+pub(crate) struct PassReport {
     pub kind: &'static str,
     /// The tree (absolute) and SRC, so that the passes of several trees can be told apart.
     pub localroot: String,

@@ -2,7 +2,7 @@
 //! tree) tells the operator while it runs: rsync's `--info=progress2`
 //! lines (`rsync::parse_progress2`) drive the bar on a terminal
 //! and a log line every half minute otherwise, and a heartbeat (the state,
-//! saved with the [`Running`] pass in it) every ten seconds, so that
+//! saved with the `Running` pass in it) every ten seconds, so that
 //! `status` shows the running pass and `check` sees a live mirror.
 
 use crate::epoch::Epoch;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// (`null` once it is over).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Running {
+pub(crate) struct Running {
     /// What runs: `bootstrap` (the whole-tree rsync).
     pub phase: String,
     pub started: Option<Epoch>,
@@ -58,7 +58,7 @@ fn periods() -> (Duration, Duration) {
 }
 
 /// Turns a long rsync's stdout lines into the bar, log lines and heartbeats.
-pub struct Reporter<'a> {
+pub(crate) struct Reporter<'a> {
     bar: Option<ProgressBar>,
     running: Running,
     log_every: Duration,

@@ -17,10 +17,10 @@
 //! Fetches go into one [`tempfile::TempDir`] under `<localroot>/.rrr/`
 //! (hidden, same filesystem, so installing is a rename), removed when it is
 //! dropped, i.e. on every exit path but kill -9; the next run removes the
-//! leftovers of a killed one ([`clean_stale`]). The principal symlink's
+//! leftovers of a killed one (`clean_stale`). The principal symlink's
 //! target must be a bare recentfile name (no `/`), and names are only ever
 //! built from validated file names, never from remote meta
-//! ([`check_meta`] refuses a `filenameroot` such as `../x`).
+//! (`check_meta` refuses a `filenameroot` such as `../x`).
 
 use crate::collection::split_name;
 use crate::interval::Interval;
@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 /// How rsync reaches the remote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     Daemon,
     Ssh,
     Local,
@@ -40,7 +40,7 @@ pub enum Transport {
 
 /// A parsed SRC.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Remote {
+pub(crate) struct Remote {
     /// The source as given (recorded in the state).
     pub src: String,
     /// The remote root without a trailing `/`: `rsync://h:1/mod/dir`, `h::mod`, `h:dir`, `/srv/x`.
@@ -195,7 +195,7 @@ impl Remote {
 
 /// A name that may be fetched and installed: `<root>.recent` or a
 /// recentfile name, no `/`, no leading `.`, no control characters.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name.contains('/') || name.starts_with('.') || name.chars().any(|c| c.is_control()) {
         bail!("{name:?} is not a recentfile name");
     }
@@ -216,7 +216,7 @@ pub fn check_name(name: &str) -> Result<()> {
 
 /// What a remote principal says about its collection, after validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub filenameroot: String,
     pub suffix: String,
     /// The principal first, then the larger files.
@@ -232,7 +232,7 @@ impl Layout {
 /// Validate the meta of a fetched principal named `name` and derive the
 /// collection's file names. Refused: a `filenameroot` or `interval` that
 /// disagrees with the file name (`filenameroot: ../x`), a bad aggregator.
-pub fn check_meta(name: &str, rf: &Recentfile) -> Result<Layout> {
+pub(crate) fn check_meta(name: &str, rf: &Recentfile) -> Result<Layout> {
     check_name(name)?;
     if let Some(p) = &rf.meta.protocol {
         if p.trim() != "1" {
@@ -268,7 +268,7 @@ pub fn check_meta(name: &str, rf: &Recentfile) -> Result<Layout> {
 
 /// Settings every rsync call of a mirror shares.
 #[derive(Clone, Debug, Default)]
-pub struct RsyncSettings {
+pub(crate) struct RsyncSettings {
     pub password_file: Option<PathBuf>,
     /// `--rsync-option` values, passed through in order.
     pub extra: Vec<String>,
@@ -305,7 +305,7 @@ impl RsyncSettings {
 pub const DEFAULT_MAX_RECENTFILE_SIZE: u64 = 512 << 20;
 
 /// A hidden temporary directory for fetched recentfiles.
-pub struct FetchDir {
+pub(crate) struct FetchDir {
     dir: tempfile::TempDir,
     /// [`FetchDir::fetch_index`] ran: every recentfile the remote has is
     /// here, so a name missing here is missing at the remote.
@@ -450,7 +450,7 @@ fn index_root(name: &str) -> Option<&str> {
 
 /// Remove fetch directories a killed run left under `state_dir` (the
 /// caller holds the mirror lock, so none is in use).
-pub fn clean_stale(state_dir: &Path) {
+pub(crate) fn clean_stale(state_dir: &Path) {
     let Ok(rd) = fs::read_dir(state_dir) else { return };
     for de in rd.flatten() {
         let name = de.file_name();

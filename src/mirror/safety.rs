@@ -31,7 +31,7 @@ const FUTURE_SECS: f64 = 3600.0;
 /// under `root` is lstat'ed: a symlink (which could lead out of the tree)
 /// or a non-directory refuses the path. `safe_dirs` caches parents found
 /// to be real directories.
-pub fn check_event_path(
+pub(crate) fn check_event_path(
     root: &Path,
     path: &str,
     ignore: &IgnoreSet,
@@ -68,7 +68,7 @@ pub fn check_event_path(
 
 /// One refused event, as reported.
 #[derive(Clone, Debug, Serialize)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub file: String,
     pub epoch: Epoch,
     #[serde(rename = "type")]
@@ -80,7 +80,7 @@ pub struct Refusal {
 /// The tree may not be mirrored into without `--adopt` (the message says
 /// why and how to proceed); nothing was written.
 #[derive(Debug)]
-pub struct Refused(pub String);
+pub(crate) struct Refused(pub String);
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

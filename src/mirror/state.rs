@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// A delete event saved before the transfers, applied after them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingDelete {
+pub(crate) struct PendingDelete {
     pub epoch: Epoch,
     pub path: String,
 }
@@ -26,7 +26,7 @@ pub struct PendingDelete {
 /// Counters since the state was created.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Counters {
+pub(crate) struct Counters {
     pub passes: u64,
     /// Files rsync really transferred (its itemized output).
     pub files: u64,
@@ -40,7 +40,7 @@ pub struct Counters {
 
 /// A path the origin could not send, retried every pass.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failing {
+pub(crate) struct Failing {
     pub path: String,
     /// Its newest event seen (none when the bootstrap found it).
     pub epoch: Option<Epoch>,
@@ -54,7 +54,7 @@ pub struct Failing {
 /// The mirror's state (module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct State {
+pub(crate) struct State {
     pub version: u32,
     pub id: Option<String>,
     pub remote: String,
@@ -179,7 +179,7 @@ pub(super) fn under_any(set: &HashSet<&str>, path: &str) -> bool {
 }
 
 /// Load the state file; `None` when there is none.
-pub fn load_state(path: &Path) -> Result<Option<State>> {
+pub(crate) fn load_state(path: &Path) -> Result<Option<State>> {
     match fs::read(path) {
         Ok(b) => Ok(Some(
             serde_json::from_slice(&b).with_context(|| format!("cannot read mirror state {}", path.display()))?,

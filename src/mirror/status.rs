@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 /// What `status` prints and `check` judges.
 #[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Report {
+pub(crate) struct Report {
     pub localroot: String,
     pub remote: String,
     pub started: Option<String>,
@@ -50,7 +50,7 @@ fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
 }
 
 /// Summarize `state` at clock `now` (seconds).
-pub fn report(localroot: &str, state: &State, now: f64) -> Report {
+pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
     let text = |e: &Option<crate::epoch::Epoch>| e.as_ref().map(|e| e.as_str().to_string());
     Report {
         localroot: localroot.to_string(),
@@ -79,7 +79,7 @@ pub fn report(localroot: &str, state: &State, now: f64) -> Report {
 
 /// Nagios states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Ok = 0,
     Warning = 1,
     Critical = 2,
@@ -103,7 +103,7 @@ impl Level {
 /// runs with a fresh heartbeat, CRITICAL when its last pass failed or its
 /// heartbeat is older than `crit`. Failing paths and events from the
 /// future make it at least WARNING.
-pub fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
+pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
     let Some(r) = r else {
         return (Level::Unknown, format!("RRR UNKNOWN - {root}: no mirror state (has rmirror run on this target?)"));
     };
@@ -177,7 +177,7 @@ fn label_value(s: &str) -> String {
 }
 
 /// One metric: HELP, TYPE and a sample per row (labels, value).
-pub fn prometheus_metric(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, f64)]) {
+pub(crate) fn prometheus_metric(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, f64)]) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
     for (labels, v) in rows {
@@ -200,7 +200,7 @@ type Metric<'a> = (&'a str, &'a str, &'a dyn Fn(&Report) -> Option<f64>);
 /// Instants are `*_timestamp_seconds` (Unix time), never ages frozen at
 /// write time: an alert computes `time() - …` itself. Labels: the
 /// localroot (absolute) and the remote.
-pub fn prometheus(reports: &[Report]) -> String {
+pub(crate) fn prometheus(reports: &[Report]) -> String {
     let mut out = String::new();
     let lbl = |r: &Report| format!("localroot=\"{}\",remote=\"{}\"", label_value(&r.localroot), label_value(&r.remote));
     let ts = |e: &Option<String>| e.as_deref().and_then(|s| s.parse::<f64>().ok());
@@ -266,7 +266,7 @@ pub fn prometheus(reports: &[Report]) -> String {
 
 /// Plain `rrr status` text: instants in RFC 3339 with their age, sizes
 /// in binary units (`--json` keeps the raw epochs and numbers).
-pub fn plain(r: &Report, now: f64) -> String {
+pub(crate) fn plain(r: &Report, now: f64) -> String {
     let mut out = String::new();
     let when = |v: &Option<String>| match v.as_deref().and_then(|s| s.parse::<f64>().ok()) {
         Some(t) => format!("{} ({} ago)", human::time(t), human::duration((now - t).max(0.0))),

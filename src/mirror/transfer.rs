@@ -673,7 +673,7 @@ fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
 
 /// rsync filter rules for the bootstrap: the ignore set (DECISIONS.md),
 /// and a top-level `lost+found` (excluded files are never deleted).
-pub fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
+pub(crate) fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
     let r = filenameroot;
     vec![
         "/.rrr/".to_string(),
@@ -692,7 +692,7 @@ pub fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
 /// rsync's temp file names, `.NAME.XXXXXX`: never sent, and (unlike the
 /// other excludes) deleted by a whole-tree pass with `--delete`, which is
 /// how the leftovers of a transfer killed without `--temp-dir` go.
-pub const RSYNC_TEMP_PATTERN: &str = ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]";
+pub(crate) const RSYNC_TEMP_PATTERN: &str = ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]";
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,9 @@ use crate::ops::mirrors::{reports, Targets};
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
 
+/// What `rrr check` was asked to check.
 pub struct Options {
+    /// The trees whose lag is checked.
     pub targets: Targets,
     /// Lag in seconds from which the check warns.
     pub warn: f64,
@@ -15,6 +17,8 @@ pub struct Options {
     pub crit: f64,
 }
 
+/// Print one Nagios line per target, the worst first; the worst level is
+/// the exit status.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let mut lines: Vec<(Level, String)> = reports(&opts.targets, ctx.clock())?
         .iter()

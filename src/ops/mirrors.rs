@@ -17,18 +17,25 @@ use std::time::{Duration, Instant};
 /// Where to find mirror state: one target, or every tree of a config.
 #[derive(Clone, Debug)]
 pub enum Targets {
+    /// One tree: its state is `<DIR>/.rrr/state.json`.
     Localroot(PathBuf),
+    /// One state file, wherever it lives (`--state`).
     State(PathBuf),
+    /// Every tree of an rmirror TOML config file.
     Config(PathBuf),
     /// A tree, its state file and SRC (`rmirror --localroot D [--state F]`).
     Tree {
+        /// The local tree.
         localroot: PathBuf,
+        /// Its state file.
         state: PathBuf,
+        /// Its SRC, named in the textfile while no state exists yet.
         remote: String,
     },
 }
 
-pub fn read_config(file: &Path) -> Result<MirrorConfig> {
+/// Read and parse rmirror's TOML config file, naming it in errors.
+pub(crate) fn read_config(file: &Path) -> Result<MirrorConfig> {
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read config {}", file.display()))?;
     MirrorConfig::parse(&text, file).map_err(anyhow::Error::msg)
 }
@@ -56,7 +63,7 @@ fn state_files(t: &Targets) -> Result<Vec<(String, PathBuf, Option<String>)>> {
 }
 
 /// Reports for every target (`None` where no state exists yet).
-pub fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<Report>)>> {
+pub(crate) fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<Report>)>> {
     let now = clock.now_f64();
     state_files(t)?
         .into_iter()
@@ -67,7 +74,7 @@ pub fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<Report>
 /// A node-exporter textfile and the trees it reports: one file per
 /// process, every tree of a `--config` in it.
 #[derive(Clone, Debug)]
-pub struct Prometheus {
+pub(crate) struct Prometheus {
     pub file: PathBuf,
     pub targets: Targets,
 }
@@ -112,7 +119,7 @@ impl Prometheus {
 /// keeps failing. The exit status is the worst of each tree's last pass. The file's
 /// `interval` wins over `--interval`; its options over the command line's.
 /// One `--prometheus` textfile holds every tree.
-pub fn run_config(
+pub(crate) fn run_config(
     config: &Path,
     base: &rmirror::Options,
     clock: &Clock,

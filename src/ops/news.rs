@@ -17,19 +17,28 @@ pub enum Source {
     Local(PathBuf),
     /// A remote principal (rmirror's SRC forms), fetched into a hidden temp
     /// dir under `<localroot>/.rrr/` when given, else the system temp dir.
-    Remote { src: String, localroot: Option<PathBuf> },
+    Remote {
+        /// rmirror's SRC: `rsync://…`, `HOST::MODULE/…`, `HOST:PATH` or a path.
+        src: String,
+        /// The tree whose `.rrr/` holds the temp dir, if any.
+        localroot: Option<PathBuf>,
+    },
 }
 
+/// What `rrr news` was asked to list.
 pub struct Options {
+    /// Where the recentfiles are.
     pub source: Source,
+    /// Which events count (`--after`, `--before`, `--max`, kinds, …).
     pub filter: NewsFilter,
+    /// One JSON object per event instead of the lines for people.
     pub json: bool,
     /// The Perl rrr-news line: `localtime(epoch)` padded to 20, a space, the path.
     pub perl_format: bool,
 }
 
 /// Read the files of `coll` smallest first until the filter is settled.
-pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>> {
+pub(crate) fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>> {
     let mut files: Vec<Recentfile> = Vec::new();
     for iv in &coll.intervals {
         let Some(rf) = coll.read(iv)? else { continue };
@@ -51,6 +60,7 @@ pub fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Recentfile>
     Ok(files)
 }
 
+/// Print each path's newest event that passes the filter, newest first.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let files = match &opts.source {
         Source::Local(principal) => collect(&Collection::open(principal)?, &opts.filter)?,
@@ -76,7 +86,7 @@ fn drop_in_background<T: Send + 'static>(value: T) {
 /// files one by one only while the filter needs them, into a hidden temp
 /// dir (under `<localroot>/.rrr/` when given, else the system temp dir),
 /// removed afterwards. Remote meta is validated before names are built.
-pub fn fetch_remote(
+pub(crate) fn fetch_remote(
     src: &str,
     localroot: Option<&Path>,
     settings: &RsyncSettings,

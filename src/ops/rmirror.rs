@@ -2,7 +2,7 @@
 //! pass or `--loop`. First, writing nothing, it checks what can fail before
 //! the first byte: the remote answers, its principal is valid, and the tree
 //! may be mirrored into (DECISIONS.md, "What rrr may delete"; `--adopt`).
-//! Then it creates the localroot and takes its run lock ([`take_run_lock`],
+//! Then it creates the localroot and takes its run lock (`take_run_lock`,
 //! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
 //! second one exits 75 at once, naming the holder.
 //! SIGINT/SIGTERM set a flag and stop the running rsync; the pass stops at
@@ -16,7 +16,7 @@
 //! `--prometheus` textfile, runs the `--on-pass` hook ([`crate::hook`])
 //! when the pass changed something or failed, and, with `--loop`, stops
 //! (exit 1, state saved) when its log stream or stdout has closed.
-//! `--config FILE` runs several trees ([`crate::ops::mirrors::run_config`]).
+//! `--config FILE` runs several trees (`ops::mirrors::run_config`).
 
 use crate::clock::Clock;
 use crate::mirror::remote::{Remote, RsyncSettings};
@@ -30,24 +30,36 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// What `rrr rmirror` was asked to do, as the binary parsed it.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Every tree of this TOML file instead of `remote` and `localroot`
     /// (its settings win over the ones here).
     pub config: Option<PathBuf>,
+    /// The remote principal (SRC): `rsync://…`, `HOST::MODULE/…`,
+    /// `HOST:PATH` or a local path.
     pub remote: String,
+    /// The local tree mirrored into.
     pub localroot: PathBuf,
+    /// `--loop`: passes until SIGINT/SIGTERM instead of one.
     pub looping: bool,
     /// Seconds between pass starts with `--loop`.
     pub interval: f64,
+    /// Do not apply delete events.
     pub skip_deletes: bool,
+    /// Deletes this run may apply; the rest stays pending in the state.
     pub max_delete: Option<u64>,
+    /// Paths per rsync call (`--files-from` chunk size).
     pub max_files_per_connection: usize,
     /// The state file (default `<localroot>/.rrr/state.json`).
     pub state: Option<PathBuf>,
+    /// `--rsync-option` values, passed to every rsync call in order.
     pub rsync_options: Vec<String>,
+    /// rsync's `--password-file` (daemon sources only).
     pub password_file: Option<PathBuf>,
+    /// List what would be transferred and deleted; change nothing.
     pub dry_run: bool,
+    /// Reconcile once with a whole-tree rsync.
     pub full: bool,
     /// A whole-tree pass when the last one is this many seconds old.
     pub full_every: Option<f64>,
@@ -57,24 +69,27 @@ pub struct Options {
     pub max_recentfile_size: u64,
     /// Paths left out (rsync's `--exclude` syntax).
     pub excludes: Vec<String>,
-    /// `--on-pass CMD` and how long it may run.
+    /// `--on-pass CMD`, run through `/bin/sh -c` after a pass that changed
+    /// something or failed.
     pub on_pass: Option<String>,
+    /// How long an `--on-pass` hook may run before it is killed.
     pub on_pass_timeout: Duration,
     /// The node-exporter textfile to rewrite after each pass and heartbeat
     /// (one file for every tree of a config).
     pub prometheus: Option<PathBuf>,
+    /// One JSON object per pass on stdout instead of the summary line.
     pub json: bool,
 }
 
 impl Options {
     /// The state file: `--state`, or `<localroot>/.rrr/state.json`.
-    pub fn state_file(&self) -> PathBuf {
+    pub(crate) fn state_file(&self) -> PathBuf {
         self.state.clone().unwrap_or_else(|| self.localroot.join(".rrr/state.json"))
     }
 }
 
 /// Whether a pass did nothing worth a line at the default level.
-pub fn is_idle(r: &PassReport) -> bool {
+pub(crate) fn is_idle(r: &PassReport) -> bool {
     !r.bootstrap
         && !r.dry_run
         && r.transferred == 0
@@ -90,7 +105,7 @@ pub fn is_idle(r: &PassReport) -> bool {
 }
 
 /// The summary of a pass as a person reads it (the log's `pass` line).
-pub fn summary_line(r: &PassReport) -> String {
+pub(crate) fn summary_line(r: &PassReport) -> String {
     let mut s = format!(
         "{}{}: {} transferred ({}), {} deleted",
         if r.dry_run { "dry run" } else { "pass" },
@@ -134,7 +149,7 @@ pub fn summary_line(r: &PassReport) -> String {
 /// with its holder). A held lock is "another rmirror runs" (exit 75);
 /// any other failure (a full disk, permissions) says what it is. A
 /// `rmirror.lock/` directory of an older rrr is removed once this is held.
-pub fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
+pub(crate) fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
     let lock = RunLock::try_acquire(&state_dir.join("rmirror.flock")).map_err(|e| match e {
         LockError::Busy { .. } => anyhow::Error::new(e).context("another rmirror runs on this target"),
         e => anyhow::Error::new(e),
@@ -144,16 +159,16 @@ pub fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
 }
 
 /// The tree as log lines, pass objects and textfile labels name it: absolute.
-pub fn shown_root(opts: &Options) -> String {
+pub(crate) fn shown_root(opts: &Options) -> String {
     std::path::absolute(&opts.localroot).unwrap_or_else(|_| opts.localroot.clone()).display().to_string()
 }
 
 /// The span every line about this tree is logged in.
-pub fn span(opts: &Options) -> tracing::Span {
+pub(crate) fn span(opts: &Options) -> tracing::Span {
     tracing::info_span!("rmirror", localroot = %shown_root(opts), remote = %opts.remote)
 }
 
-/// Run rmirror on one tree, logging inside its [`span`], or on every tree
+/// Run rmirror on one tree, logging inside its `span`, or on every tree
 /// of `opts.config`.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let mut out = ctx.out();
@@ -176,7 +191,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
 /// One tree, in the [`span`] the caller entered, rewriting `textfile`
 /// after each pass. With `--json`, a run that fails still prints a
 /// `{"kind": "error"}` object on stdout.
-pub fn run_in_span(
+pub(crate) fn run_in_span(
     opts: &Options,
     textfile: Option<&Prometheus>,
     clock: &Clock,
@@ -204,7 +219,7 @@ fn error_object(opts: &Options, e: &anyhow::Error) -> serde_json::Value {
 
 /// Whether a whole-tree pass is due under `--full-every` (seconds): the
 /// last one (or the mirror's start) is that old.
-pub fn full_due(state: &State, every: f64, now: f64) -> bool {
+pub(crate) fn full_due(state: &State, every: f64, now: f64) -> bool {
     state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every)
 }
 
@@ -439,7 +454,7 @@ fn pause(opts: &Options, failed_passes: u32, started: Option<std::time::Instant>
 
 /// The exit status of a finished pass: 2 with errors; 1 with refused
 /// events, deletes left pending, failing paths, or a whole-tree pass owed.
-pub fn exit_of(rep: &PassReport) -> Exit {
+pub(crate) fn exit_of(rep: &PassReport) -> Exit {
     if !rep.errors.is_empty() {
         Exit::Error
     } else if !rep.refused.is_empty() || rep.deletes_pending > 0 || rep.max_delete_reached || !rep.failing.is_empty() {
@@ -451,7 +466,7 @@ pub fn exit_of(rep: &PassReport) -> Exit {
 
 /// The warning after a failed `--loop` pass: how many in a row, and when
 /// the next one comes.
-pub fn backoff_line(failed_passes: u32, pause: Duration) -> String {
+pub(crate) fn backoff_line(failed_passes: u32, pause: Duration) -> String {
     let n = if failed_passes == 1 {
         "1 failed pass".to_string()
     } else {
@@ -463,7 +478,7 @@ pub fn backoff_line(failed_passes: u32, pause: Duration) -> String {
 /// Seconds between pass starts with `--loop`: the interval, doubled for
 /// each failed pass in a row (the first failure waits the interval), at
 /// most 10 minutes; a good pass resets it (DECISIONS.md).
-pub fn pause_after(interval: f64, failed_passes: u32) -> Duration {
+pub(crate) fn pause_after(interval: f64, failed_passes: u32) -> Duration {
     let base = Duration::from_secs_f64(interval.max(0.0));
     if failed_passes == 0 {
         return base;

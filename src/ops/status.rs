@@ -9,13 +9,18 @@ use crate::ops::{Ctx, Exit};
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// What `rrr status` was asked to show.
 pub struct Options {
+    /// The trees whose state is read.
     pub targets: Targets,
+    /// One JSON object per tree instead of the text for people.
     pub json: bool,
     /// Also write this node-exporter textfile.
     pub prometheus: Option<PathBuf>,
 }
 
+/// Print each target's run record; [`Exit::Differences`] when one has no
+/// state yet.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let clock = ctx.clock();
     let all = reports(&opts.targets, clock)?;

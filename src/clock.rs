@@ -5,22 +5,21 @@
 use crate::epoch::Epoch;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The system clock, or one pinned to an epoch by `--now`.
 #[derive(Clone, Debug, Default)]
 pub struct Clock {
     pinned: Option<Epoch>,
 }
 
 impl Clock {
+    /// The real clock.
     pub fn system() -> Clock {
         Clock { pinned: None }
     }
 
+    /// A clock that always reads `at` (`--now`).
     pub fn pinned(at: Epoch) -> Clock {
         Clock { pinned: Some(at) }
-    }
-
-    pub fn is_pinned(&self) -> bool {
-        self.pinned.is_some()
     }
 
     /// Seconds since the Unix epoch as a float (ages, arithmetic).

@@ -18,8 +18,11 @@
 /// order, environment to set, warnings to print first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Translation {
+    /// `rrr` argument lists (without the program name), run in order.
     pub steps: Vec<Vec<String>>,
+    /// Environment variables to set for the steps.
     pub env: Vec<(String, String)>,
+    /// Lines for stderr before anything runs (ignored options, dry-run notes).
     pub warnings: Vec<String>,
     /// `--help`: the Perl script's usage, for stdout (and exit 0).
     pub help: Option<&'static str>,

@@ -23,7 +23,7 @@ impl Clock {
     }
 
     /// Seconds since the Unix epoch as a float (ages, arithmetic).
-    pub fn now_f64(&self) -> f64 {
+    pub(crate) fn now_f64(&self) -> f64 {
         match &self.pinned {
             Some(e) => e.to_f64(),
             None => SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
@@ -39,7 +39,7 @@ impl Clock {
     }
 
     /// The mtime to give written files: ⌊pinned⌋, or `None` (leave the real one).
-    pub fn file_mtime(&self) -> Option<SystemTime> {
+    pub(crate) fn file_mtime(&self) -> Option<SystemTime> {
         self.pinned.as_ref().map(|e| UNIX_EPOCH + Duration::from_secs(e.to_f64().floor().max(0.0) as u64))
     }
 }

@@ -24,7 +24,7 @@
 //! line's words). README.mirror documents each kind.
 //!
 //! A log stream that cannot be written any more (the reader of a pipe went
-//! away) sets [`closed`]: the long-running commands look at it at safe
+//! away) sets `closed`: the long-running commands look at it at safe
 //! points, save their state and exit 1 so that a supervisor restarts them.
 
 use crate::epoch::Epoch;
@@ -41,8 +41,10 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// How log lines look.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {
+    /// Lines for people: time, level, where (spans), message.
     #[default]
     Text,
+    /// One JSON object per line (`--log-format json`), for log collectors.
     Json,
 }
 
@@ -51,11 +53,12 @@ pub enum Format {
 pub struct Settings {
     /// `-v` counts up (debug, trace), `-q` down (warnings, errors only).
     pub verbosity: i8,
+    /// Text or JSON lines.
     pub format: Format,
 }
 
 /// The level `verbosity` selects: info by default.
-pub fn level_of(verbosity: i8) -> Level {
+pub(crate) fn level_of(verbosity: i8) -> Level {
     match verbosity {
         i8::MIN..=-2 => Level::ERROR,
         -1 => Level::WARN,
@@ -69,7 +72,7 @@ pub fn level_of(verbosity: i8) -> Level {
 static CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Whether the log stream has closed (see the module docs).
-pub fn closed() -> bool {
+pub(crate) fn closed() -> bool {
     CLOSED.load(Ordering::SeqCst)
 }
 
@@ -90,7 +93,7 @@ pub fn init(s: &Settings) {
 /// An event with structured fields beyond the message (JSON: flattened
 /// into the object; text: only `message` shows): `kind` names it.
 /// `fields` must be a JSON object.
-pub fn emit(level: Level, kind: &str, fields: &Value, message: &str) {
+pub(crate) fn emit(level: Level, kind: &str, fields: &Value, message: &str) {
     let fields = fields.to_string();
     match level {
         Level::ERROR => tracing::error!(kind, fields, "{message}"),
@@ -103,7 +106,7 @@ pub fn emit(level: Level, kind: &str, fields: &Value, message: &str) {
 
 /// Text whose form another tool dictates (the Perl `rrr-update`'s
 /// `Found file:` dump), written as is on the same stream.
-pub fn verbatim(text: &str) {
+pub(crate) fn verbatim(text: &str) {
     write_line(text);
 }
 

@@ -5,7 +5,7 @@
 //! FILES, ENVIRONMENT, SEE ALSO) in the man pages. Pure data.
 
 /// The exit codes (DECISIONS.md, "Exit codes").
-pub const EXIT_STATUS: &[(&str, &str)] = &[
+const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "success; fsck clean; a listing whose reader went away (| head)"),
     ("1", "differences found (fsck), or a pass finished with refused events, failing paths or deletes left pending; a daemon (watch, rmirror --loop) whose log or stdout closed, its state saved"),
     ("2", "usage or fatal error (the message names the file, line or path)"),
@@ -14,7 +14,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
 ];
 
 /// `rrr check`'s exit codes (Nagios).
-pub const CHECK_EXIT_STATUS: &[(&str, &str)] = &[
+const CHECK_EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "OK: every mirror complete within --warn"),
     ("1", "WARNING: lag at least --warn, a failing path, events from the future, or a first pass still running"),
     ("2", "CRITICAL: lag at least --crit, or never complete and the last pass failed or its heartbeat is old"),
@@ -22,7 +22,7 @@ pub const CHECK_EXIT_STATUS: &[(&str, &str)] = &[
 ];
 
 /// The exit codes of `command`.
-pub fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
+fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
     if command == "check" {
         CHECK_EXIT_STATUS
     } else {
@@ -31,7 +31,7 @@ pub fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
 }
 
 /// The files rrr reads and writes.
-pub const FILES: &[(&str, &str)] = &[
+const FILES: &[(&str, &str)] = &[
     ("ROOT/RECENT.recent", "the principal symlink, pointing at the smallest recentfile"),
     ("ROOT/RECENT-1h.yaml … RECENT-Z.yaml", "the recentfiles (or .json)"),
     ("ROOT/RECENT-*.yaml.lock/", "a recentfile's lock, shared with the Perl tools (a directory with a file `process`)"),
@@ -47,7 +47,7 @@ pub const FILES: &[(&str, &str)] = &[
 ];
 
 /// The environment rrr reads.
-pub const ENVIRONMENT: &[(&str, &str)] = &[
+const ENVIRONMENT: &[(&str, &str)] = &[
     ("RRR_RSYNC", "the rsync program to run (default: rsync from PATH)"),
     ("RSYNC_PASSWORD", "passed on to rsync for daemon sources (rrr-client --password sets it)"),
     ("RUST_LOG", "log filter, e.g. debug or rrr=trace; wins over -v/-q"),
@@ -56,7 +56,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
 ];
 
 /// (what it does, the command line) per command; `rrr` for the overview.
-pub fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
+fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
     match command {
         "rrr" => &[
             ("Index a tree, then keep the index current with the daemon", "rrr init --aggregate /srv/CPAN && rrr watch /srv/CPAN/RECENT.recent"),

@@ -69,6 +69,7 @@ impl Pattern {
         Ok(Pattern { source: source.to_string(), re, basename, dir_only })
     }
 
+    /// The pattern as given.
     pub fn as_str(&self) -> &str {
         &self.source
     }

@@ -18,8 +18,11 @@
 /// order, environment to set, warnings to print first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Translation {
+    /// `rrr` argument lists (without the program name), run in order.
     pub steps: Vec<Vec<String>>,
+    /// Environment variables to set for the steps.
     pub env: Vec<(String, String)>,
+    /// Lines for stderr before anything runs (ignored options, dry-run notes).
     pub warnings: Vec<String>,
     /// `--help`: the Perl script's usage, for stdout (and exit 0).
     pub help: Option<&'static str>,
@@ -425,7 +428,7 @@ extern "C" {
 
 /// Perl's `scalar localtime(epoch)` in the process's time zone, as
 /// `rrr-news` prints it: `Tue Nov 14 22:20:00 2023`.
-pub fn perl_localtime(secs: i64) -> String {
+fn perl_localtime(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let t: libc::time_t = secs as libc::time_t;
@@ -448,7 +451,7 @@ pub fn perl_localtime(secs: i64) -> String {
 }
 
 /// One line of `rrr-news`: `sprintf("%-20s %s\n", localtime(epoch), path)`.
-pub fn perl_news_line(epoch_secs: i64, path: &str) -> String {
+pub(crate) fn perl_news_line(epoch_secs: i64, path: &str) -> String {
     format!("{:<20} {}", perl_localtime(epoch_secs), path)
 }
 

@@ -11,7 +11,7 @@ static SHOWN: Mutex<Option<WeakProgressBar>> = Mutex::new(None);
 
 /// Run `f` (a write to stderr) with the bar on screen, if any, cleared
 /// and redrawn after it.
-pub fn suspend<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn suspend<R>(f: impl FnOnce() -> R) -> R {
     let bar = SHOWN.lock().ok().and_then(|s| s.as_ref().and_then(WeakProgressBar::upgrade));
     match bar {
         Some(pb) => pb.suspend(f),
@@ -35,7 +35,7 @@ pub fn enabled(quiet: bool) -> bool {
 }
 
 /// A counter spinner (`init`'s walk): "indexed N files".
-pub fn spinner(enabled: bool, what: &str) -> ProgressBar {
+pub(crate) fn spinner(enabled: bool, what: &str) -> ProgressBar {
     if !enabled {
         return ProgressBar::hidden();
     }
@@ -51,7 +51,7 @@ pub fn spinner(enabled: bool, what: &str) -> ProgressBar {
 }
 
 /// A bar with a known length (files of a transfer).
-pub fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
+pub(crate) fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
     if !enabled {
         return ProgressBar::hidden();
     }
@@ -68,7 +68,7 @@ pub fn bar(enabled: bool, len: u64, what: &str) -> ProgressBar {
 
 /// A percentage bar whose words come from the caller (a whole-tree
 /// rsync: rsync's `--info=progress2` says how far it is).
-pub fn percent(enabled: bool, what: &str) -> ProgressBar {
+pub(crate) fn percent(enabled: bool, what: &str) -> ProgressBar {
     if !enabled {
         return ProgressBar::hidden();
     }

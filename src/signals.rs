@@ -25,7 +25,7 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// Set when SIGINT or SIGTERM arrived.
-pub static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 /// The last such signal's number (0: none).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The running child to pass the stop on to (0: none).
@@ -42,7 +42,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// Install the handler for SIGINT and SIGTERM (idempotent).
-pub fn install() {
+pub(crate) fn install() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only touches atomics and calls kill, both
     // async-signal-safe.
@@ -58,33 +58,34 @@ pub fn install() {
 static INTERRUPTS_WAITS: AtomicBool = AtomicBool::new(false);
 
 /// [`install`], and let a stop request end lock waits.
-pub fn install_for_short_command() {
+pub(crate) fn install_for_short_command() {
     INTERRUPTS_WAITS.store(true, Ordering::SeqCst);
     install();
 }
 
 /// Whether a lock wait should give up now.
-pub fn wait_interrupted() -> bool {
+pub(crate) fn wait_interrupted() -> bool {
     INTERRUPTS_WAITS.load(Ordering::SeqCst) && stop_requested()
 }
 
 /// Whether a stop was asked for.
-pub fn stop_requested() -> bool {
+pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
 /// The signal that asked for the stop, if any.
-pub fn received() -> Option<i32> {
+pub(crate) fn received() -> Option<i32> {
     Some(SIGNAL.load(Ordering::SeqCst)).filter(|s| *s != 0)
 }
 
 /// While alive, a stop is passed on to the child `pid` as SIGTERM. A stop
 /// that arrived just before the child was registered is passed on at once.
-pub struct ForwardTo {
+pub(crate) struct ForwardTo {
     pid: i32,
 }
 
 impl ForwardTo {
+    /// Register `pid` as the child that a stop is passed on to.
     pub fn child(pid: u32) -> ForwardTo {
         let pid = i32::try_from(pid).unwrap_or(0);
         CHILD.store(pid, Ordering::SeqCst);

@@ -11,22 +11,26 @@ use crate::update::batch_update;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// What `rrr aggregate` merges.
 pub struct Options {
+    /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
+    /// Merge every file, whatever its age.
     pub force: bool,
     /// Keep delete events in Z (the reference's keep_delete_objects_forever).
     pub keep_deletes: bool,
-    /// Print the [`Report`] as one JSON object.
+    /// Print `{"written": [intervals], "merges": N}` as one JSON object.
     pub json: bool,
 }
 
 /// What one aggregate run did: the intervals written.
 #[derive(Debug, Default, serde::Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub written: Vec<String>,
     pub merges: usize,
 }
 
+/// Run the cascade once (see the module docs).
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     crate::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
@@ -37,7 +41,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-pub fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer) -> Result<Report> {
+/// Merge each due file into the next larger one; the intervals written.
+pub(crate) fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer) -> Result<Report> {
     let mut report = Report::default();
     let ivs = &coll.intervals;
     let now = w.clock.now();

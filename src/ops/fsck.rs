@@ -16,9 +16,13 @@ use anyhow::Result;
 use serde::Serialize;
 use std::path::PathBuf;
 
+/// What `rrr fsck` checks, and whether it repairs.
 pub struct Options {
+    /// The principal (RECENT.recent or the principal recentfile) of the tree.
     pub principal: PathBuf,
+    /// Record the differences as events at the current time.
     pub repair: bool,
+    /// `--exclude` patterns (rsync's rules): paths the index must not cover.
     pub excludes: Vec<String>,
     /// JSON Lines: one object per finding, then the summary.
     pub json: bool,
@@ -27,7 +31,7 @@ pub struct Options {
 /// One difference or problem. JSON: `{"kind": "...", ...}`.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Finding {
+pub(crate) enum Finding {
     /// On disk, but the index says deleted or never heard of it.
     MissingInIndex { path: String },
     /// The index says it exists, but it is not on disk.
@@ -92,7 +96,7 @@ impl Finding {
 
 /// The result of a check.
 #[derive(Debug, Default, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub disk_files: usize,
     pub index_files: usize,
     pub findings: Vec<Finding>,
@@ -105,7 +109,7 @@ pub struct Report {
 /// Check the collection's files alone, one at a time, smallest first
 /// (unreadable or missing files, interval mismatches, skipped events, gaps
 /// between adjacent files), and hand each readable one to `each`.
-pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>, mut each: impl FnMut(Recentfile)) {
+pub(crate) fn check_files(coll: &Collection, findings: &mut Vec<Finding>, mut each: impl FnMut(Recentfile)) {
     let exists: Vec<bool> =
         coll.intervals.iter().map(|iv| std::fs::symlink_metadata(coll.path_of(iv)).is_ok()).collect();
     // The smaller neighbour's meta.merged, as read (for its into_interval).
@@ -172,7 +176,7 @@ pub fn check_files(coll: &Collection, findings: &mut Vec<Finding>, mut each: imp
 /// first, and a path's first occurrence wins (as in news), so only one
 /// file's events are in memory at once.
 #[derive(Debug, Default)]
-pub struct Index {
+pub(crate) struct Index {
     /// The whole second of each path's newest event if that is a `new`;
     /// `None` if it is a `delete`.
     newest: foldhash::HashMap<String, Option<i64>>,
@@ -257,7 +261,7 @@ impl Index {
 /// Compare the tree (its files in walk order) with the index. With
 /// `changed_since`, indexed files whose mtime or ctime is at or after it
 /// (and not older than their event) are `Modified`.
-pub fn differences(index: Index, tree: &[Entry], changed_since: Option<i64>) -> Vec<Finding> {
+pub(crate) fn differences(index: Index, tree: &[Entry], changed_since: Option<i64>) -> Vec<Finding> {
     let mut newest = index.newest;
     let mut findings = Vec::new();
     for e in tree {
@@ -280,7 +284,7 @@ pub fn differences(index: Index, tree: &[Entry], changed_since: Option<i64>) -> 
 
 /// Compare index and tree. With `changed_since`, indexed files whose mtime
 /// or ctime is newer are reported as `Modified`.
-pub fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>) -> Result<Report> {
+pub(crate) fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>) -> Result<Report> {
     compare_with(coll, ignore, changed_since, |_| {})
 }
 
@@ -288,7 +292,7 @@ pub fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>
 /// before it is listed (see `tree::walk_with`). The index is read on a
 /// second thread while the tree is walked: one waits for the disk, the
 /// other parses.
-pub fn compare_with(
+pub(crate) fn compare_with(
     coll: &Collection,
     ignore: &IgnoreSet,
     changed_since: Option<i64>,
@@ -323,6 +327,8 @@ pub fn compare_with(
 
 /// Check (and with `repair`, repair), print one line per finding and the
 /// summary; exit 1 when there were findings.
+/// Check (and with `--repair` record the differences), print the findings
+/// and the summary; [`Exit::Differences`] when anything was found.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let report = check(opts, &ctx.writer)?;
     let mut out = ctx.out();
@@ -357,7 +363,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
 
 /// Compare the index with the tree and, with `repair`, record the
 /// differences (refused while a recentfile is unreadable).
-pub fn check(opts: &Options, w: &Writer) -> Result<Report> {
+pub(crate) fn check(opts: &Options, w: &Writer) -> Result<Report> {
     let coll = Collection::open(&opts.principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
     let mut report = compare(&coll, &ignore, None)?;

@@ -24,22 +24,32 @@ use crate::update::{batch_update, Change};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
+/// What `rrr init` indexes and how the new collection is laid out.
 pub struct Options {
+    /// The tree to index.
     pub root: PathBuf,
+    /// The principal's interval.
     pub interval: Interval,
     /// The larger intervals (a list that starts with the principal's own is accepted).
     pub aggregator: Vec<Interval>,
+    /// YAML or JSON recentfiles.
     pub format: Format,
+    /// The name prefix: `RECENT` gives `RECENT.recent` and `RECENT-1h.yaml`.
     pub filenameroot: String,
+    /// Replace an existing collection (see the module docs).
     pub force: bool,
+    /// Run the first aggregate at once.
     pub aggregate: bool,
+    /// `--exclude` patterns (rsync's rules): paths left out of the index.
     pub excludes: Vec<String>,
-    /// Print the [`Report`] as one JSON object instead of a log line.
+    /// Print the report (principal, files, skipped, carried) as one JSON
+    /// object instead of a log line.
     pub json: bool,
 }
 
+/// What `init` did: `--json` prints it.
 #[derive(Debug, serde::Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub principal: PathBuf,
     pub files: usize,
     pub skipped: usize,
@@ -64,7 +74,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
 
 /// Write the new principal (see the module docs), a spinner on stderr
 /// while walking when `progress`.
-pub fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report> {
+pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report> {
     match std::fs::metadata(&opts.root) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => bail!("{}: not a directory", opts.root.display()),

@@ -50,7 +50,7 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
 /// A long-running command stopped because its log stream closed (its
 /// state saved): exit 1, so that a supervisor restarts it (DECISIONS.md).
 #[derive(Debug)]
-pub struct LogClosed;
+pub(crate) struct LogClosed;
 
 impl std::fmt::Display for LogClosed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,10 +75,12 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// The context of one command: results go to `out`.
     pub fn new(writer: Writer, progress: bool, verbose: bool, out: &'a mut dyn Write) -> Ctx<'a> {
         Ctx { writer, progress, verbose, out: RefCell::new(out) }
     }
 
+    /// The one clock (`--now` pins it), as the writer has it.
     pub fn clock(&self) -> &Clock {
         &self.writer.clock
     }

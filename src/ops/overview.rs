@@ -9,8 +9,11 @@ use crate::store;
 use anyhow::Result;
 use std::path::PathBuf;
 
+/// Which collection `rrr overview` shows, and how.
 pub struct Options {
+    /// The principal (default ./RECENT.recent).
     pub principal: PathBuf,
+    /// One JSON object per recentfile.
     pub json: bool,
     /// The Perl tool's output: an empty collection is two empty lines.
     pub perl_format: bool,
@@ -19,7 +22,7 @@ pub struct Options {
 /// One row per existing file. Reads only meta, count, newest and oldest
 /// ([`store::read_outline`]): a Z file's million events are checked as
 /// they stream by, never kept.
-pub fn summaries(coll: &Collection) -> Result<Vec<FileSummary>> {
+pub(crate) fn summaries(coll: &Collection) -> Result<Vec<FileSummary>> {
     let mut rows = Vec::new();
     for iv in &coll.intervals {
         if let Some(o) = store::read_outline(&coll.path_of(iv))? {
@@ -29,6 +32,7 @@ pub fn summaries(coll: &Collection) -> Result<Vec<FileSummary>> {
     Ok(rows)
 }
 
+/// Print the table (or the JSON objects) of the collection's files.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let coll = Collection::open(&opts.principal)?;
     let rows = summaries(&coll)?;

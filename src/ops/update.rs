@@ -24,10 +24,15 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+/// What `rrr update` records.
 pub struct Options {
+    /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
+    /// Files, relative to the root or absolute inside it.
     pub paths: Vec<String>,
+    /// Record deletes instead of news.
     pub delete: bool,
+    /// A dirty update: the events happened at this (past) epoch.
     pub epoch: Option<Epoch>,
     /// Read `new PATH` / `delete PATH` lines (optionally `EPOCH new PATH`) from stdin.
     pub stdin: bool,
@@ -38,7 +43,7 @@ pub struct Options {
 }
 
 /// Forms of the root a given absolute path may start with.
-pub fn root_forms(root: &Path) -> Vec<PathBuf> {
+pub(crate) fn root_forms(root: &Path) -> Vec<PathBuf> {
     let mut v = vec![root.to_path_buf()];
     if let Ok(a) = std::path::absolute(root) {
         v.push(a);
@@ -50,7 +55,7 @@ pub fn root_forms(root: &Path) -> Vec<PathBuf> {
 }
 
 /// Parse one `--stdin` line: `[EPOCH] new|delete PATH`.
-pub fn parse_line(line: &str) -> Result<(Option<Epoch>, EventKind, &str), String> {
+pub(crate) fn parse_line(line: &str) -> Result<(Option<Epoch>, EventKind, &str), String> {
     let (first, rest) = line.split_once(' ').ok_or("expected `new PATH` or `delete PATH`")?;
     let (epoch, kind, rest) = match EventKind::parse(first) {
         Some(k) => (None, k, rest),
@@ -69,7 +74,7 @@ pub fn parse_line(line: &str) -> Result<(Option<Epoch>, EventKind, &str), String
 
 /// Turn options into changes, refusing what would record nonsense (see
 /// the module docs). `now` is the clock, for the future-epoch check.
-pub fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<Vec<Change>> {
+pub(crate) fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<Vec<Change>> {
     let roots = root_forms(&coll.root);
     let ignore = IgnoreSet::new(&coll.filenameroot, &[]);
     let mut out = Vec::new();
@@ -205,7 +210,7 @@ fn syck_dump_events(events: &[&Event]) -> String {
 /// a SIGINT/SIGTERM before the write starts ends it with nothing written;
 /// one that arrives later waits until the batch is committed. The watch
 /// daemon's flush after a stop request goes through.
-pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outcome> {
+pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outcome> {
     let principal = coll.principal().clone();
     let mut loaded = origin::load(coll, &principal, w)?;
     if crate::signals::wait_interrupted() {
@@ -227,6 +232,7 @@ pub fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Result<Outco
     Ok(outcome)
 }
 
+/// Check the batch, then record it in the principal under one lock.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     if opts.paths.is_empty() && !opts.stdin {
         bail!("nothing to record: give PATH arguments or --stdin");

@@ -3,13 +3,13 @@
 //! This module is the origin's writer: load a recentfile under its lock,
 //! change it with the pure core, write it back atomically with `minmax`
 //! and `Producers` maintained as the reference does (spec 8.5). `rrr
-//! watch` adds two parts: [`watch_rules`] (pure: what an inotify event
-//! means, the pending batch, when it is recorded) and [`watcher`] (the
+//! watch` adds two parts: `watch_rules` (pure: what an inotify event
+//! means, the pending batch, when it is recorded) and `watcher` (the
 //! inotify instance). The commands that drive them are in `ops`
 //! (`init`, `update`, `aggregate`, `fsck`, `watch`).
 
-pub mod watch_rules;
-pub mod watcher;
+pub(crate) mod watch_rules;
+pub(crate) mod watcher;
 
 use crate::clock::Clock;
 use crate::collection::Collection;
@@ -23,16 +23,17 @@ use std::time::{Duration, UNIX_EPOCH};
 /// Who is writing, and when.
 #[derive(Clone, Debug)]
 pub struct Writer {
+    /// The time written into events and `minmax` (`--now` pins it).
     pub clock: Clock,
     /// `$0` under `Producers`.
     pub program: String,
+    /// How long to wait for a recentfile's lock before giving up.
     pub lock_timeout: Duration,
 }
 
 /// A recentfile read under its lock, ready to be changed and saved.
 #[derive(Debug)]
-pub struct Loaded {
-    pub iv: Interval,
+pub(crate) struct Loaded {
     pub path: PathBuf,
     pub rf: Recentfile,
     pub existed: bool,
@@ -44,13 +45,18 @@ pub struct Loaded {
 
 /// Lock and read one file of the collection (a missing file loads empty,
 /// with meta cloned from the collection).
-pub fn load(coll: &Collection, iv: &Interval, w: &Writer) -> Result<Loaded> {
+pub(crate) fn load(coll: &Collection, iv: &Interval, w: &Writer) -> Result<Loaded> {
     load_after(coll, iv, w, None)
 }
 
 /// [`load`], taking the content from `early` (read before the lock) when
 /// the file is still the one that was read.
-pub fn load_after(coll: &Collection, iv: &Interval, w: &Writer, early: Option<store::EarlyRead>) -> Result<Loaded> {
+pub(crate) fn load_after(
+    coll: &Collection,
+    iv: &Interval,
+    w: &Writer,
+    early: Option<store::EarlyRead>,
+) -> Result<Loaded> {
     let path = coll.path_of(iv);
     let lock = Lock::acquire(&path, w.lock_timeout)?;
     let mtime = std::fs::metadata(&path)
@@ -71,11 +77,11 @@ pub fn load_after(coll: &Collection, iv: &Interval, w: &Writer, early: Option<st
     } else {
         rf.meta.minmax.clone()
     };
-    Ok(Loaded { iv: iv.clone(), path, rf, existed, on_disk, _lock: lock })
+    Ok(Loaded { path, rf, existed, on_disk, _lock: lock })
 }
 
 /// An empty file of the collection: the meta a sparse clone carries (spec 10).
-pub fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
+pub(crate) fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
     let mut rf = Recentfile::default();
     rf.meta.aggregator = coll.aggregator.clone();
     rf.meta.filenameroot = Some(coll.filenameroot.clone());
@@ -99,7 +105,7 @@ impl Loaded {
 /// `on_disk` (the previous version's, see [`Loaded`]) and neither max nor
 /// min ever moves down. Returns the minmax base of the next write. The
 /// caller holds the lock, or `path` is a temp name nobody else uses.
-pub fn write_file(
+pub(crate) fn write_file(
     coll: &Collection,
     w: &Writer,
     path: &Path,
@@ -144,14 +150,14 @@ pub fn write_file(
 /// The lock that one `rrr watch` per tree holds (`<root>/.rrr/watch.flock`),
 /// also held by `init --force` while it replaces the index. A held lock is
 /// `LockError::Busy` (exit 75), naming the holder.
-pub fn watch_lock(root: &Path) -> Result<RunLock> {
+pub(crate) fn watch_lock(root: &Path) -> Result<RunLock> {
     let state_dir = root.join(".rrr");
     std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
     Ok(RunLock::try_acquire(&state_dir.join("watch.flock"))?)
 }
 
 /// Make `RECENT.recent` point at the principal.
-pub fn ensure_principal_link(coll: &Collection) -> Result<()> {
+pub(crate) fn ensure_principal_link(coll: &Collection) -> Result<()> {
     store::ensure_symlink(&coll.root, &coll.link_name(), &coll.file_name(coll.principal()))
         .with_context(|| format!("cannot update the principal symlink in {}", coll.root.display()))
 }

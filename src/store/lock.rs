@@ -32,9 +32,9 @@
 //!    break everybody competes with `mkdir` again.
 //!
 //! A stale lock that rrr may not remove (another user's) is refused with
-//! the command its owner must run. Waits are silent for [`WAIT_NOTICE`],
+//! the command its owner must run. Waits are silent for `WAIT_NOTICE`,
 //! then say once who holds the lock. A signal ends a wait when the command
-//! asked for that ([`crate::signals::install_for_short_command`]).
+//! asked for that (`signals::install_for_short_command`).
 //!
 //! **Run locks** (`.rrr/rmirror.flock`, `.rrr/watch.flock`) are plain
 //! `flock(2)` locks on a file that records the holder for messages: they
@@ -56,7 +56,7 @@ pub const ORPHAN_LOCK_SECS: u64 = 10;
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Waiting shorter than this is ordinary contention and says nothing.
-pub const WAIT_NOTICE: Duration = Duration::from_secs(5);
+pub(crate) const WAIT_NOTICE: Duration = Duration::from_secs(5);
 
 /// A process start time this much later than the `process` file's mtime
 /// means a reused pid (boot time in /proc/stat has whole seconds).
@@ -66,15 +66,42 @@ const REUSE_SLACK: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub enum LockError {
     /// The recentfile lock stayed held for the whole timeout.
-    Timeout { lock: PathBuf, holder: Option<u32>, waited: Duration },
+    Timeout {
+        /// The lock directory.
+        lock: PathBuf,
+        /// The holder's pid, when its `process` file names one.
+        holder: Option<u32>,
+        /// How long this process waited.
+        waited: Duration,
+    },
     /// A run lock is held by another process (described from its file).
-    Busy { lock: PathBuf, holder: String },
+    Busy {
+        /// The run lock's file.
+        lock: PathBuf,
+        /// Who holds it, as its file says.
+        holder: String,
+    },
     /// A stale lock that this user may not remove.
-    NotOwner { lock: PathBuf, why: String, owner: String },
+    NotOwner {
+        /// The lock directory.
+        lock: PathBuf,
+        /// Why it is stale.
+        why: String,
+        /// The user who owns it (and may remove it).
+        owner: String,
+    },
     /// A signal asked the command to stop while it waited.
-    Interrupted { lock: PathBuf },
+    Interrupted {
+        /// The lock waited for.
+        lock: PathBuf,
+    },
     /// The lock could not be created, read or removed.
-    Io { lock: PathBuf, err: io::Error },
+    Io {
+        /// The lock directory or file.
+        lock: PathBuf,
+        /// The cause (the error's `source()`).
+        err: io::Error,
+    },
 }
 
 impl std::fmt::Display for LockError {
@@ -112,7 +139,7 @@ impl std::error::Error for LockError {
 
 /// A held recentfile lock; released on drop.
 #[derive(Debug)]
-pub struct Lock {
+pub(crate) struct Lock {
     dir: PathBuf,
     /// The lock directory, open and flocked for as long as it is held.
     handle: OwnedFd,
@@ -189,10 +216,6 @@ impl Lock {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
 }
 
 impl Drop for Lock {
@@ -213,7 +236,7 @@ impl Drop for Lock {
 }
 
 /// `<rfile>.lock`
-pub fn lock_dir(rfile: &Path) -> PathBuf {
+pub(crate) fn lock_dir(rfile: &Path) -> PathBuf {
     let mut s = rfile.as_os_str().to_owned();
     s.push(".lock");
     PathBuf::from(s)
@@ -389,7 +412,7 @@ fn pid_state(pid: u32, written: Option<SystemTime>) -> PidState {
 }
 
 /// `kill 0`; EPERM means alive (another user's process).
-pub fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     if pid <= 0 {
         return false;
@@ -631,7 +654,7 @@ impl RunLock {
 /// Remove a lock directory left by an older rrr (`.rrr/rmirror.lock/`),
 /// whatever pid it names: call only while holding the run lock that
 /// replaced it.
-pub fn remove_legacy_lock_dir(dir: &Path) {
+pub(crate) fn remove_legacy_lock_dir(dir: &Path) {
     if let Ok(rd) = fs::read_dir(dir) {
         for e in rd.flatten() {
             let _ = fs::remove_file(e.path());
@@ -649,7 +672,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rf = dir.path().join("RECENT-1h.yaml");
         let l = Lock::acquire(&rf, Duration::from_secs(1)).unwrap();
-        assert_eq!(fs::read_to_string(l.path().join("process")).unwrap(), format!("{}\n", std::process::id()));
+        assert_eq!(fs::read_to_string(lock_dir(&rf).join("process")).unwrap(), format!("{}\n", std::process::id()));
         // A second taker in this process sees the flock held and times out.
         match Lock::acquire(&rf, Duration::from_millis(50)) {
             Err(LockError::Timeout { .. }) => {}

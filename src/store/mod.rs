@@ -16,9 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub mod lock;
-pub use lock::{
-    lock_dir, process_alive, remove_legacy_lock_dir, Lock, LockError, RunLock, DEFAULT_LOCK_TIMEOUT, ORPHAN_LOCK_SECS,
-};
+pub(crate) use lock::{remove_legacy_lock_dir, Lock};
+pub use lock::{LockError, RunLock, DEFAULT_LOCK_TIMEOUT, ORPHAN_LOCK_SECS};
 
 /// A line for the operator (locks broken, long waits), through the log.
 pub(crate) fn notice(msg: &str) {
@@ -38,7 +37,7 @@ pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
 /// What `overview` needs of one recentfile, without keeping its events
 /// (see [`recentfile::yaml::outline`]); a file the fast scan does not take
 /// is read in full. `Ok(None)` when it does not exist.
-pub fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
+pub(crate) fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
     let Some(file) = open_recentfile(path)? else { return Ok(None) };
     if format_of(path).map_err(|m| ReadError::general(m).in_file(path))? == Format::Yaml {
         match recentfile::yaml::outline_file(&file) {
@@ -99,13 +98,13 @@ fn read_open(file: &fs::File, path: &Path) -> Result<Recentfile, ReadError> {
 /// the name still refers to what was read: writers replace a recentfile
 /// only by a rename under the lock, and the open file keeps its inode
 /// from being reused.
-pub struct EarlyRead {
+pub(crate) struct EarlyRead {
     /// The file as opened and its metadata then; `None`: it did not exist.
     read: Option<(fs::File, fs::Metadata, Recentfile)>,
 }
 
 /// Read `path` ahead of its lock (see [`EarlyRead`]).
-pub fn read_early(path: &Path) -> Result<EarlyRead, ReadError> {
+pub(crate) fn read_early(path: &Path) -> Result<EarlyRead, ReadError> {
     let Some(file) = open_recentfile(path)? else { return Ok(EarlyRead { read: None }) };
     let meta = file.metadata().map_err(|e| ReadError::io(e).in_file(path))?;
     let rf = read_open(&file, path)?;
@@ -141,7 +140,7 @@ pub fn format_of(path: &Path) -> Result<Format, String> {
 }
 
 /// `<rfile>.new`: the writer's temp file (DECISIONS.md).
-pub fn temp_path(rfile: &Path) -> PathBuf {
+pub(crate) fn temp_path(rfile: &Path) -> PathBuf {
     let mut s = rfile.as_os_str().to_owned();
     s.push(".new");
     PathBuf::from(s)
@@ -189,6 +188,7 @@ pub struct WriteError {
     /// The rename happened: readers see the new content, but the directory
     /// sync failed, so a crash may still lose it.
     pub committed: bool,
+    /// The cause (also the error's `source()`).
     pub source: io::Error,
 }
 
@@ -221,7 +221,7 @@ impl std::error::Error for WriteError {
 }
 
 /// fsync the directory holding `file`, so that a rename into it is durable.
-pub fn sync_dir(file: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(file: &Path) -> io::Result<()> {
     let dir = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -232,7 +232,7 @@ pub fn sync_dir(file: &Path) -> io::Result<()> {
 /// Make `<root>/<link_name>` a symlink to `target` (a bare file name),
 /// atomically replacing a symlink that points elsewhere. A regular file at
 /// that name is an error: rrr does not clobber what it did not create.
-pub fn ensure_symlink(root: &Path, link_name: &str, target: &str) -> io::Result<()> {
+pub(crate) fn ensure_symlink(root: &Path, link_name: &str, target: &str) -> io::Result<()> {
     let link = root.join(link_name);
     match fs::symlink_metadata(&link) {
         Ok(m) if m.file_type().is_symlink() => {

@@ -1,7 +1,7 @@
 //! `rrr watch`: the origin daemon. It drives the inotify watcher
-//! ([`crate::origin::watcher`]), the directory scans, the heartbeat file and the
+//! (`origin::watcher`), the directory scans, the heartbeat file and the
 //! writes; what an event means and when a batch is recorded is decided by
-//! the pure core in [`crate::origin::watch_rules`].
+//! the pure core in `origin::watch_rules`.
 //!
 //! Nothing is lost:
 //! - a directory is watched first, then listed, so a file created before
@@ -51,6 +51,7 @@ use std::time::{Duration, Instant};
 
 /// What `rrr watch` is asked to do (its command line, converted).
 pub struct Options {
+    /// The principal (RECENT.recent, the principal recentfile, or the root).
     pub principal: PathBuf,
     /// Flush when this many changes are pending.
     pub batch_size: usize,
@@ -58,7 +59,9 @@ pub struct Options {
     pub batch_delay: Duration,
     /// Run the cascade this often.
     pub aggregate_every: Duration,
+    /// `--exclude` patterns (rsync's rules): paths never recorded.
     pub excludes: Vec<String>,
+    /// Keep delete events in Z when aggregating.
     pub keep_deletes: bool,
     /// Rewrite this node-exporter textfile at every heartbeat.
     pub prometheus: Option<PathBuf>,

@@ -142,11 +142,6 @@ impl Collection {
     pub fn read(&self, iv: &Interval) -> Result<Option<Recentfile>, ReadError> {
         store::read_file(&self.path_of(iv))
     }
-
-    /// Whether a path (relative to the root) is one of this collection's own files.
-    pub fn is_own_file(&self, rel: &str) -> bool {
-        is_recentfile_name(rel, &self.filenameroot)
-    }
 }
 
 /// `RECENT.recent`, `RECENT-<ival><suffix>` and their `.lock`/`.new` companions, at the top level.

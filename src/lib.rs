@@ -19,9 +19,9 @@
 //! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
 //! transfer, delete, install the recentfiles, save the state), with
 //! [`mirror::remote`] (SRC forms, fetching into a hidden temp dir),
-//! [`mirror::ownership`] (pure: which trees rrr may write into and delete
-//! from), [`mirror::status`] (what `status` and `check` say) and
-//! [`mirror::progress`] (a long rsync's bar, log lines and heartbeat).
+//! `mirror::ownership` (pure: which trees rrr may write into and delete
+//! from), `mirror::status` (what `status` and `check` say) and
+//! `mirror::progress` (a long rsync's bar, log lines and heartbeat).
 //!
 //! **The commands**, [`ops`]: one module per subcommand, each an `Options`
 //! and `run(&Options, &Ctx) -> Result<Exit>`; the binary (bin/rrr) only
@@ -42,6 +42,8 @@
 //!   command lines.
 //!
 //! Modules shown without a link are internal (`pub(crate)`).
+
+#![warn(missing_docs)]
 
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};

@@ -68,7 +68,11 @@ impl Cli {
         let writer = Writer {
             clock: self.now.clone().map_or_else(Clock::system, Clock::pinned),
             program: std::env::args().next().unwrap_or_else(|| "rrr".into()),
-            lock_timeout: Duration::from_secs(self.command.locktimeout().or(self.locktimeout).unwrap_or(600)),
+            lock_timeout: self
+                .command
+                .locktimeout()
+                .or(self.locktimeout)
+                .map_or(rrr::store::DEFAULT_LOCK_TIMEOUT, Duration::from_secs),
         };
         Ctx::new(writer, rrr::progress::enabled(self.quiet > 0), self.verbose > 0, out)
     }

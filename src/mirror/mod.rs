@@ -1,7 +1,7 @@
 //! One mirror pass against a remote collection, and the mirror's state.
 //!
 //! Before the first pass (`Mirror::settle_ownership`, module
-//! [`crate::mirror::ownership`]) rrr decides whether the localroot may be mirrored
+//! `mirror::ownership`) rrr decides whether the localroot may be mirrored
 //! into at all, fetching the remote principal into a temp dir outside the
 //! target when the decision needs it: a refusal, an unreachable remote or a
 //! bad principal leave the localroot as they found it.
@@ -93,17 +93,17 @@
 //! `state` (the state file), `pass` (one pass, the incremental walk),
 //! `transfer` (the rsync calls), `deletes`, `safety` (what is refused,
 //! ownership), `install` (our copies of the recentfiles); the helpers
-//! [`remote`], [`ownership`], [`status`] and [`progress`].
+//! [`remote`], `ownership`, `status` and `progress`.
 
 mod deletes;
 mod install;
-pub mod ownership;
+pub(crate) mod ownership;
 mod pass;
-pub mod progress;
+pub(crate) mod progress;
 pub mod remote;
 mod safety;
 mod state;
-pub mod status;
+pub(crate) mod status;
 mod transfer;
 
 pub(crate) use pass::PassReport;

@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 pub mod lock;
+pub(crate) use lock::RunLock;
 pub(crate) use lock::{remove_legacy_lock_dir, Lock};
-pub use lock::{LockError, RunLock, DEFAULT_LOCK_TIMEOUT, ORPHAN_LOCK_SECS};
+pub use lock::{LockError, DEFAULT_LOCK_TIMEOUT, ORPHAN_LOCK_SECS};
 
 /// A line for the operator (locks broken, long waits), through the log.
 pub(crate) fn notice(msg: &str) {

@@ -56,33 +56,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 # --- the tree: CPAN-like fan-out authors/id/L/LM/LMnnnnn/, ~20 files per
 # author directory, 200-800 random bytes per file.
 s=$(now)
-python3 - "$O" "$N" "$SPREAD_DAYS" > "$W/all.txt" <<'PY'
-import os, sys, random, time
-root, n, spread = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-random.seed(4)
-L = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-authors = max(1, n // 20)
-now = time.time()
-made = set()
-out = []
-buf = os.urandom(1 << 20)
-for i in range(n):
-    a = random.randrange(authors)
-    d = "authors/id/%s/%s%s/%s%s%05d" % (L[a % 26], L[a % 26], L[a // 26 % 26], L[a % 26], L[a // 26 % 26], a)
-    if d not in made:
-        os.makedirs(os.path.join(root, d), exist_ok=True); made.add(d)
-    p = "%s/Dist-%07d.tar.gz" % (d, i)
-    full = os.path.join(root, p)
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    off = random.randrange(len(buf) - 800)
-    os.write(fd, buf[off:off + random.randint(200, 800)])
-    os.close(fd)
-    if spread > 0:
-        t = now - 3600 - random.uniform(0, spread * 86400)
-        os.utime(full, (t, t))
-    out.append(p)
-sys.stdout.write("\n".join(out) + "\n")
-PY
+python3 "$(dirname "$0")/gen_tree.py" "$O" "$N" "$SPREAD_DAYS" > "$W/all.txt"
 T_GEN=$(el "$s")
 s=$(now); "$RRR" init --quiet "$O" >/dev/null; T_INIT=$(el "$s")
 s=$(now); "$RRR" aggregate --force "$O/RECENT.recent" >/dev/null; T_AGG=$(el "$s")

@@ -515,14 +515,12 @@ fn spans(target: &Path) -> BTreeMap<String, (f64, f64)> {
         .collect()
 }
 
-#[test]
-fn a_truncated_principal_waits_for_our_next_copy_without_a_third_connection() {
-    // The origin's aggregate truncates its principal past the events of
-    // our copy of RECENT-6h.yaml: installing the new principal at once
-    // would leave a mirror reading ours a gap between the two. rrr used to
-    // fetch 6h right then, a third connection in that pass.
+/// An origin of three files written at 1699999900, indexed (`init
+/// --aggregate`) at 1700000000 and served by a daemon: (temp dir, origin,
+/// daemon, the principal's URL). Tests then move `--now` on.
+fn origin_indexed_at_1700000000() -> (tempfile::TempDir, PathBuf, RsyncDaemon, String) {
     let tmp = tempfile::tempdir().unwrap();
-    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    let origin = tmp.path().join("origin");
     for i in 0..3 {
         write(&origin, &format!("id/f{i}"), "old\n");
         let f = fs::File::options().append(true).open(origin.join(format!("id/f{i}"))).unwrap();
@@ -531,6 +529,17 @@ fn a_truncated_principal_waits_for_our_next_copy_without_a_third_connection() {
     ok(&["--now", "1700000000", "init", "--aggregate", s(&origin)]);
     let d = RsyncDaemon::start(&[("origin", &origin)]);
     let src = format!("{}/RECENT.recent", d.url("origin"));
+    (tmp, origin, d, src)
+}
+
+#[test]
+fn a_truncated_principal_waits_for_our_next_copy_without_a_third_connection() {
+    // The origin's aggregate truncates its principal past the events of
+    // our copy of RECENT-6h.yaml: installing the new principal at once
+    // would leave a mirror reading ours a gap between the two. rrr used to
+    // fetch 6h right then, a third connection in that pass.
+    let (tmp, origin, d, src) = origin_indexed_at_1700000000();
+    let target = tmp.path().join("target");
     let no_gap = |target: &Path| {
         let sp = spans(target);
         assert!(sp["1h"].0 <= sp["6h"].1, "a gap between our 1h and our 6h: {sp:?}");
@@ -573,16 +582,8 @@ fn a_mirror_that_was_down_fetches_the_larger_files_it_needs_with_the_principal()
     // Down for two days: the principal no longer reaches what is done, and
     // the walk needs 6h, 1d and 1W. They come in the principal's connection
     // (by the time since the last complete pass), not one connection each.
-    let tmp = tempfile::tempdir().unwrap();
-    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
-    for i in 0..3 {
-        write(&origin, &format!("id/f{i}"), "old\n");
-        let f = fs::File::options().append(true).open(origin.join(format!("id/f{i}"))).unwrap();
-        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_699_999_900)).unwrap();
-    }
-    ok(&["--now", "1700000000", "init", "--aggregate", s(&origin)]);
-    let d = RsyncDaemon::start(&[("origin", &origin)]);
-    let src = format!("{}/RECENT.recent", d.url("origin"));
+    let (tmp, origin, d, src) = origin_indexed_at_1700000000();
+    let target = tmp.path().join("target");
     pass_at(&d, &src, &target, "1700000000");
     for (i, now) in ["1700010800", "1700086400", "1700172800"].iter().enumerate() {
         write(&origin, &format!("id/new{i}"), "new\n");

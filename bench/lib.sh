@@ -14,3 +14,7 @@ reverse lookup = no
     path = $2
 CONF
 }
+# Timing: now (seconds, ns), el START (seconds since START, 3 decimals), load (1/5/15 min).
+now() { date +%s.%N; }
+el() { python3 -c "print(f'{$(now)-$1:.3f}')"; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }

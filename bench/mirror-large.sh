@@ -39,6 +39,7 @@ PHASES=${PHASES:-lan wan}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RRR=${RRR:-$TOP/target/release/rrr}
 PROXY=${PROXY:-$TOP/target/release/examples/delay_proxy}
+[ -x "$PROXY" ] || { echo "no delay proxy at $PROXY: cargo build --release --example delay_proxy (or set PROXY)" >&2; exit 2; }
 W=$(mktemp -d /tmp/rrr-bench-large-XXXXXX)
 DPID=; PPID_=
 cleanup() {
@@ -49,9 +50,6 @@ cleanup() {
 trap cleanup EXIT
 O=$W/origin
 mkdir -p "$O"
-now() { date +%s.%N; }
-el() { python3 -c "print(f'{$(now)-$1:.3f}')"; }
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # --- the tree: CPAN-like fan-out authors/id/L/LM/LMnnnnn/, ~20 files per
 # author directory, 200-800 random bytes per file.

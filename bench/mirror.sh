@@ -54,9 +54,6 @@ cleanup() {
 trap cleanup EXIT
 O=$W/origin
 mkdir -p "$O"
-now() { date +%s.%N; }
-el() { python3 -c "print(f'{$(now)-$1:.3f}')"; }
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 s=$(now)
 python3 "$(dirname "$0")/gen_tree.py" "$O" "$N" "$SPREAD_DAYS" > "$W/all.txt"

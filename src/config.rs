@@ -16,6 +16,7 @@
 //! localroot = "/srv/CPAN/modules"
 //! skip_deletes = true
 //! rsync_options = ["--bwlimit=5000"]
+//! timeout = 600                      # seconds an rsync may move no data
 //! exclude = ["*.tmp", "/incoming/"]    # rsync's --exclude syntax
 //! on_pass = "/usr/local/bin/rrr-notify"  # see rrr::hook
 //! ```
@@ -36,6 +37,7 @@ pub struct TreeOptions {
     pub max_recentfile_size: Option<u64>,
     pub exclude: Option<Vec<String>>,
     pub on_pass: Option<String>,
+    pub timeout: Option<u64>,
 }
 
 /// One `[[tree]]`. The option fields repeat those of [`MirrorConfig`]
@@ -56,6 +58,7 @@ pub struct Tree {
     pub max_recentfile_size: Option<u64>,
     pub exclude: Option<Vec<String>>,
     pub on_pass: Option<String>,
+    pub timeout: Option<u64>,
 }
 
 /// The whole file.
@@ -71,6 +74,7 @@ pub struct MirrorConfig {
     pub max_recentfile_size: Option<u64>,
     pub exclude: Option<Vec<String>>,
     pub on_pass: Option<String>,
+    pub timeout: Option<u64>,
     #[serde(rename = "tree", default)]
     pub trees: Vec<Tree>,
 }
@@ -107,6 +111,7 @@ impl MirrorConfig {
             max_recentfile_size: o.max_recentfile_size.or(d.max_recentfile_size),
             exclude: o.exclude.clone().or_else(|| d.exclude.clone()),
             on_pass: o.on_pass.clone().or_else(|| d.on_pass.clone()),
+            timeout: o.timeout.or(d.timeout),
         }
     }
 }
@@ -121,6 +126,7 @@ mod tests {
 interval = 10
 max_delete = 5
 max_recentfile_size = 1000
+timeout = 60
 [[tree]]
 remote = "rsync://h/CPAN/authors/RECENT.recent"
 localroot = "/srv/a"
@@ -136,6 +142,7 @@ skip_deletes = true
         assert_eq!(c.effective(&c.trees[1]).max_delete, Some(7));
         assert_eq!(c.effective(&c.trees[1]).skip_deletes, Some(true));
         assert_eq!(c.effective(&c.trees[1]).max_recentfile_size, Some(1000));
+        assert_eq!(c.effective(&c.trees[0]).timeout, Some(60));
     }
 
     #[test]

@@ -48,9 +48,11 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
+use std::time::Duration;
 
 /// How much of rsync's stderr is kept: the last 64 KiB.
 const STDERR_CAP: usize = 64 * 1024;
@@ -65,6 +67,7 @@ pub struct Rsync {
     program: OsString,
     args: Vec<OsString>,
     envs: Vec<(String, OsString)>,
+    stall_limit: Option<Duration>,
 }
 
 impl Default for Rsync {
@@ -83,7 +86,18 @@ impl Rsync {
 
     /// A specific rsync binary, ignoring `RRR_RSYNC`.
     pub fn with_program(program: impl AsRef<OsStr>) -> Rsync {
-        Rsync { program: program.as_ref().to_owned(), args: Vec::new(), envs: Vec::new() }
+        Rsync { program: program.as_ref().to_owned(), args: Vec::new(), envs: Vec::new(), stall_limit: None }
+    }
+
+    /// rrr's own `--timeout`: stop rsync (SIGTERM, then SIGKILL) once its
+    /// processes moved no data and used no CPU for `limit` ([`activity`]),
+    /// and fail with [`RsyncFailure::Timeout`]. It guards what rsync's
+    /// `--timeout` guards without its cost: with `--timeout` a default
+    /// rsyncd sends a keep-alive at once, and Nagle's algorithm makes it
+    /// wait for our delayed ACK, 40 ms on every connection.
+    pub fn stall_limit(&mut self, limit: Duration) -> &mut Self {
+        self.stall_limit = Some(limit);
+        self
     }
 
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
@@ -121,6 +135,22 @@ impl Rsync {
     /// line per transferred file. stderr is drained on its own thread; the
     /// last 64 KiB are kept.
     pub fn run_with(&self, on_stdout_line: &mut dyn FnMut(&str)) -> Result<RsyncOutcome, RsyncError> {
+        self.run_watched(None, &mut |out| {
+            if let Output::Line(line) = out {
+                on_stdout_line(line)
+            }
+        })
+    }
+
+    /// [`Rsync::run_with`] for a long rsync that may print nothing for a
+    /// long time (a whole-tree pass without `--info=progress2`): `on` also
+    /// gets [`Output::Quiet`] each time `quiet` passes without a line, so
+    /// that a heartbeat does not depend on rsync's output.
+    pub fn run_watched(
+        &self,
+        quiet: Option<Duration>,
+        on: &mut dyn FnMut(Output<'_>),
+    ) -> Result<RsyncOutcome, RsyncError> {
         use std::os::unix::process::CommandExt;
         tracing::debug!("running {self}");
         let mut cmd = Command::new(&self.program);
@@ -169,14 +199,27 @@ impl Rsync {
                 not_started(format!("cannot start a thread to read its stderr: {e}"))
             })?;
 
+        let pid = child.id();
+        // Stopped (the sender dropped) once rsync has exited, before it is
+        // reaped: until then `pid` is rsync's.
+        let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
+        let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
+
         let stdout = child.stdout.take().expect("stdout is piped");
+        let quiet = quiet.map(|d| (stdout.as_raw_fd(), d));
         // A read error on our end of the pipe only costs progress lines;
-        // rsync's exit status still decides.
-        let _ = for_each_line(stdout, |line| on_stdout_line(&String::from_utf8_lossy(line)));
+        // rsync's exit status still decides. The child is not reaped
+        // before this returns, so `pid` is still rsync's in `Quiet`.
+        let _ = for_each_line(stdout, quiet, |line| match line {
+            Some(line) => on(Output::Line(&String::from_utf8_lossy(line))),
+            None => on(Output::Quiet { pid }),
+        });
 
         // Stop forwarding signals once rsync has exited but before it is
         // reaped, so its pid cannot have been reused by then.
         wait_exited_unreaped(child.id());
+        drop(stop_watchdog);
+        let stalled = watchdog.and_then(|w| w.join().ok()).flatten();
         drop(forward);
         let status = child.wait();
         let stderr = stderr_thread.join().unwrap_or_else(|_| StderrSummary::default());
@@ -188,6 +231,21 @@ impl Rsync {
             class: RsyncFailure::Other,
             cause: None,
         })?;
+        if let Some(limit) = stalled {
+            // Its exit code (20 after our SIGTERM) would only mislead.
+            return Err(RsyncError {
+                command: self.to_string(),
+                code: None,
+                signal: None,
+                stderr: format!(
+                    "{}[rrr] rsync moved no data and used no CPU for {} s: stopped (--timeout)\n",
+                    stderr.tail,
+                    limit.as_secs()
+                ),
+                class: RsyncFailure::Timeout,
+                cause: None,
+            });
+        }
         self.judge(status, stderr)
     }
 
@@ -228,6 +286,96 @@ impl Rsync {
             code,
         })
     }
+}
+
+/// Watch rsync `pid` until `stopped` says it exited; when its [`activity`]
+/// stays the same for `limit`, stop it and return `Some(limit)`.
+fn stall_watchdog(pid: u32, limit: Duration, stopped: std::sync::mpsc::Receiver<()>) -> Option<Duration> {
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::Instant;
+    let look_every = (limit / 10).clamp(Duration::from_millis(100), Duration::from_secs(2));
+    let mut last = activity(pid);
+    let mut since = Instant::now();
+    loop {
+        match stopped.recv_timeout(look_every) {
+            Err(RecvTimeoutError::Timeout) => {}
+            _ => return None,
+        }
+        let now = activity(pid);
+        if now != last {
+            (last, since) = (now, Instant::now());
+            continue;
+        }
+        if since.elapsed() < limit {
+            continue;
+        }
+        // The caller reports the failure (with its retries).
+        tracing::debug!("rsync moved no data and used no CPU for {} s: stopping it (--timeout)", limit.as_secs());
+        // SAFETY: kill(2) on our child, which is not reaped before `stopped`.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(10)) {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+        return Some(limit);
+    }
+}
+
+/// What rsync `pid` and its descendants (the receiver it forks, the
+/// local sender, an ssh) have done so far: bytes read and written
+/// (`/proc/PID/io`, sockets and pipes included) plus CPU ticks
+/// (`/proc/PID/stat`). It changes while rsync moves data or works (a
+/// generator comparing a large tree reads nothing but uses CPU) and stays
+/// the same while every process waits. `None` where `/proc` cannot tell,
+/// which [`stall_limit_works`] finds out first.
+pub fn activity(pid: u32) -> Option<u64> {
+    fn one(pid: u32) -> Option<u64> {
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        let field = |k: &str| io.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok());
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the command name, which may hold anything: utime is the
+        // 14th field, stime the 15th.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut f = rest.split(' ').skip(11);
+        let (utime, stime): (u64, u64) = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
+        Some(field("rchar: ")? + field("wchar: ")? + utime + stime)
+    }
+    let mut total = one(pid)?;
+    let mut todo = children(pid);
+    let mut seen = 0;
+    while let Some(c) = todo.pop() {
+        seen += 1;
+        if seen > 64 {
+            break;
+        }
+        total = total.wrapping_add(one(c).unwrap_or(0));
+        todo.extend(children(c));
+    }
+    Some(total)
+}
+
+/// The children of `pid` (of each of its threads).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(list.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether [`Rsync::stall_limit`] can see rsync's activity here: `/proc`
+/// with per-process I/O counters and children lists (Linux with
+/// CONFIG_PROC_CHILDREN). Where it cannot, rsync's own `--timeout` is used.
+pub fn stall_limit_works() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| {
+        let me = std::process::id();
+        activity(me).is_some() && std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+    })
 }
 
 /// Wait until the child `pid` has exited, leaving it unreaped (WNOWAIT).
@@ -597,14 +745,45 @@ pub fn parse_progress2(line: &str) -> Option<Progress2> {
     Some(Progress2 { bytes, percent, rate: rate.to_string(), eta: eta.to_string(), files, to_check, listing })
 }
 
+/// What a watched rsync ([`Rsync::run_watched`]) said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output<'l> {
+    /// A line of its stdout, without the line end.
+    Line(&'l str),
+    /// Nothing for a while; `pid` is the running rsync's (see [`received_bytes`]).
+    Quiet { pid: u32 },
+}
+
+/// About how many bytes the running rsync `pid` has received: the most
+/// any one of its rsync processes (the client and the receiver it forks)
+/// has read, from `/proc/PID/io` (`rchar`: sockets, pipes and files). An
+/// estimate for a progress line when rsync prints none; `None` where
+/// `/proc` cannot tell.
+pub fn received_bytes(pid: u32) -> Option<u64> {
+    fn rchar(pid: u32) -> Option<u64> {
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        io.lines().find_map(|l| l.strip_prefix("rchar: "))?.trim().parse().ok()
+    }
+    // Not an ssh it runs: that one reads what the receiver reads again.
+    let is_rsync = |p: &u32| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "rsync");
+    std::iter::once(pid).chain(children(pid)).filter(is_rsync).filter_map(rchar).max()
+}
+
 /// Calls `f` with each line of `r` as it arrives, a line ending at `\n`
 /// or `\r` (rsync's `--info=progress2` rewrites its line with `\r`), line
 /// ends removed and empty lines skipped; a line longer than [`LINE_CAP`]
-/// comes in pieces.
-fn for_each_line(r: impl Read, mut f: impl FnMut(&[u8])) -> io::Result<()> {
+/// comes in pieces. With `quiet` (`r`'s descriptor and a period), `f`
+/// also gets `None` each time that period passes without input.
+fn for_each_line(r: impl Read, quiet: Option<(RawFd, Duration)>, mut f: impl FnMut(Option<&[u8]>)) -> io::Result<()> {
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
     loop {
+        if let Some((fd, period)) = quiet {
+            if r.buffer().is_empty() && !readable_within(fd, period)? {
+                f(None);
+                continue;
+            }
+        }
         let (ended, used) = {
             let buf = match r.fill_buf() {
                 Ok(b) => b,
@@ -613,7 +792,7 @@ fn for_each_line(r: impl Read, mut f: impl FnMut(&[u8])) -> io::Result<()> {
             };
             if buf.is_empty() {
                 if !line.is_empty() {
-                    f(&line);
+                    f(Some(&line));
                 }
                 return Ok(());
             }
@@ -631,9 +810,28 @@ fn for_each_line(r: impl Read, mut f: impl FnMut(&[u8])) -> io::Result<()> {
         r.consume(used);
         if ended || line.len() as u64 >= LINE_CAP {
             if !line.is_empty() {
-                f(&line);
+                f(Some(&line));
             }
             line.clear();
+        }
+    }
+}
+
+/// Whether `fd` has input (or its end: EOF and errors count) within `period`.
+fn readable_within(fd: RawFd, period: Duration) -> io::Result<bool> {
+    let ms = period.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int;
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    loop {
+        // SAFETY: one valid pollfd; `fd` is open while the reader owns it.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            0 => return Ok(false),
+            n if n > 0 => return Ok(true),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
         }
     }
 }
@@ -657,9 +855,11 @@ struct StderrSummary {
 fn drain_stderr(r: impl Read) -> StderrSummary {
     let mut judge = StderrJudge::default();
     let mut tail = TailBuffer::default();
-    let res = for_each_line(r, |line| {
-        judge.line(&String::from_utf8_lossy(line));
-        tail.push(line);
+    let res = for_each_line(r, None, |line| {
+        if let Some(line) = line {
+            judge.line(&String::from_utf8_lossy(line));
+            tail.push(line);
+        }
     });
     if let Err(e) = res {
         judge.s.other_errors = true;
@@ -981,11 +1181,97 @@ mod tests {
         let mut got = Vec::new();
         let input: &[u8] =
             b">f+++ 1 a\n\r   100  1%  1.00kB/s  0:00:01\r   200  2%  1.00kB/s  0:00:01 (xfr#1, to-chk=1/2)\n\rlast";
-        for_each_line(input, |l| got.push(String::from_utf8_lossy(l).into_owned())).unwrap();
+        for_each_line(input, None, |l| got.extend(l.map(|l| String::from_utf8_lossy(l).into_owned()))).unwrap();
         assert_eq!(
             got,
             [">f+++ 1 a", "   100  1%  1.00kB/s  0:00:01", "   200  2%  1.00kB/s  0:00:01 (xfr#1, to-chk=1/2)", "last"]
         );
+    }
+
+    /// A real rsync, slowed down: what it received so far shows in /proc
+    /// while it runs, and nothing is claimed for a process that is no rsync.
+    #[test]
+    fn received_bytes_of_a_running_rsync() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("big"), vec![b'x'; 2_000_000]).unwrap();
+        let mut child = Command::new("rsync")
+            .args(["--bwlimit=400", "-t"])
+            .arg(tmp.path().join("big"))
+            .arg(tmp.path().join("copy"))
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut seen = 0;
+        while seen < 200_000 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            seen = received_bytes(child.id()).unwrap_or(0);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(seen >= 200_000, "bytes of a running rsync: {seen}");
+        let mut sleep = Command::new("sleep").arg("10").spawn().unwrap();
+        let other = received_bytes(sleep.id());
+        let _ = sleep.kill();
+        let _ = sleep.wait();
+        assert_eq!(other, None, "sleep is no rsync");
+    }
+
+    /// An upstream that accepts the connection and then says nothing (a
+    /// hung daemon): rsync alone would wait forever; the watchdog stops it
+    /// and the failure is a retryable timeout that says so.
+    #[test]
+    fn a_silent_upstream_is_stopped_by_the_stall_limit() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let holder = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            // Hold it open, silent, until rsync is gone.
+            let mut buf = [0u8; 64];
+            while (&conn).read(&mut buf).is_ok_and(|n| n > 0) {}
+        });
+        let dest = tempfile::tempdir().unwrap();
+        let mut r = Rsync::new();
+        r.args(["-rlt", &format!("rsync://127.0.0.1:{port}/m/"), &format!("{}/", dest.path().display())]);
+        r.stall_limit(Duration::from_millis(1500));
+        let t0 = std::time::Instant::now();
+        let e = r.run().unwrap_err();
+        let took = t0.elapsed();
+        holder.join().unwrap();
+        assert_eq!(e.class, RsyncFailure::Timeout, "{e}");
+        assert!(e.is_retryable());
+        assert!(e.to_string().contains("moved no data and used no CPU for 1 s"), "{e}");
+        assert!(took >= Duration::from_millis(1500), "not before the limit: {took:?}");
+    }
+
+    /// A slow but moving transfer is never stopped, however long it takes.
+    #[test]
+    fn a_slow_transfer_that_moves_is_not_stopped() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), vec![b'x'; 600_000]).unwrap();
+        let mut r = Rsync::new();
+        r.args(["--bwlimit=300", "-t"]).arg(tmp.path().join("f")).arg(tmp.path().join("g"));
+        r.stall_limit(Duration::from_millis(700));
+        r.run().unwrap();
+        assert_eq!(std::fs::metadata(tmp.path().join("g")).unwrap().len(), 600_000);
+    }
+
+    #[test]
+    fn quiet_input_gives_ticks_then_lines() {
+        let (r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fd = r.as_raw_fd();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(250));
+            w.write_all(b"one\ntwo").unwrap();
+        });
+        let mut got = Vec::new();
+        for_each_line(r, Some((fd, Duration::from_millis(50))), |l| {
+            got.push(l.map_or("<quiet>".to_string(), |l| String::from_utf8_lossy(l).into_owned()))
+        })
+        .unwrap();
+        writer.join().unwrap();
+        let quiet = got.iter().take_while(|l| *l == "<quiet>").count();
+        assert!(quiet >= 2, "ticks while nothing came: {got:?}");
+        assert_eq!(got[quiet..], ["one", "two"]);
     }
 
     #[test]

@@ -505,6 +505,47 @@ fn a_first_pass_is_two_connections_and_an_unchanged_pass_one() {
     assert_same_tree(&t.origin, &t.target);
 }
 
+/// A daemon that hangs (stopped: the kernel still accepts connections,
+/// nobody answers) must not hold a mirror forever: with `--timeout 2` the
+/// pass fails as a timeout, with exit 2 and the reason, and the next pass
+/// after the daemon is back works. rsync gets no `--timeout` of its own
+/// (rrr watches it), which this proves is no loss.
+#[test]
+fn a_hung_daemon_ends_in_a_timeout_not_a_stall() {
+    let t = Setup::new(10);
+    let first = pass(&t.src(), &t.target, &["--timeout", "2"], 0);
+    assert_eq!(first["bootstrap"], true);
+    change(&t.origin, &["id/N/after.txt"], &[]);
+    let pid = t.daemon.pid() as libc::pid_t;
+    // SAFETY: signals to our own child process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let t0 = std::time::Instant::now();
+    let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target), "--timeout", "2"]);
+    let took = t0.elapsed();
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("moved no data and used no CPU for 2 s"), "{}", stderr(&o));
+    assert!(took < std::time::Duration::from_secs(60), "it ended: {took:?}");
+    assert_eq!(state(&t.target)["last_error"].as_str().map(|e| e.contains("no data")), Some(true));
+    let v = pass(&t.src(), &t.target, &["--timeout", "2"], 0);
+    assert_eq!(v["transferred"], 1, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+}
+
+/// A slow download is not a stall: the daemon sends 1.5 MB at 500 kB/s
+/// while the client's main process (rsync's generator) sits idle, so the
+/// watchdog must see the receiver it forked; `--timeout 1` is far below
+/// the 3 s the transfer takes.
+#[test]
+fn a_slow_transfer_outlasts_a_short_timeout() {
+    let t = Setup::new(3);
+    write(&t.origin, "big/blob", &"x".repeat(1_500_000));
+    ok(&["update", &principal(&t.origin), "big/blob"]);
+    let v = pass(&t.src(), &t.target, &["--timeout", "1", "--rsync-option=--bwlimit=500"], 0);
+    assert_eq!(v["bootstrap"], true);
+    assert_same_tree(&t.origin, &t.target);
+}
+
 /// (min, max) epoch of each of our recentfiles, by interval.
 fn spans(target: &Path) -> BTreeMap<String, (f64, f64)> {
     let o = ok(&["overview", "--json", s(&target.join("RECENT.recent"))]);

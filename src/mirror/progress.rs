@@ -1,12 +1,22 @@
 //! What a long rsync (the bootstrap's whole-tree pass, hours on a large
-//! tree) tells the operator while it runs: rsync's `--info=progress2`
-//! lines (`rsync::parse_progress2`) drive the bar on a terminal
-//! and a log line every half minute otherwise, and a heartbeat (the state,
-//! saved with the `Running` pass in it) every ten seconds, so that
-//! `status` shows the running pass and `check` sees a live mirror.
+//! tree) tells the operator while it runs: a bar on a terminal, a log line
+//! every half minute otherwise, and a heartbeat (the state, saved with the
+//! `Running` pass in it) every ten seconds, so that `status` shows the
+//! running pass and `check` sees a live mirror.
+//!
+//! The bar is driven by rsync's `--info=progress2` lines
+//! (`rsync::parse_progress2`), which rsync prints once per file: on a tree
+//! of small files they cost a fifth of the whole-tree rsync (10k files of
+//! 500 bytes: 1.05 s against 0.85 s, rsync writing and rrr reading 11k
+//! lines). So without a terminal rsync prints nothing until its summary,
+//! and the heartbeat and the log lines come from the clock
+//! ([`crate::rsync::Output::Quiet`]), with the bytes received so far read
+//! from `/proc` ([`crate::rsync::received_bytes`]). An operator who wants
+//! rsync's percentage in the log anyway passes
+//! `--rsync-option=--info=progress2`: its lines are used whenever they come.
 
 use crate::epoch::Epoch;
-use crate::rsync::parse_progress2;
+use crate::rsync::{parse_progress2, received_bytes, Output};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -30,11 +40,19 @@ pub(crate) struct Running {
     pub files: u64,
     /// rsync is still listing the tree: the percentage is of what it found so far.
     pub listing: bool,
+    /// The figures are rsync's own (`--info=progress2`); otherwise only
+    /// `bytes` (from `/proc`) and `rate` are known.
+    pub from_rsync: bool,
 }
 
 impl Running {
-    /// `45% (1.2 GiB, 3.43MB/s, 0:01:02 left, 1,204 files)`.
+    /// `45% (1.2 GiB, 3.43MB/s, 0:01:02 left, 1,204 files)` from rsync's
+    /// progress lines, else `1.2 GiB received (3.4 MiB/s)`.
     pub fn words(&self) -> String {
+        if !self.from_rsync {
+            let rate = if self.rate.is_empty() { String::new() } else { format!(" ({})", self.rate) };
+            return format!("{} received{rate}", crate::human::size(self.bytes));
+        }
         let of = if self.listing { " of what is listed so far" } else { "" };
         format!(
             "{}%{of} ({}, {}, {} left, {} files)",
@@ -57,12 +75,14 @@ fn periods() -> (Duration, Duration) {
     (Duration::from_secs(30), Duration::from_secs(10))
 }
 
-/// Turns a long rsync's stdout lines into the bar, log lines and heartbeats.
+/// Turns a long rsync's output, and its silences, into the bar, log lines
+/// and heartbeats.
 pub(crate) struct Reporter<'a> {
     bar: Option<ProgressBar>,
     running: Running,
     log_every: Duration,
     beat_every: Duration,
+    started: Instant,
     last_log: Option<Instant>,
     last_beat: Instant,
     heartbeat: Box<dyn FnMut(&Running) + 'a>,
@@ -78,6 +98,7 @@ impl<'a> Reporter<'a> {
             running: Running { phase: phase.to_string(), started: Some(started), ..Running::default() },
             log_every,
             beat_every,
+            started: Instant::now(),
             last_log: None,
             last_beat: Instant::now(),
             heartbeat: Box::new(heartbeat),
@@ -86,31 +107,58 @@ impl<'a> Reporter<'a> {
         r
     }
 
-    /// One line of rsync's stdout (anything but a progress line is ignored).
-    pub fn line(&mut self, line: &str) {
+    /// How long rsync may be silent before [`Reporter::output`] wants a
+    /// [`Output::Quiet`]: often enough for the heartbeat.
+    pub fn quiet_period(&self) -> Duration {
+        self.beat_every.min(Duration::from_secs(1))
+    }
+
+    /// What rsync said (anything but a progress line only counts as time
+    /// passing), or that it said nothing for a while.
+    pub fn output(&mut self, out: Output<'_>) {
+        let pid = match out {
+            Output::Line(line) => {
+                self.progress_line(line);
+                None
+            }
+            Output::Quiet { pid } => Some(pid),
+        };
+        let log_due = self.bar.is_none() && self.last_log.is_none_or(|t| t.elapsed() >= self.log_every);
+        let beat_due = self.last_beat.elapsed() >= self.beat_every;
+        if !log_due && !beat_due {
+            return;
+        }
+        if let Some(bytes) = pid.filter(|_| !self.running.from_rsync).and_then(received_bytes) {
+            let secs = self.started.elapsed().as_secs_f64().max(0.001);
+            self.running.bytes = bytes;
+            self.running.rate = crate::human::rate(bytes as f64 / secs);
+        }
+        if log_due {
+            self.last_log = Some(Instant::now());
+            let after = crate::human::duration(self.started.elapsed().as_secs_f64());
+            tracing::info!(kind = "progress", "{} {} after {after}", self.running.phase, self.running.words());
+        }
+        if beat_due {
+            self.last_beat = Instant::now();
+            (self.heartbeat)(&self.running);
+        }
+    }
+
+    /// A `--info=progress2` line updates the running pass and the bar.
+    fn progress_line(&mut self, line: &str) {
         let Some(p) = parse_progress2(line) else { return };
         let r = &mut self.running;
+        r.from_rsync = true;
         r.bytes = p.bytes;
         r.percent = p.percent.min(100);
         r.rate = p.rate;
         r.eta = p.eta;
         r.files = p.files.unwrap_or(r.files);
         r.listing = p.listing;
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(u64::from(r.percent));
-                let words = r.words();
-                bar.set_message(words.split_once(' ').map_or(String::new(), |(_, w)| w.to_string()));
-            }
-            None if self.last_log.is_none_or(|t| t.elapsed() >= self.log_every) => {
-                self.last_log = Some(Instant::now());
-                tracing::info!(kind = "progress", "{} {}", r.phase, r.words());
-            }
-            None => {}
-        }
-        if self.last_beat.elapsed() >= self.beat_every {
-            self.last_beat = Instant::now();
-            (self.heartbeat)(&self.running);
+        if let Some(bar) = &self.bar {
+            bar.set_position(u64::from(r.percent));
+            let words = r.words();
+            bar.set_message(words.split_once(' ').map_or(String::new(), |(_, w)| w.to_string()));
         }
     }
 
@@ -134,14 +182,36 @@ mod tests {
                 beats.push(run.clone())
             });
             r.beat_every = Duration::ZERO;
-            r.line(">f+++++++++ 200000 f1");
-            r.line("      1,200,000  20%    3.43MB/s    0:00:05 (xfr#6, to-chk=24/31)");
+            r.output(Output::Line(">f+++++++++ 200000 f1"));
+            r.output(Output::Line("      1,200,000  20%    3.43MB/s    0:00:05 (xfr#6, to-chk=24/31)"));
             r.finish();
         }
-        assert_eq!(beats.len(), 2, "one at the start, one after the progress line");
-        assert_eq!(beats[0].bytes, 0);
-        let last = &beats[1];
+        assert_eq!(beats.len(), 3, "one at the start, one per output when each is due");
+        assert_eq!((beats[0].bytes, beats[1].bytes, beats[1].from_rsync), (0, 0, false));
+        let last = &beats[2];
         assert_eq!((last.bytes, last.percent, last.files, last.listing), (1_200_000, 20, 6, false));
         assert_eq!(last.words(), "20% (1.1 MiB, 3.43MB/s, 0:00:05 left, 6 files)");
+    }
+
+    #[test]
+    fn silence_beats_on_the_clock_and_says_what_arrived() {
+        let mut beats: Vec<Running> = Vec::new();
+        {
+            let mut r = Reporter::new(false, "bootstrap", Epoch::parse("1700000000").unwrap(), |run: &Running| {
+                beats.push(run.clone())
+            });
+            r.beat_every = Duration::from_secs(3600);
+            // No process has this pid (above any pid_max): no bytes known.
+            let nobody = i32::MAX as u32;
+            // The log is due at once, the beat is not.
+            r.output(Output::Quiet { pid: nobody });
+            assert!(r.last_log.is_some(), "the first quiet logs at once");
+            r.beat_every = Duration::ZERO;
+            r.output(Output::Quiet { pid: nobody });
+        }
+        assert_eq!(beats.len(), 2, "the start and the due one");
+        assert_eq!(beats[1].words(), "0 B received");
+        let run = Running { bytes: 3 << 20, rate: "1.0 MiB/s".into(), ..Running::default() };
+        assert_eq!(run.words(), "3.0 MiB received (1.0 MiB/s)");
     }
 }

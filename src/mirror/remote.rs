@@ -272,7 +272,9 @@ pub(crate) struct RsyncSettings {
     pub password_file: Option<PathBuf>,
     /// `--rsync-option` values, passed through in order.
     pub extra: Vec<String>,
-    /// `--timeout` seconds.
+    /// End an rsync that moved no data for this many seconds (0: never):
+    /// rrr's watchdog ([`Rsync::stall_limit`]), or rsync's `--timeout`
+    /// where `/proc` cannot show rsync's activity.
     pub timeout: u64,
     /// `--contimeout` seconds (daemon sources only).
     pub contimeout: u64,
@@ -282,7 +284,15 @@ impl RsyncSettings {
     /// A new rsync command with the options every call uses.
     pub fn command(&self, transport: Transport) -> Rsync {
         let mut r = Rsync::new();
-        r.arg(format!("--timeout={}", self.timeout));
+        if self.timeout > 0 {
+            let limit = std::time::Duration::from_secs(self.timeout);
+            if crate::rsync::stall_limit_works() {
+                // rsync's own --timeout costs 40 ms a connection (Rsync::stall_limit).
+                r.stall_limit(limit);
+            } else {
+                r.arg(format!("--timeout={}", self.timeout));
+            }
+        }
         if transport == Transport::Daemon {
             r.arg(format!("--contimeout={}", self.contimeout));
             // rsync's handshake is many small writes; with Nagle's

@@ -282,7 +282,7 @@ impl<'a> Mirror<'a> {
                 l
             }
         };
-        let r = self.bootstrap_command(&layout, true, None)?;
+        let r = self.bootstrap_command(&layout, true, None, false)?;
         let mut seen = Itemized::default();
         self.with_retries("counting the deletes of --adopt", || {
             seen = Itemized::default();

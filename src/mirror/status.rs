@@ -398,6 +398,7 @@ mod tests {
             eta: "0:01:02".into(),
             files: 1204,
             listing: false,
+            from_rsync: true,
         });
         let text = plain(&report("/m", &st, 1_700_000_400.5), 1_700_000_400.5);
         assert!(text.contains("lag              5 min 00 s\n"), "{text}");

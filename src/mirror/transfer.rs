@@ -14,7 +14,7 @@ use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path};
-use crate::rsync::{Rsync, RsyncError, RsyncOutcome};
+use crate::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
 use crate::signals::Interrupted;
 use crate::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
@@ -231,11 +231,19 @@ impl<'a> Mirror<'a> {
     /// left by an rsync killed outright is deleted by the next whole-tree
     /// pass, which a killed one always owes. Only with `--skip-deletes`,
     /// which cannot delete them, does it keep `temp_dir`.
-    pub(super) fn bootstrap_command(&self, layout: &Layout, dry: bool, temp_dir: Option<&Path>) -> Result<Rsync> {
+    pub(super) fn bootstrap_command(
+        &self,
+        layout: &Layout,
+        dry: bool,
+        temp_dir: Option<&Path>,
+        progress_lines: bool,
+    ) -> Result<Rsync> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        // `--info=progress2` drives the bar, the log's progress lines and
-        // the heartbeat (one line every so often, not one per file).
-        r.args(["-rlt", "--safe-links", "--info=progress2"]);
+        r.args(["-rlt", "--safe-links"]);
+        if progress_lines {
+            // For the bar only: a line per file (mirror::progress).
+            r.arg("--info=progress2");
+        }
         if dry {
             r.args(["--dry-run", OUT_FORMAT]);
         } else {
@@ -292,7 +300,8 @@ impl<'a> Mirror<'a> {
             self.save()?;
         }
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
-        let r = self.bootstrap_command(layout, dry, temp.as_deref())?;
+        // rsync's per-file progress lines only for a bar (mirror::progress).
+        let r = self.bootstrap_command(layout, dry, temp.as_deref(), self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let mut seen = Itemized::listing(dry);
         // The larger recentfiles are read on a second thread meanwhile
@@ -305,11 +314,14 @@ impl<'a> Mirror<'a> {
             let reader = sc.spawn(|| Index::read(principal, dir, &names, max_size));
             let mut progress =
                 crate::mirror::progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
+            let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
                 seen = Itemized::listing(dry);
-                r.run_with(&mut |line| {
-                    seen.line(line);
-                    progress.line(line);
+                r.run_watched(quiet, &mut |out| {
+                    if let Output::Line(line) = out {
+                        seen.line(line);
+                    }
+                    progress.output(out);
                 })
             });
             progress.finish();

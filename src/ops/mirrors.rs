@@ -156,6 +156,7 @@ pub(crate) fn run_config(
                 max_recentfile_size: o.max_recentfile_size.unwrap_or(base.max_recentfile_size),
                 excludes: o.exclude.unwrap_or_else(|| base.excludes.clone()),
                 on_pass: o.on_pass.or_else(|| base.on_pass.clone()),
+                timeout: o.timeout.unwrap_or(base.timeout),
                 ..base.clone()
             };
             let span = rmirror::span(&opts);

@@ -30,6 +30,10 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Seconds an rsync may move no data before it is stopped (DECISIONS.md:
+/// rsync's `--timeout=300`, now watched by rrr, `rsync::Rsync::stall_limit`).
+pub const DEFAULT_TIMEOUT: u64 = 300;
+
 /// What `rrr rmirror` was asked to do, as the binary parsed it.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -67,6 +71,8 @@ pub struct Options {
     pub adopt: bool,
     /// Remote recentfiles larger than this are refused unread.
     pub max_recentfile_size: u64,
+    /// Seconds an rsync may move no data before it is stopped (0: never).
+    pub timeout: u64,
     /// Paths left out (rsync's `--exclude` syntax).
     pub excludes: Vec<String>,
     /// `--on-pass CMD`, run through `/bin/sh -c` after a pass that changed
@@ -244,7 +250,7 @@ fn passes(
         rsync: RsyncSettings {
             password_file: opts.password_file.clone(),
             extra: opts.rsync_options.clone(),
-            timeout: 300,
+            timeout: opts.timeout,
             contimeout: 30,
         },
         dry_run: opts.dry_run,

@@ -96,6 +96,11 @@ impl RsyncDaemon {
         log.lines().filter(|l| l.contains("] rsync on ")).count()
     }
 
+    /// The daemon's pid (e.g. to SIGSTOP it: a hung upstream).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The daemon's log file and its stderr, for assertion messages.
     pub fn log(&self) -> String {
         read_logs(self.dir.path())

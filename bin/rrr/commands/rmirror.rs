@@ -53,6 +53,12 @@ pub struct RmirrorArgs {
     /// state, or another collection's state), deleting what SRC lacks.
     #[arg(long, conflicts_with = "config")]
     pub adopt: bool,
+    /// End an rsync that moved no data and used no CPU for this many
+    /// seconds (retried like any timeout; 0: never). rrr watches rsync
+    /// itself: rsync's --timeout costs every connection to a default
+    /// rsyncd 40 ms.
+    #[arg(long, value_name = "SECONDS", default_value_t = rrr::ops::rmirror::DEFAULT_TIMEOUT)]
+    pub timeout: u64,
     /// Refuse a remote recentfile larger than this many bytes, unread.
     #[arg(long, value_name = "BYTES", default_value_t = rrr::mirror::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
     pub max_recentfile_size: u64,
@@ -98,6 +104,7 @@ impl From<RmirrorArgs> for Options {
             full: a.full,
             adopt: a.adopt,
             max_recentfile_size: a.max_recentfile_size,
+            timeout: a.timeout,
             full_every: a.full_every.map(|iv| iv.seconds() as f64),
             excludes: a.exclude,
             on_pass: a.on_pass,

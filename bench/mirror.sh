@@ -29,9 +29,10 @@
 #        runs, so it comes as a delta), `rsync -rlt --safe-links
 #        --files-from=<exactly the new and rewritten paths, sorted>`, and
 #        `rm` of the deleted paths; once as plain rsync ("limit") and once
-#        with the options rrr's every call has ("limit/o": --timeout=300
-#        --contimeout=30 --sockopts=TCP_NODELAY; --timeout alone costs a
-#        default daemon an extra delayed-ACK wait, ~40 ms a connection).
+#        with the options rrr's every call has ("limit/o": --contimeout=30
+#        --sockopts=TCP_NODELAY; rrr watches for stalls itself instead of
+#        passing --timeout, which costs a default daemon an extra
+#        delayed-ACK wait, ~40 ms a connection).
 # (c) a pass whose principal has not changed (right after (b)).
 # Page cache warm; `sync` before every first-mirror run; fsync counts. Needs
 # disk for 2-3 x REPS copies of the tree.
@@ -95,7 +96,7 @@ limit() {  # limit TARGET PRINCIPAL_DIR [RSYNC OPTION]
         && (cd "$1" && xargs -d '\n' rm -f -- < "$W/deleted.txt")
 }
 v_b_lim()   { limit "$W/b_lim" "$W/p_lim"; }
-v_b_limo() { limit "$W/b_limo" "$W/p_limo" "--timeout=300 --contimeout=30 --sockopts=TCP_NODELAY"; }
+v_b_limo() { limit "$W/b_limo" "$W/p_limo" "--contimeout=30 --sockopts=TCP_NODELAY"; }
 
 A_VARIANTS="rrr rsync"; B_VARIANTS="rrr lim limo"
 [ -n "$RRR_BASE" ] && { A_VARIANTS="rrr base rsync"; B_VARIANTS="rrr base lim limo"; }

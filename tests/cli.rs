@@ -47,6 +47,31 @@ fn progress_bar_only_on_a_terminal() {
     assert!(ok && !quiet.contains("indexing"), "{quiet}");
 }
 
+/// On a terminal a first mirror's bar is rsync's `--info=progress2`
+/// (percentage and time left); through a pipe rsync prints no line per
+/// file and the bar is not drawn.
+#[test]
+fn first_mirror_bar_only_on_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    fs::create_dir_all(&o).unwrap();
+    fs::write(o.join("blob"), vec![b'x'; 1_000_000]).unwrap();
+    ok(&["init", o.to_str().unwrap()]);
+    let src = o.join("RECENT.recent");
+    let m = tmp.path().join("m");
+    let args = format!("rmirror --remote {} --localroot {} --rsync-option=--bwlimit=400", src.display(), m.display());
+    let (ok_run, on_tty) = under_pty(&args);
+    assert!(ok_run, "{on_tty}");
+    assert!(
+        on_tty.contains("rmirror bootstrap") && on_tty.contains(" left"),
+        "rsync's progress in the bar: {on_tty:?}"
+    );
+    let m2 = tmp.path().join("m2");
+    let piped = rrr(&["rmirror", "--remote", src.to_str().unwrap(), "--localroot", m2.to_str().unwrap()]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert!(!stderr(&piped).contains("rmirror bootstrap ["), "no bar through a pipe: {}", stderr(&piped));
+}
+
 #[test]
 fn completions_and_man_pages() {
     let bash = ok(&["completions", "bash"]);

@@ -6,7 +6,9 @@
 #   bench/first-mirror-shm.sh [FILES] [REPS]     (default 10000 files, 5 runs)
 #
 # Tree: bench/gen_tree.py (as bench/mirror.sh), `rrr init --aggregate`,
-# served by a loopback default rsync daemon. Needs 2x the tree in RAM.
+# served by a loopback default rsync daemon (DAEMON_NODELAY=1: with
+# `socket options = TCP_NODELAY`, as README.mirror advises). Needs 2x the
+# tree in RAM.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 N=${1:-10000}; REPS=${2:-5}
@@ -20,11 +22,12 @@ mkdir -p "$W/origin"
 python3 "$(dirname "$0")/gen_tree.py" "$W/origin" "$N" 1000 > /dev/null
 "$RRR" init --quiet --aggregate "$W/origin" > /dev/null
 PORT=$(freeport); write_rsyncd_conf "$W" "$W/origin"
+[ -n "${DAEMON_NODELAY:-}" ] && sed -i '1i socket options = TCP_NODELAY' "$W/rsyncd.conf"
 rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$W/rsyncd.conf" &
 DPID=$!
 for _ in $(seq 1 50); do grep -q "listening on port" "$W/rsyncd.log" 2>/dev/null && break; sleep 0.1; done
 URL=rsync://127.0.0.1:$PORT/origin
-echo "$N files; rrr $RRR; rsync $(rsync --version | sed -n 1p | awk '{print $3}'); load $(load)"
+echo "$N files; daemon TCP_NODELAY ${DAEMON_NODELAY:-no}; rrr $RRR; rsync $(rsync --version | sed -n 1p | awk '{print $3}'); load $(load)"
 for i in $(seq "$REPS"); do
     for v in rsync rrr; do
         rm -rf "$W/dst"; mkdir "$W/dst"; sync

@@ -1,5 +1,6 @@
 //! SIGINT/SIGTERM: the handler only records the signal, and passes
-//! SIGTERM on to the rsync child that runs at that moment (if any), so a
+//! SIGTERM on to the rsync children that run at that moment (if any: a
+//! first pass's index call may still be finishing beside the tree's), so a
 //! stop does not wait for a long transfer. The code looks at the flag at
 //! safe points. The long-running commands (`rmirror`, `watch`) save their
 //! state and exit (130 for rmirror, 0 for watch); the short writers
@@ -28,16 +29,20 @@ impl std::error::Error for Interrupted {}
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 /// The last such signal's number (0: none).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
-/// The running child to pass the stop on to (0: none).
-static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The running children to pass the stop on to (0: a free slot). rrr runs
+/// at most two rsyncs at once; a child beyond the slots would only not be
+/// signalled (it still ends when rrr exits: `PR_SET_PDEATHSIG`).
+static CHILDREN: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
 
 extern "C" fn on_signal(sig: libc::c_int) {
     SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
-    let child = CHILD.load(Ordering::SeqCst);
-    if child > 0 {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(child, libc::SIGTERM) };
+    for slot in &CHILDREN {
+        let child = slot.load(Ordering::SeqCst);
+        if child > 0 {
+            // SAFETY: kill is async-signal-safe.
+            unsafe { libc::kill(child, libc::SIGTERM) };
+        }
     }
 }
 
@@ -85,10 +90,12 @@ pub(crate) struct ForwardTo {
 }
 
 impl ForwardTo {
-    /// Register `pid` as the child that a stop is passed on to.
+    /// Register `pid` as a child that a stop is passed on to.
     pub fn child(pid: u32) -> ForwardTo {
         let pid = i32::try_from(pid).unwrap_or(0);
-        CHILD.store(pid, Ordering::SeqCst);
+        if pid > 0 && !CHILDREN.iter().any(|s| s.compare_exchange(0, pid, Ordering::SeqCst, Ordering::SeqCst).is_ok()) {
+            tracing::debug!("more rsync children than signal slots: {pid} is not passed a stop");
+        }
         if stop_requested() && pid > 0 {
             // SAFETY: signalling our own, not yet reaped, child.
             unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -99,6 +106,10 @@ impl ForwardTo {
 
 impl Drop for ForwardTo {
     fn drop(&mut self) {
-        let _ = CHILD.compare_exchange(self.pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+        for slot in &CHILDREN {
+            if slot.compare_exchange(self.pid, 0, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                break;
+            }
+        }
     }
 }

@@ -546,6 +546,65 @@ fn a_slow_transfer_outlasts_a_short_timeout() {
     assert_same_tree(&t.origin, &t.target);
 }
 
+/// A first pass starts the whole-tree rsync as soon as every recentfile
+/// it installs is in place, while the index rsync is still finishing (its
+/// teardown is 65 ms with a default daemon), and never before: here the
+/// index call is slowed (`--bwlimit`) and its teardown stretched to 1 s by
+/// a wrapper, which also lists the index call's destination when the tree
+/// call starts.
+#[test]
+fn the_tree_starts_once_the_index_is_in_place_not_after_its_teardown() {
+    let t = Setup::new(30);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let wrapper = dir.path().join("rsync");
+    fs::write(
+        &wrapper,
+        format!(
+            r#"#!/bin/sh
+log={log}
+case " $* " in
+  *" --dirs "*)
+    echo "index start" >> "$log"
+    for a; do dest=$a; done
+    echo "$dest" > "$log.dest"
+    rsync --bwlimit=20 "$@"; rc=$?
+    echo "index done" >> "$log"
+    sleep 1
+    echo "index end" >> "$log"
+    exit $rc ;;
+  *" --safe-links "*)
+    echo "tree start" >> "$log"
+    ls "$(cat "$log.dest")" >> "$log" 2>&1
+    exec rsync "$@" ;;
+esac
+exec rsync "$@"
+"#,
+            log = log.display(),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let o =
+        rmirror_env(&["--remote", &t.src(), "--localroot", s(&t.target)], &[("RRR_RSYNC", wrapper.to_str().unwrap())]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_same_tree(&t.origin, &t.target);
+    let calls = fs::read_to_string(&log).unwrap();
+    let at = |what: &str| calls.find(what).unwrap_or_else(|| panic!("{what} in {calls}"));
+    assert!(at("tree start") < at("index end"), "the tree waited for the index call's teardown:\n{calls}");
+    let listing = &calls[at("tree start")..];
+    for iv in ["1h", "6h", "1d", "1W", "1M", "1Q", "1Y", "Z"] {
+        assert!(
+            listing.contains(&format!("RECENT-{iv}.yaml\n")),
+            "RECENT-{iv}.yaml not in place when the tree started:\n{calls}"
+        );
+    }
+    for iv in ["1h", "6h", "Z"] {
+        assert!(t.target.join(format!("RECENT-{iv}.yaml")).exists(), "{iv} installed");
+    }
+}
+
 /// (min, max) epoch of each of our recentfiles, by interval.
 fn spans(target: &Path) -> BTreeMap<String, (f64, f64)> {
     let o = ok(&["overview", "--json", s(&target.join("RECENT.recent"))]);

@@ -116,12 +116,20 @@ impl<'a> Mirror<'a> {
     }
 
     /// Fetch the whole index (link and every recentfile) in one call, with
-    /// retries; false when it cannot be named by a filter.
+    /// retries; false when it cannot be named by a filter. Returns once
+    /// the principal (the link and its target) is in place: the rest of
+    /// the call goes on ([`FetchDir::fetch_index_until`]).
     fn fetch_index(&mut self, dir: &FetchDir) -> Result<bool> {
         let remote = self.cfg.remote.clone();
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching the recentfiles of {}", remote.root);
-        self.with_retries(&what, || dir.fetch_index(&remote, &settings))
+        let principal_landed = |d: &FetchDir| {
+            if !remote.is_link() {
+                return d.landed(&remote.name);
+            }
+            matches!(d.link_target(&remote.name), Ok(Some(t)) if d.landed(&t))
+        };
+        self.with_retries(&what, || dir.fetch_index_until(&remote, &settings, principal_landed))
     }
 
     /// The larger recentfiles a mirror that fell behind needs in this pass,
@@ -189,10 +197,19 @@ impl<'a> Mirror<'a> {
         } else {
             remote.name.clone()
         };
+        // In place, whether or not the rest of the index still arrives.
         let rf = dir
-            .read(&name, self.cfg.max_recentfile_size)?
+            .read_landed(&name, self.cfg.max_recentfile_size)?
             .with_context(|| format!("remote principal {} does not exist", remote.source(&name)))?;
         let layout = remote::check_meta(&name, &rf)?;
+        if indexed {
+            // Before anything else is fetched (the whole tree, at once in
+            // a first pass), the origin must have read every recentfile we
+            // install: they then list nothing newer than that tree. A file
+            // in place has been read; the call's teardown may go on.
+            let names: Vec<String> = layout.intervals.iter().map(|iv| layout.name_of(iv)).collect();
+            dir.wait_landed(&names)?;
+        }
         Ok((Fetched { name, rf }, layout))
     }
 

@@ -326,7 +326,15 @@ pub(crate) struct FetchDir {
     /// pass instead of whole (the principal can be megabytes, and over a
     /// slow link its full transfer dominated an incremental pass).
     basis: Option<PathBuf>,
+    /// A whole-index rsync whose files are in place but which is still
+    /// finishing ([`FetchDir::fetch_index_until`]); joined by `settle`.
+    finishing: std::sync::Mutex<Option<std::thread::JoinHandle<Result<(), RsyncError>>>>,
+    /// How that rsync ended, if it failed.
+    failed: std::sync::Mutex<Option<String>>,
 }
+
+/// How often a finishing whole-index fetch is looked at.
+const LANDED_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The prefix of fetch directories under `<localroot>/.rrr/`.
 const FETCH_PREFIX: &str = "fetch-";
@@ -338,7 +346,13 @@ impl FetchDir {
             .prefix(FETCH_PREFIX)
             .tempdir_in(state_dir)
             .with_context(|| format!("cannot create a temp dir in {}", state_dir.display()))?;
-        Ok(FetchDir { dir, whole_index: std::sync::atomic::AtomicBool::new(false), basis: None })
+        Ok(FetchDir {
+            dir,
+            whole_index: std::sync::atomic::AtomicBool::new(false),
+            basis: None,
+            finishing: std::sync::Mutex::new(None),
+            failed: std::sync::Mutex::new(None),
+        })
     }
 
     /// Use the files of `dir` (if it exists) as rsync basis files.
@@ -358,6 +372,7 @@ impl FetchDir {
     /// Fetch `names` of the remote root in one rsync call (symlinks stay
     /// symlinks). A name missing at the remote is simply absent afterwards.
     pub fn fetch(&self, remote: &Remote, settings: &RsyncSettings, names: &[&str]) -> Result<(), RsyncError> {
+        self.settle_quietly();
         let mut r = self.command(remote, settings);
         for n in names {
             r.arg(remote.source(n));
@@ -374,8 +389,22 @@ impl FetchDir {
     /// known before the link is read. Returns false, fetching nothing,
     /// when the collection's name holds a character rsync's patterns
     /// treat specially.
-    pub fn fetch_index(&self, remote: &Remote, settings: &RsyncSettings) -> Result<bool, RsyncError> {
+    ///
+    /// Returns as soon as `landed(self)` says what the caller needs is in
+    /// place, or when rsync ended (with its error, if it failed). rsync
+    /// renames a file into place only once it has all of it, so a landed
+    /// file is one the origin has already read and sent. What is left of
+    /// the call then is rsync's teardown (with a default rsyncd, 65 ms on
+    /// loopback, 40 of them a delayed ACK), which overlaps the caller's
+    /// next step; [`FetchDir::settle`] waits for it.
+    pub fn fetch_index_until(
+        &self,
+        remote: &Remote,
+        settings: &RsyncSettings,
+        mut landed: impl FnMut(&FetchDir) -> bool,
+    ) -> Result<bool, RsyncError> {
         let Some(root) = index_root(&remote.name) else { return Ok(false) };
+        self.settle_quietly();
         let mut r = self.command(remote, settings);
         r.args(["--dirs", "--exclude=*/"]);
         for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json")] {
@@ -384,9 +413,65 @@ impl FetchDir {
         r.arg("--exclude=*");
         r.arg(remote.tree_source());
         r.arg(format!("{}/", self.dir.path().display()));
-        r.run()?;
+        // rsync's death signal follows this thread, which waits for it.
+        let running = std::thread::spawn(move || r.run().map(|_| ()));
+        loop {
+            if running.is_finished() {
+                running.join().unwrap_or_else(|_| Err(internal_error("the index rsync's thread panicked")))?;
+                break;
+            }
+            if landed(self) {
+                *self.finishing.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
+                break;
+            }
+            std::thread::sleep(LANDED_POLL);
+        }
         self.whole_index.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// Wait until every one of `names` is in place, or a finishing
+    /// whole-index fetch ended (its error, if it failed; a name the remote
+    /// lacks then simply stays missing). Without one, returns at once.
+    pub fn wait_landed(&self, names: &[String]) -> Result<()> {
+        loop {
+            let done =
+                self.finishing.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(|h| h.is_finished());
+            if done {
+                return self.settle();
+            }
+            if names.iter().all(|n| self.landed(n)) {
+                return Ok(());
+            }
+            std::thread::sleep(LANDED_POLL);
+        }
+    }
+
+    /// Wait for a finishing whole-index fetch (if any) to end; its failure
+    /// is this call's error, and every later one's.
+    pub fn settle(&self) -> Result<()> {
+        let handle = self.finishing.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(h) = handle {
+            if let Err(e) = h.join().unwrap_or_else(|_| Err(internal_error("the index rsync's thread panicked"))) {
+                *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{e}"));
+            }
+        }
+        match self.failed.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(e) => bail!("fetching the recentfiles failed after they arrived: {e}"),
+            None => Ok(()),
+        }
+    }
+
+    /// [`FetchDir::settle`] where only the waiting matters (before another
+    /// fetch into the same directory, and before it is removed).
+    fn settle_quietly(&self) {
+        let _ = self.settle();
+    }
+
+    /// Whether a file or link `name` is in place, without waiting for a
+    /// finishing fetch.
+    pub fn landed(&self, name: &str) -> bool {
+        fs::symlink_metadata(self.file(name)).is_ok()
     }
 
     /// Whether [`FetchDir::fetch_index`] fetched everything here.
@@ -394,9 +479,11 @@ impl FetchDir {
         self.whole_index.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether `name` was fetched (a file or link of that name is here).
+    /// Whether `name` was fetched (a file or link of that name is here),
+    /// once any finishing fetch has ended.
     pub fn has(&self, name: &str) -> bool {
-        fs::symlink_metadata(self.file(name)).is_ok()
+        self.settle_quietly();
+        self.landed(name)
     }
 
     fn command(&self, remote: &Remote, settings: &RsyncSettings) -> Rsync {
@@ -411,8 +498,15 @@ impl FetchDir {
     /// Read the fetched recentfile `name`; `Ok(None)` when the remote has
     /// none. Refused before a byte is read: anything but a regular file,
     /// and a file over `limit` bytes (so a hostile upstream cannot make the
-    /// mirror's memory grow with it).
+    /// mirror's memory grow with it). Waits for a finishing fetch first.
     pub fn read(&self, name: &str, limit: u64) -> Result<Option<Recentfile>> {
+        self.settle()?;
+        self.read_landed(name, limit)
+    }
+
+    /// [`FetchDir::read`] of a file known to be in place (see
+    /// [`FetchDir::fetch_index_until`]), without waiting for the rest.
+    pub fn read_landed(&self, name: &str, limit: u64) -> Result<Option<Recentfile>> {
         let p = self.file(name);
         let len = match fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_file() => m.len(),
@@ -444,6 +538,25 @@ impl FetchDir {
         }
         check_name(&target).with_context(|| format!("remote {link}"))?;
         Ok(Some(target))
+    }
+}
+
+impl Drop for FetchDir {
+    /// A finishing rsync must not write into a removed directory.
+    fn drop(&mut self) {
+        self.settle_quietly();
+    }
+}
+
+/// An [`RsyncError`] for trouble on our side of a call.
+fn internal_error(what: &str) -> RsyncError {
+    RsyncError {
+        command: String::new(),
+        code: None,
+        signal: None,
+        stderr: what.to_string(),
+        class: crate::rsync::RsyncFailure::Other,
+        cause: None,
     }
 }
 

@@ -605,6 +605,59 @@ exec rsync "$@"
     }
 }
 
+/// An incremental pass likewise: its `--files-from` transfer starts once
+/// the principal and its link are in place, while the principal call (its
+/// teardown stretched to 1 s by a wrapper) is still finishing.
+#[test]
+fn an_incremental_transfer_starts_once_the_principal_is_in_place() {
+    let t = Setup::new(30);
+    pass(&t.src(), &t.target, &[], 0);
+    change(&t.origin, &["id/N/late.txt"], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let wrapper = dir.path().join("rsync");
+    fs::write(
+        &wrapper,
+        format!(
+            r#"#!/bin/sh
+log={log}
+case " $* " in
+  *" --files-from"*)
+    echo "transfer start" >> "$log"
+    ls "$(cat "$log.dest")" >> "$log" 2>&1
+    exec rsync "$@" ;;
+  *"/RECENT.recent "*)
+    echo "principal start" >> "$log"
+    for a; do dest=$a; done
+    echo "$dest" > "$log.dest"
+    rsync "$@"; rc=$?
+    sleep 1
+    echo "principal end" >> "$log"
+    exit $rc ;;
+esac
+exec rsync "$@"
+"#,
+            log = log.display(),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    let o = rmirror_env(
+        &["--remote", &t.src(), "--localroot", s(&t.target), "--json"],
+        &[("RRR_RSYNC", wrapper.to_str().unwrap())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    assert_eq!((v["bootstrap"].as_bool(), v["transferred"].as_u64()), (Some(false), Some(1)), "{v}");
+    assert_same_tree(&t.origin, &t.target);
+    let calls = fs::read_to_string(&log).unwrap();
+    let at = |what: &str| calls.find(what).unwrap_or_else(|| panic!("{what} in {calls}"));
+    assert!(at("transfer start") < at("principal end"), "the transfer waited for the teardown:\n{calls}");
+    let listing = &calls[at("transfer start")..at("principal end")];
+    assert!(listing.contains("RECENT-1h.yaml\n") && listing.contains("RECENT.recent\n"), "{calls}");
+}
+
 /// (min, max) epoch of each of our recentfiles, by interval.
 fn spans(target: &Path) -> BTreeMap<String, (f64, f64)> {
     let o = ok(&["overview", "--json", s(&target.join("RECENT.recent"))]);

@@ -326,8 +326,9 @@ pub(crate) struct FetchDir {
     /// pass instead of whole (the principal can be megabytes, and over a
     /// slow link its full transfer dominated an incremental pass).
     basis: Option<PathBuf>,
-    /// A whole-index rsync whose files are in place but which is still
-    /// finishing ([`FetchDir::fetch_index_until`]); joined by `settle`.
+    /// An rsync whose files are in place but which is still finishing
+    /// ([`FetchDir::fetch_index_until`], [`FetchDir::fetch_until_landed`]);
+    /// joined by `settle`.
     finishing: std::sync::Mutex<Option<std::thread::JoinHandle<Result<(), RsyncError>>>>,
     /// How that rsync ended, if it failed.
     failed: std::sync::Mutex<Option<String>>,
@@ -413,25 +414,50 @@ impl FetchDir {
         r.arg("--exclude=*");
         r.arg(remote.tree_source());
         r.arg(format!("{}/", self.dir.path().display()));
-        // rsync's death signal follows this thread, which waits for it.
-        let running = std::thread::spawn(move || r.run().map(|_| ()));
-        loop {
-            if running.is_finished() {
-                running.join().unwrap_or_else(|_| Err(internal_error("the index rsync's thread panicked")))?;
-                break;
-            }
-            if landed(self) {
-                *self.finishing.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
-                break;
-            }
-            std::thread::sleep(LANDED_POLL);
-        }
+        self.run_until(r, &mut landed)?;
         self.whole_index.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
 
+    /// [`FetchDir::fetch`] that returns once every one of `names` is in
+    /// place (or rsync ended), leaving the call's teardown to overlap the
+    /// caller's next step, as [`FetchDir::fetch_index_until`] does. A name
+    /// the remote lacks never lands: the call then runs to its end.
+    pub fn fetch_until_landed(
+        &self,
+        remote: &Remote,
+        settings: &RsyncSettings,
+        names: &[&str],
+    ) -> Result<(), RsyncError> {
+        self.settle_quietly();
+        let mut r = self.command(remote, settings);
+        for n in names {
+            r.arg(remote.source(n));
+        }
+        r.arg(format!("{}/", self.dir.path().display()));
+        self.run_until(r, &mut |d: &FetchDir| names.iter().all(|n| d.landed(n)))
+    }
+
+    /// Run `r` on its own thread until it ends (its error, if it failed) or
+    /// `landed(self)`; in the latter case it goes on finishing, for
+    /// [`FetchDir::settle`].
+    fn run_until(&self, r: Rsync, landed: &mut dyn FnMut(&FetchDir) -> bool) -> Result<(), RsyncError> {
+        // rsync's death signal follows this thread, which waits for it.
+        let running = std::thread::spawn(move || r.run().map(|_| ()));
+        loop {
+            if running.is_finished() {
+                return running.join().unwrap_or_else(|_| Err(internal_error("an rsync thread panicked")));
+            }
+            if landed(self) {
+                *self.finishing.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
+                return Ok(());
+            }
+            std::thread::sleep(LANDED_POLL);
+        }
+    }
+
     /// Wait until every one of `names` is in place, or a finishing
-    /// whole-index fetch ended (its error, if it failed; a name the remote
+    /// fetch ended (its error, if it failed; a name the remote
     /// lacks then simply stays missing). Without one, returns at once.
     pub fn wait_landed(&self, names: &[String]) -> Result<()> {
         loop {
@@ -447,8 +473,8 @@ impl FetchDir {
         }
     }
 
-    /// Wait for a finishing whole-index fetch (if any) to end; its failure
-    /// is this call's error, and every later one's.
+    /// Wait for a finishing fetch (if any) to end; its failure is this
+    /// call's error, and every later one's.
     pub fn settle(&self) -> Result<()> {
         let handle = self.finishing.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(h) = handle {
@@ -457,7 +483,7 @@ impl FetchDir {
             }
         }
         match self.failed.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(e) => bail!("fetching the recentfiles failed after they arrived: {e}"),
+            Some(e) => bail!("the rsync that fetched the recentfiles failed after they arrived: {e}"),
             None => Ok(()),
         }
     }

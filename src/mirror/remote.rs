@@ -317,7 +317,7 @@ pub const DEFAULT_MAX_RECENTFILE_SIZE: u64 = 512 << 20;
 /// A hidden temporary directory for fetched recentfiles.
 pub(crate) struct FetchDir {
     dir: tempfile::TempDir,
-    /// [`FetchDir::fetch_index`] ran: every recentfile the remote has is
+    /// [`FetchDir::fetch_index_until`] ran: every recentfile the remote has is
     /// here, so a name missing here is missing at the remote.
     whole_index: std::sync::atomic::AtomicBool,
     /// The mirror's own copies of the recentfiles (its localroot): passed
@@ -334,7 +334,7 @@ pub(crate) struct FetchDir {
     failed: std::sync::Mutex<Option<String>>,
 }
 
-/// How often a finishing whole-index fetch is looked at.
+/// How often a running fetch is looked at for its files.
 const LANDED_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The prefix of fetch directories under `<localroot>/.rrr/`.
@@ -478,7 +478,7 @@ impl FetchDir {
     pub fn settle(&self) -> Result<()> {
         let handle = self.finishing.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(h) = handle {
-            if let Err(e) = h.join().unwrap_or_else(|_| Err(internal_error("the index rsync's thread panicked"))) {
+            if let Err(e) = h.join().unwrap_or_else(|_| Err(internal_error("an rsync thread panicked"))) {
                 *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{e}"));
             }
         }
@@ -500,7 +500,7 @@ impl FetchDir {
         fs::symlink_metadata(self.file(name)).is_ok()
     }
 
-    /// Whether [`FetchDir::fetch_index`] fetched everything here.
+    /// Whether [`FetchDir::fetch_index_until`] fetched everything here.
     pub fn has_whole_index(&self) -> bool {
         self.whole_index.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -166,7 +166,7 @@ impl<'a> Mirror<'a> {
 
     /// Fetch and validate the principal, in one rsync call: with the link,
     /// the file it pointed to last time and the larger files the last pass
-    /// asked for ([`State::refetch`]); or, when a whole-tree pass is due
+    /// asked for ([`super::state::State::refetch`]); or, when a whole-tree pass is due
     /// or the link's target is not known yet, the whole index
     /// ([`FetchDir::fetch_index_until`]). Returns its name, content and layout.
     pub(super) fn fetch_principal(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {

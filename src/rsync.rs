@@ -328,17 +328,16 @@ fn stall_watchdog(pid: u32, limit: Duration, stopped: std::sync::mpsc::Receiver<
 /// generator comparing a large tree reads nothing but uses CPU) and stays
 /// the same while every process waits. `None` where `/proc` cannot tell,
 /// which [`stall_limit_works`] finds out first.
-pub fn activity(pid: u32) -> Option<u64> {
+fn activity(pid: u32) -> Option<u64> {
     fn one(pid: u32) -> Option<u64> {
-        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-        let field = |k: &str| io.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok());
+        let (rchar, wchar) = io_bytes(pid)?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         // After the command name, which may hold anything: utime is the
         // 14th field, stime the 15th.
         let rest = &stat[stat.rfind(')')? + 2..];
         let mut f = rest.split(' ').skip(11);
         let (utime, stime): (u64, u64) = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
-        Some(field("rchar: ")? + field("wchar: ")? + utime + stime)
+        Some(rchar + wchar + utime + stime)
     }
     let mut total = one(pid)?;
     let mut todo = children(pid);
@@ -352,6 +351,14 @@ pub fn activity(pid: u32) -> Option<u64> {
         todo.extend(children(c));
     }
     Some(total)
+}
+
+/// Bytes `pid` has read and written so far (`rchar`, `wchar` of
+/// `/proc/PID/io`: files, pipes and sockets alike).
+fn io_bytes(pid: u32) -> Option<(u64, u64)> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let field = |k: &str| io.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok());
+    Some((field("rchar: ")?, field("wchar: ")?))
 }
 
 /// The children of `pid` (of each of its threads).
@@ -760,13 +767,9 @@ pub enum Output<'l> {
 /// estimate for a progress line when rsync prints none; `None` where
 /// `/proc` cannot tell.
 pub fn received_bytes(pid: u32) -> Option<u64> {
-    fn rchar(pid: u32) -> Option<u64> {
-        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-        io.lines().find_map(|l| l.strip_prefix("rchar: "))?.trim().parse().ok()
-    }
     // Not an ssh it runs: that one reads what the receiver reads again.
     let is_rsync = |p: &u32| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "rsync");
-    std::iter::once(pid).chain(children(pid)).filter(is_rsync).filter_map(rchar).max()
+    std::iter::once(pid).chain(children(pid)).filter(is_rsync).filter_map(|p| Some(io_bytes(p)?.0)).max()
 }
 
 /// Calls `f` with each line of `r` as it arrives, a line ending at `\n`

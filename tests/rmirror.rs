@@ -546,54 +546,68 @@ fn a_slow_transfer_outlasts_a_short_timeout() {
     assert_same_tree(&t.origin, &t.target);
 }
 
-/// A first pass starts the whole-tree rsync as soon as every recentfile
-/// it installs is in place, while the index rsync is still finishing (its
-/// teardown is 65 ms with a default daemon), and never before: here the
-/// index call is slowed (`--bwlimit`) and its teardown stretched to 1 s by
-/// a wrapper, which also lists the index call's destination when the tree
-/// call starts.
-#[test]
-fn the_tree_starts_once_the_index_is_in_place_not_after_its_teardown() {
-    let t = Setup::new(30);
+/// Run rmirror on `t` with `extra` arguments and `RRR_RSYNC` set to a
+/// wrapper: the rsync call whose arguments match the shell pattern `slow`
+/// records its destination, runs with `slow_opts`, then holds on for 1 s
+/// (a stretched teardown) before it logs `slow end`; the call matching
+/// `watched` logs `watched start` and lists that destination. Returns the
+/// output and the log.
+fn with_stretched_teardown(t: &Setup, slow: &str, slow_opts: &str, watched: &str, extra: &[&str]) -> (Output, String) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let wrapper = dir.path().join("rsync");
-    fs::write(
-        &wrapper,
-        format!(
-            r#"#!/bin/sh
+    let script = format!(
+        r#"#!/bin/sh
 log={log}
 case " $* " in
-  *" --dirs "*)
-    echo "index start" >> "$log"
-    for a; do dest=$a; done
-    echo "$dest" > "$log.dest"
-    rsync --bwlimit=20 "$@"; rc=$?
-    echo "index done" >> "$log"
-    sleep 1
-    echo "index end" >> "$log"
-    exit $rc ;;
-  *" --safe-links "*)
-    echo "tree start" >> "$log"
+  {watched})
+    echo "watched start" >> "$log"
     ls "$(cat "$log.dest")" >> "$log" 2>&1
     exec rsync "$@" ;;
+  {slow})
+    for a; do dest=$a; done
+    echo "$dest" > "$log.dest"
+    rsync {slow_opts} "$@"; rc=$?
+    sleep 1
+    echo "slow end" >> "$log"
+    exit $rc ;;
 esac
 exec rsync "$@"
 "#,
-            log = log.display(),
-        ),
-    )
-    .unwrap();
+        log = log.display(),
+    );
+    fs::write(&wrapper, script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
-    let o =
-        rmirror_env(&["--remote", &t.src(), "--localroot", s(&t.target)], &[("RRR_RSYNC", wrapper.to_str().unwrap())]);
+    let src = t.src();
+    let mut args = vec!["--remote", src.as_str(), "--localroot", s(&t.target)];
+    args.extend_from_slice(extra);
+    let o = rmirror_env(&args, &[("RRR_RSYNC", wrapper.to_str().unwrap())]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_same_tree(&t.origin, &t.target);
     let calls = fs::read_to_string(&log).unwrap();
+    (o, calls)
+}
+
+/// What the `watched` call of [`with_stretched_teardown`] saw: it started
+/// before the slow call's teardown ended; the listing of the slow call's
+/// destination at that moment.
+#[track_caller]
+fn started_during_teardown(calls: &str) -> &str {
     let at = |what: &str| calls.find(what).unwrap_or_else(|| panic!("{what} in {calls}"));
-    assert!(at("tree start") < at("index end"), "the tree waited for the index call's teardown:\n{calls}");
-    let listing = &calls[at("tree start")..];
+    assert!(at("watched start") < at("slow end"), "it waited for the teardown:\n{calls}");
+    &calls[at("watched start")..at("slow end")]
+}
+
+/// A first pass starts the whole-tree rsync as soon as every recentfile
+/// it installs is in place, while the index rsync is still finishing (its
+/// teardown is 65 ms with a default daemon), and never before: the index
+/// call is slowed (`--bwlimit`) and its teardown stretched to 1 s.
+#[test]
+fn the_tree_starts_once_the_index_is_in_place_not_after_its_teardown() {
+    let t = Setup::new(30);
+    let (_, calls) = with_stretched_teardown(&t, r#"*" --dirs "*"#, "--bwlimit=20", r#"*" --safe-links "*"#, &[]);
+    assert_same_tree(&t.origin, &t.target);
+    let listing = started_during_teardown(&calls);
     for iv in ["1h", "6h", "1d", "1W", "1M", "1Q", "1Y", "Z"] {
         assert!(
             listing.contains(&format!("RECENT-{iv}.yaml\n")),
@@ -607,54 +621,17 @@ exec rsync "$@"
 
 /// An incremental pass likewise: its `--files-from` transfer starts once
 /// the principal and its link are in place, while the principal call (its
-/// teardown stretched to 1 s by a wrapper) is still finishing.
+/// teardown stretched to 1 s) is still finishing.
 #[test]
 fn an_incremental_transfer_starts_once_the_principal_is_in_place() {
     let t = Setup::new(30);
     pass(&t.src(), &t.target, &[], 0);
     change(&t.origin, &["id/N/late.txt"], &[]);
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let wrapper = dir.path().join("rsync");
-    fs::write(
-        &wrapper,
-        format!(
-            r#"#!/bin/sh
-log={log}
-case " $* " in
-  *" --files-from"*)
-    echo "transfer start" >> "$log"
-    ls "$(cat "$log.dest")" >> "$log" 2>&1
-    exec rsync "$@" ;;
-  *"/RECENT.recent "*)
-    echo "principal start" >> "$log"
-    for a; do dest=$a; done
-    echo "$dest" > "$log.dest"
-    rsync "$@"; rc=$?
-    sleep 1
-    echo "principal end" >> "$log"
-    exit $rc ;;
-esac
-exec rsync "$@"
-"#,
-            log = log.display(),
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
-    let o = rmirror_env(
-        &["--remote", &t.src(), "--localroot", s(&t.target), "--json"],
-        &[("RRR_RSYNC", wrapper.to_str().unwrap())],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (o, calls) = with_stretched_teardown(&t, r#"*"/RECENT.recent "*"#, "", r#"*" --files-from"*"#, &["--json"]);
     let v: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
     assert_eq!((v["bootstrap"].as_bool(), v["transferred"].as_u64()), (Some(false), Some(1)), "{v}");
     assert_same_tree(&t.origin, &t.target);
-    let calls = fs::read_to_string(&log).unwrap();
-    let at = |what: &str| calls.find(what).unwrap_or_else(|| panic!("{what} in {calls}"));
-    assert!(at("transfer start") < at("principal end"), "the transfer waited for the teardown:\n{calls}");
-    let listing = &calls[at("transfer start")..at("principal end")];
+    let listing = started_during_teardown(&calls);
     assert!(listing.contains("RECENT-1h.yaml\n") && listing.contains("RECENT.recent\n"), "{calls}");
 }
 

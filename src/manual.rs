@@ -21,12 +21,19 @@ const CHECK_EXIT_STATUS: &[(&str, &str)] = &[
     ("3", "UNKNOWN: no mirror state (has rmirror run on this target?)"),
 ];
 
+/// `rrr trigger`'s exit codes.
+const TRIGGER_EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "a running rmirror --loop was woken (it passes now, or right after its current pass)"),
+    ("2", "usage or fatal error (e.g. no write permission on LOCALROOT/.rrr/trigger)"),
+    ("3", "no rmirror --loop runs on the tree (polling, a one-shot run or nothing)"),
+];
+
 /// The exit codes of `command`.
 fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
-    if command == "check" {
-        CHECK_EXIT_STATUS
-    } else {
-        EXIT_STATUS
+    match command {
+        "check" => CHECK_EXIT_STATUS,
+        "trigger" => TRIGGER_EXIT_STATUS,
+        _ => EXIT_STATUS,
     }
 }
 
@@ -42,6 +49,10 @@ const FILES: &[(&str, &str)] = &[
         "rmirror's state and run record (--state FILE elsewhere): done-set, counters, heartbeat, the running pass",
     ),
     ("LOCALROOT/.rrr/rmirror.flock", "rmirror's run lock"),
+    (
+        "LOCALROOT/.rrr/trigger",
+        "a named pipe (mode 0620) that a running rmirror --loop reads: rrr trigger writes to it",
+    ),
     ("LOCALROOT/.rrr/id", "the tree's marker, matched against a --state kept outside the tree"),
     ("/etc/rrr/mirror.toml", "a conventional place for rmirror --config (any path works)"),
 ];
@@ -107,6 +118,11 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
         "check" => &[
             ("Nagios/Icinga check", "rrr check --warn 300 --crit 3600 --localroot /srv/CPAN"),
             ("All trees; the worst comes first and decides the exit code", "rrr check --warn 300 --crit 3600 --config /etc/rrr/mirror.toml"),
+        ],
+        "trigger" => &[
+            ("Wake the loop mirroring into /srv/CPAN (e.g. an ssh forced command from the upstream)", "rrr trigger --localroot /srv/CPAN"),
+            ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
+            ("Wake every loop of a config", "rrr trigger --config /etc/rrr/mirror.toml"),
         ],
         "completions" => &[("Bash completion", "rrr completions bash > /etc/bash_completion.d/rrr")],
         "manpages" => &[("Install the man pages", "rrr manpages /usr/local/share/man/man1")],
@@ -207,12 +223,27 @@ mod tests {
 
     #[test]
     fn every_command_has_examples_and_the_exit_codes() {
-        for c in
-            ["rrr", "init", "update", "aggregate", "news", "overview", "fsck", "watch", "rmirror", "status", "check"]
-        {
+        for c in [
+            "rrr",
+            "init",
+            "update",
+            "aggregate",
+            "news",
+            "overview",
+            "fsck",
+            "watch",
+            "rmirror",
+            "status",
+            "check",
+            "trigger",
+        ] {
             let h = after_help(c);
             assert!(h.starts_with("Examples:\n  # "), "{c}: {h}");
-            let code = if c == "check" { "\n    3  UNKNOWN" } else { "\n   75  another run holds the lock" };
+            let code = match c {
+                "check" => "\n    3  UNKNOWN",
+                "trigger" => "\n    3  no rmirror --loop runs",
+                _ => "\n   75  another run holds the lock",
+            };
             assert!(h.contains(code), "{c}: {h}");
         }
     }

@@ -57,6 +57,28 @@ pub(crate) fn install() {
     }
 }
 
+/// Set when SIGUSR1 asked a `rmirror --loop` for a pass now (push).
+static WAKE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_wake(_: libc::c_int) {
+    WAKE.store(true, Ordering::SeqCst);
+}
+
+/// Let SIGUSR1 wake the loop ([`take_wake`]) instead of ending the
+/// process; only `rmirror --loop` asks for it.
+pub(crate) fn install_wake() {
+    let handler = on_wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores an atomic.
+    unsafe {
+        libc::signal(libc::SIGUSR1, handler);
+    }
+}
+
+/// Whether SIGUSR1 arrived since the last call.
+pub(crate) fn take_wake() -> bool {
+    WAKE.swap(false, Ordering::SeqCst)
+}
+
 /// Set by commands whose lock waits a signal may end (`update`, `init`,
 /// `aggregate`): they have written nothing yet when they wait. The
 /// daemons leave it unset, since they still flush after a stop request.

@@ -105,6 +105,7 @@ mod safety;
 mod state;
 pub(crate) mod status;
 mod transfer;
+pub mod trigger;
 
 pub(crate) use pass::PassReport;
 pub(crate) use safety::Refused;

@@ -17,7 +17,7 @@ pub enum Exit {
     Differences = 1,
     /// 2: usage or fatal error.
     Error = 2,
-    /// 3: `check` only: no mirror state (Nagios UNKNOWN).
+    /// 3: `check`: no mirror state (Nagios UNKNOWN); `trigger`: no loop runs.
     Unknown = 3,
     /// 75: another run holds the lock (EX_TEMPFAIL, for cron).
     Locked = 75,
@@ -106,6 +106,7 @@ pub mod news;
 pub mod overview;
 pub mod rmirror;
 pub mod status;
+pub mod trigger;
 pub mod update;
 pub mod watch;
 

@@ -13,6 +13,7 @@ mod news;
 mod overview;
 mod rmirror;
 mod status;
+mod trigger;
 mod update;
 mod watch;
 
@@ -55,6 +56,9 @@ pub enum Command {
     /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     #[command(after_help = rrr::manual::after_help("check"))]
     Check(check::CheckArgs),
+    /// Wake the running rmirror --loop of a tree: it passes now (push). Exit 3 when none runs.
+    #[command(after_help = rrr::manual::after_help("trigger"))]
+    Trigger(trigger::TriggerArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
     #[command(after_help = rrr::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
@@ -75,6 +79,7 @@ impl Command {
             Command::Rmirror(a) => ops::rmirror::run(&a.into(), ctx),
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),
+            Command::Trigger(a) => ops::trigger::run(&a.into(), ctx),
             Command::Watch(a) => ops::watch::run(&a.into(), ctx),
         }
     }

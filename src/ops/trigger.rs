@@ -1,0 +1,98 @@
+//! `rrr trigger`: ask the running `rmirror --loop` of a tree for a pass
+//! now (push, as ftpsync's runmirrors does over ssh). The loop is found
+//! through its trigger pipe in `.rrr/` ([`crate::mirror::trigger`]); the
+//! holder of the tree's run lock is named when it can be read. Exit 0 when
+//! a loop was woken, 3 when none runs there, 2 on errors.
+
+use crate::mirror::trigger::{self, Sent};
+use crate::ops::{Ctx, Exit};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// Which loop(s) to wake.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// The loop mirroring into this tree.
+    Localroot(PathBuf),
+    /// The loops of a config's trees: all of them, or the one at `tree`.
+    Config {
+        /// The rmirror TOML config file.
+        file: PathBuf,
+        /// Only the tree whose localroot is this directory.
+        tree: Option<PathBuf>,
+    },
+}
+
+/// What `rrr trigger` was asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Which loop(s) to wake.
+    pub target: Target,
+    /// One JSON object per tree instead of text.
+    pub json: bool,
+}
+
+/// Wake the loop(s); one line per tree. Exit 0 when at least one loop was
+/// woken, 3 when none runs.
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let roots = localroots(&opts.target)?;
+    let mut out = ctx.out();
+    let mut woken = 0;
+    for root in &roots {
+        let state_dir = root.join(".rrr");
+        let sent = trigger::send(&state_dir)
+            .with_context(|| format!("cannot trigger {}", trigger::trigger_path(&state_dir).display()))?;
+        let holder = (sent == Sent::Woken).then(|| holder(&state_dir)).flatten();
+        if opts.json {
+            let v = serde_json::json!({"kind": "trigger", "localroot": root.display().to_string(),
+                                       "woken": sent == Sent::Woken, "holder": holder});
+            writeln!(out, "{v}")?;
+        } else if sent == Sent::Woken {
+            match &holder {
+                Some(h) => writeln!(out, "woke the loop on {} ({h})", root.display())?,
+                None => writeln!(out, "woke the loop on {}", root.display())?,
+            }
+        } else {
+            tracing::warn!("no rmirror --loop runs on {}", root.display());
+        }
+        woken += usize::from(sent == Sent::Woken);
+    }
+    out.flush()?;
+    Ok(if woken > 0 { Exit::Ok } else { Exit::Unknown })
+}
+
+/// The trees `target` names.
+fn localroots(target: &Target) -> Result<Vec<PathBuf>> {
+    match target {
+        Target::Localroot(r) => Ok(vec![r.clone()]),
+        Target::Config { file, tree } => {
+            let cfg = crate::ops::mirrors::read_config(file)?;
+            let all: Vec<PathBuf> = cfg.trees.iter().map(|t| t.localroot.clone()).collect();
+            let Some(want) = tree else { return Ok(all) };
+            let picked: Vec<PathBuf> = all.into_iter().filter(|r| same_dir(r, want)).collect();
+            if picked.is_empty() {
+                bail!("{} has no tree with localroot {}", file.display(), want.display());
+            }
+            Ok(picked)
+        }
+    }
+}
+
+/// Whether two spellings name one directory (`/srv/x` and `/srv/x/`, a link).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a.components().eq(b.components()),
+    }
+}
+
+/// The run lock's record of its holder, `process PID (command line)`.
+fn holder(state_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(state_dir.join("rmirror.flock")).ok()?;
+    let mut lines = text.lines();
+    let pid: u32 = lines.next()?.trim().parse().ok()?;
+    Some(match lines.next().filter(|c| !c.is_empty()) {
+        Some(cmd) => format!("process {pid}: {cmd}"),
+        None => format!("process {pid}"),
+    })
+}

@@ -1,0 +1,184 @@
+//! Push: `rrr trigger` (and SIGUSR1) wake a running `rmirror --loop`,
+//! against a real rsync daemon; triggers during a pass coalesce into one
+//! more pass; without a loop, exit 3.
+
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn passes(target: &Path) -> u64 {
+    fs::read(target.join(".rrr/state.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["counters"]["passes"].as_u64())
+        .unwrap_or(0)
+}
+
+/// An origin of `n` files served by a daemon, and where the mirror goes.
+struct Push {
+    tmp: tempfile::TempDir,
+    origin: std::path::PathBuf,
+    target: std::path::PathBuf,
+    daemon: RsyncDaemon,
+}
+
+impl Push {
+    fn new(n: usize) -> Push {
+        let tmp = tempfile::tempdir().unwrap();
+        let origin = tmp.path().join("origin");
+        for i in 0..n {
+            write(&origin, &format!("d/f{i}.txt"), &format!("file {i}\n"));
+        }
+        ok(&["init", "--aggregate", s(&origin)]);
+        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
+        let target = tmp.path().join("target");
+        Push { tmp, origin, target, daemon }
+    }
+
+    /// A new file at the origin, recorded.
+    fn publish(&self, rel: &str) {
+        write(&self.origin, rel, "new\n");
+        ok(&["update", &principal(&self.origin), rel]);
+    }
+
+    /// `rmirror --loop` with a long interval: only a trigger makes it pass
+    /// again soon. rsync runs through `wrapper` when given.
+    fn start_loop(&self, wrapper: Option<&Path>) -> Child {
+        let src = format!("{}/RECENT.recent", self.daemon.url("origin"));
+        let mut cmd = Command::new(rrr_bin());
+        cmd.args([
+            "rmirror",
+            "--loop",
+            "--interval",
+            "300",
+            "--json",
+            "--remote",
+            &src,
+            "--localroot",
+            s(&self.target),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if let Some(w) = wrapper {
+            cmd.env("RRR_RSYNC", w);
+        }
+        cmd.spawn().unwrap()
+    }
+
+    fn trigger(&self) -> std::process::Output {
+        rrr(&["trigger", "--localroot", s(&self.target)])
+    }
+}
+
+fn stop(child: Child) -> std::process::Output {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn trigger_and_sigusr1_wake_the_loop() {
+    let p = Push::new(3);
+    let o = p.trigger();
+    assert_eq!(o.status.code(), Some(3), "no loop yet: {}", stderr(&o));
+    assert!(stderr(&o).contains("no rmirror --loop runs on"), "{}", stderr(&o));
+
+    let child = p.start_loop(None);
+    wait_for("the first pass", Duration::from_secs(60), || passes(&p.target) >= 1);
+    // With a 300 s interval, the file arrives only if the trigger woke the loop.
+    p.publish("d/pushed.txt");
+    let o = p.trigger();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("woke the loop on"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("rmirror --loop"), "names the holder: {}", stdout(&o));
+    wait_for("the triggered pass", Duration::from_secs(60), || passes(&p.target) >= 2);
+    assert!(p.target.join("d/pushed.txt").exists(), "the triggered pass took the new file");
+
+    p.publish("d/signalled.txt");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGUSR1) };
+    wait_for("the pass after SIGUSR1", Duration::from_secs(60), || passes(&p.target) >= 3);
+    assert!(p.target.join("d/signalled.txt").exists(), "the signalled pass took the new file");
+
+    let o = stop(child);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let o = p.trigger();
+    assert_eq!(o.status.code(), Some(3), "the loop is gone: {}", stdout(&o));
+    drop(p.tmp);
+}
+
+#[test]
+fn triggers_during_a_pass_make_exactly_one_more_pass() {
+    let p = Push::new(3);
+    // rsync through a wrapper that, while `slow` exists, records each call
+    // and holds it for 2 s: a pass long enough to trigger during it.
+    let marks = p.tmp.path().join("marks");
+    fs::create_dir(&marks).unwrap();
+    let wrapper = p.tmp.path().join("rsync");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ -e {m}/slow ]; then touch {m}/call.$$; sleep 2; fi\nexec rsync \"$@\"\n",
+            m = marks.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+
+    let child = p.start_loop(Some(&wrapper));
+    wait_for("the first pass", Duration::from_secs(60), || passes(&p.target) >= 1);
+    fs::write(marks.join("slow"), "").unwrap();
+    p.publish("d/one.txt");
+    assert_eq!(p.trigger().status.code(), Some(0));
+    let calls = || fs::read_dir(&marks).unwrap().count() - 1;
+    wait_for("the slow pass to start", Duration::from_secs(60), || calls() >= 1);
+    assert_eq!(passes(&p.target), 1, "the second pass is still running");
+    for _ in 0..5 {
+        let o = p.trigger();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    fs::remove_file(marks.join("slow")).unwrap();
+    wait_for("the pass the triggers asked for", Duration::from_secs(60), || passes(&p.target) >= 3);
+    // Five triggers during one pass are one more pass, not five: with a
+    // 300 s interval nothing else may follow.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(passes(&p.target), 3, "triggers during a pass coalesce into one");
+    assert!(p.target.join("d/one.txt").exists());
+    let o = stop(child);
+    let kinds: Vec<String> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["kind"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| *k == "pass").count(), 3, "{kinds:?}\n{}", stderr(&o));
+}
+
+#[test]
+fn trigger_usage_and_config_trees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("mirror.toml");
+    let a = tmp.path().join("a");
+    fs::write(
+        &cfg,
+        format!("[[tree]]\nremote = \"rsync://127.0.0.1:1/m/RECENT.recent\"\nlocalroot = \"{}\"\n", a.display()),
+    )
+    .unwrap();
+    let o = rrr(&["trigger", "--config", s(&cfg)]);
+    assert_eq!(o.status.code(), Some(3), "no loop: {}", stderr(&o));
+    let o = rrr(&["trigger", "--config", s(&cfg), "--tree", s(&tmp.path().join("b"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("has no tree with localroot"), "{}", stderr(&o));
+    let o = rrr(&["trigger", "--tree", s(&a)]);
+    assert_eq!(o.status.code(), Some(2), "--tree needs --config: {}", stderr(&o));
+    // Without write permission on the pipe it is an error, not "no loop".
+    fs::create_dir_all(a.join(".rrr")).unwrap();
+    fs::create_dir(a.join(".rrr/trigger")).unwrap();
+    let o = rrr(&["trigger", "--localroot", s(&a)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(".rrr/trigger"), "{}", stderr(&o));
+}

@@ -8,7 +8,7 @@
 //! wait, the walk, between merges) and otherwise finish what they commit,
 //! so a signal is deferred across every rename.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 /// The error of a command or pass that a signal stopped at a safe point
 /// (the callers say what was left as it was, or that the state was saved):
@@ -57,26 +57,28 @@ pub(crate) fn install() {
     }
 }
 
-/// Set when SIGUSR1 asked a `rmirror --loop` for a pass now (push).
-static WAKE: AtomicBool = AtomicBool::new(false);
+/// How many SIGUSR1 arrived: each `rmirror --loop` (one per tree of a
+/// config) compares it with the count it last saw, so one signal wakes
+/// every tree (push).
+static WAKES: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_wake(_: libc::c_int) {
-    WAKE.store(true, Ordering::SeqCst);
+    WAKES.fetch_add(1, Ordering::SeqCst);
 }
 
-/// Let SIGUSR1 wake the loop ([`take_wake`]) instead of ending the
-/// process; only `rmirror --loop` asks for it.
+/// Let SIGUSR1 wake the loops ([`wakes`]) instead of ending the process;
+/// only `rmirror --loop` asks for it.
 pub(crate) fn install_wake() {
     let handler = on_wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores an atomic.
+    // SAFETY: the handler only touches an atomic.
     unsafe {
         libc::signal(libc::SIGUSR1, handler);
     }
 }
 
-/// Whether SIGUSR1 arrived since the last call.
-pub(crate) fn take_wake() -> bool {
-    WAKE.swap(false, Ordering::SeqCst)
+/// How many SIGUSR1 arrived so far.
+pub(crate) fn wakes() -> u64 {
+    WAKES.load(Ordering::SeqCst)
 }
 
 /// Set by commands whose lock waits a signal may end (`update`, `init`,

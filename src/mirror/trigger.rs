@@ -89,6 +89,52 @@ impl Listener {
     }
 }
 
+/// What wakes one loop: its pipe (when it could be opened) and SIGUSR1.
+#[derive(Debug)]
+pub struct Waker {
+    pipe: Option<Listener>,
+    signals_seen: u64,
+}
+
+impl Waker {
+    /// Listen on the tree whose state directory is `state_dir` (call it
+    /// under the tree's run lock). A pipe that cannot be made leaves the
+    /// loop to polling and SIGUSR1: a warning, not an error.
+    pub fn listen(state_dir: &Path) -> Waker {
+        crate::signals::install_wake();
+        let pipe = Listener::open(state_dir)
+            .inspect_err(|e| {
+                let path = trigger_path(state_dir);
+                tracing::warn!(
+                    "cannot open the trigger pipe {}: {e}; rrr trigger will not reach this loop",
+                    path.display()
+                );
+            })
+            .ok();
+        Waker { pipe, signals_seen: crate::signals::wakes() }
+    }
+
+    /// A pass starts: what asked for it so far is answered by it.
+    pub fn pass_starts(&mut self) {
+        if let Some(p) = &self.pipe {
+            p.take();
+        }
+        self.signals_seen = crate::signals::wakes();
+    }
+
+    /// Wait up to `step` for a trigger or SIGUSR1; true when one came.
+    pub fn wait(&mut self, step: Duration) -> bool {
+        let piped = match &self.pipe {
+            Some(p) => p.wait(step),
+            None => {
+                std::thread::sleep(step);
+                false
+            }
+        };
+        piped || crate::signals::wakes() != self.signals_seen
+    }
+}
+
 fn make_fifo(path: &Path) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())

@@ -20,7 +20,7 @@
 
 use crate::clock::Clock;
 use crate::mirror::remote::{Remote, RsyncSettings};
-use crate::mirror::trigger::Listener;
+use crate::mirror::trigger::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
 use crate::ops::mirrors::{self, Prometheus, Targets};
 use crate::ops::{is_closed, Ctx, Exit};
@@ -28,7 +28,7 @@ use crate::signals::Interrupted;
 use crate::store::{LockError, RunLock};
 use anyhow::{Context, Result};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Seconds an rsync may move no data before it is stopped (DECISIONS.md:
@@ -315,17 +315,16 @@ fn passes(
             }
         }
     };
-    let trigger = if opts.looping && !opts.dry_run { listen_for_triggers(&state_dir) } else { None };
+    let mut trigger = (opts.looping && !opts.dry_run).then(|| Waker::listen(&state_dir));
     crate::notify::notify("READY=1");
     let mut failed_passes = 0u32;
     loop {
         let started = std::time::Instant::now();
         // Triggers that came before this pass starts are answered by it;
         // any that come during it make one more pass.
-        if let Some(t) = &trigger {
-            t.take();
+        if let Some(t) = &mut trigger {
+            t.pass_starts();
         }
-        crate::signals::take_wake();
         if let Some(every) = opts.full_every {
             if !m.full && full_due(&m.state, every, clock.now_f64()) {
                 tracing::info!("a whole-tree pass is due (--full-every {})", crate::human::duration(every));
@@ -385,7 +384,7 @@ fn passes(
             return Ok(Exit::Differences);
         }
         failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
-        if !pause(opts, failed_passes, Some(started), trigger.as_ref()) {
+        if !pause(opts, failed_passes, Some(started), trigger.as_mut()) {
             tracing::info!("interrupted; state saved");
             return Ok(Exit::Interrupted);
         }
@@ -445,27 +444,15 @@ fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) ->
     Ok(())
 }
 
-/// The loop's end of `rrr trigger` (and SIGUSR1). A tree where the pipe
-/// cannot be made still mirrors, by polling alone: a warning, not an error.
-fn listen_for_triggers(state_dir: &Path) -> Option<Listener> {
-    crate::signals::install_wake();
-    match Listener::open(state_dir) {
-        Ok(l) => Some(l),
-        Err(e) => {
-            let pipe = crate::mirror::trigger::trigger_path(state_dir);
-            tracing::warn!(
-                "cannot open the trigger pipe {}: {e}; rrr trigger will not reach this loop",
-                pipe.display()
-            );
-            None
-        }
-    }
-}
-
 /// Wait before the next `--loop` pass: until `interval` after the start of
 /// a good pass, or [`pause_after`] a failed one, or until `rrr trigger`
 /// or SIGUSR1 asks for a pass now. False when stopped.
-fn pause(opts: &Options, failed_passes: u32, started: Option<std::time::Instant>, trigger: Option<&Listener>) -> bool {
+fn pause(
+    opts: &Options,
+    failed_passes: u32,
+    started: Option<std::time::Instant>,
+    mut trigger: Option<&mut Waker>,
+) -> bool {
     let pause = pause_after(opts.interval, failed_passes);
     if failed_passes > 0 {
         tracing::warn!("{}", backoff_line(failed_passes, pause));
@@ -480,14 +467,14 @@ fn pause(opts: &Options, failed_passes: u32, started: Option<std::time::Instant>
             return false;
         }
         let step = Duration::from_millis(50).min(left);
-        let woken = match trigger {
+        let woken = match trigger.as_deref_mut() {
             Some(t) => t.wait(step),
             None => {
                 std::thread::sleep(step);
                 false
             }
         };
-        if woken || crate::signals::take_wake() {
+        if woken {
             tracing::debug!("triggered: passing now");
             break;
         }

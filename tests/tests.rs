@@ -16,4 +16,5 @@ mod patterns;
 mod perl_entry;
 mod props;
 mod rmirror;
+mod visible;
 mod watch;

@@ -274,6 +274,7 @@ fn passes(
     // off); a refusal or a held lock ends the run.
     let mut failed_passes = 0u32;
     let _lock = loop {
+        let attempt = clock.now();
         let settled = m.settle_ownership(opts.adopt, opts.dry_run).and_then(|()| {
             if opts.dry_run {
                 return Ok(None);
@@ -287,6 +288,11 @@ fn passes(
             m.settle_ownership(opts.adopt, true)?;
             Ok(Some(lock))
         });
+        if let Err(e) = &settled {
+            if let Err(why) = m.record_failed_attempt(&attempt, e) {
+                tracing::warn!("cannot record the failed attempt: {why:#}");
+            }
+        }
         match settled {
             Ok(lock) => break lock,
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {

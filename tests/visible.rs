@@ -242,3 +242,38 @@ fn an_unknown_state_version_is_refused_with_the_way_out() {
     assert!(err.contains(&format!("mirror state {}: not valid JSON", file.display())), "{err}");
     assert!(err.contains("To recover, move the file away") && err.contains("--adopt"), "{err}");
 }
+
+#[test]
+fn quiet_log_lines_name_their_tree() {
+    let t = Setup::new(1);
+    let cfg = t.target.with_file_name("mirror.toml");
+    fs::write(&cfg, format!("[[tree]]\nremote = {:?}\nlocalroot = {:?}\n", t.refused_src(), s(&t.target))).unwrap();
+    let o = rrr(&["-q", "rmirror", "--config", s(&cfg)]);
+    let err = stderr(&o);
+    let failed: Vec<&str> = err.lines().filter(|l| l.contains("pass failed")).collect();
+    assert!(!failed.is_empty(), "{err}");
+    for l in failed {
+        assert!(l.contains(&format!(" ERROR rmirror {}: pass failed: ", s(&t.target))), "{err}");
+    }
+}
+
+#[test]
+fn a_transport_error_says_what_the_remote_shell_said() {
+    let t = tempfile::tempdir().unwrap();
+    let target = t.path().join("target");
+    // A real ssh to a closed port of this host.
+    let o = rrr(&[
+        "rmirror",
+        "--remote",
+        "127.0.0.1:/srv/origin/RECENT.recent",
+        "--localroot",
+        s(&target),
+        "--rsync-option=--rsh=ssh -p 1 -o BatchMode=yes -o StrictHostKeyChecking=no",
+    ]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("Connection refused"), "the cause, not only the symptom: {err}");
+    let st: Value = serde_json::from_slice(&fs::read(target.join(".rrr/state.json")).unwrap()).unwrap();
+    assert!(st["last_error"].as_str().is_some_and(|e| e.contains("Connection refused")), "{st}");
+}

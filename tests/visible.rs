@@ -114,6 +114,8 @@ fn a_tree_that_never_succeeded_is_seen_from_the_first_attempt() {
     let l = format!("{{localroot=\"{}\",remote=\"{}\"", s(&t.target), t.refused_src());
     assert_eq!(sample(&prom, &format!("rrr_mirror_consecutive_failures{l}}}")).as_deref(), Some("2"), "{prom}");
     assert_eq!(sample(&prom, &format!("rrr_mirror_attempts_total{l}}}")).as_deref(), Some("2"), "{prom}");
+    let unknown_module = format!("rrr_mirror_errors_total{l},class=\"unknown_module\"}}");
+    assert_eq!(sample(&prom, &unknown_module).as_deref(), Some("2"), "{prom}");
     assert!(sample(&prom, &format!("rrr_mirror_last_attempt_timestamp_seconds{l}}}")).is_some(), "{prom}");
     assert!(sample(&prom, &format!("rrr_mirror_last_error_timestamp_seconds{l}}}")).is_some(), "{prom}");
     assert!(sample(&prom, &format!("rrr_mirror_started_timestamp_seconds{l}}}")).is_some(), "{prom}");

@@ -377,6 +377,11 @@ impl<'a> Mirror<'a> {
             Some(tried) => tried,
             None => State::fresh(&self.cfg.remote.src, started),
         };
+        // The failures this attempt counted (by class) are in memory only.
+        for (class, n) in &self.state.counters.errors {
+            let kept = st.counters.errors.entry(class.clone()).or_default();
+            *kept = (*kept).max(*n);
+        }
         // No heartbeat: none of its passes ever ran.
         st.record_attempt(started, outcome, Some(&msg), &now);
         let id = st.id.clone().unwrap_or_default();

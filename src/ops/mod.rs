@@ -17,7 +17,7 @@ pub enum Exit {
     Differences = 1,
     /// 2: usage or fatal error.
     Error = 2,
-    /// 3: `check` only: no mirror state (Nagios UNKNOWN).
+    /// 3: `check` only (Nagios UNKNOWN): a tree never tried, or a usage error.
     Unknown = 3,
     /// 75: another run holds the lock (EX_TEMPFAIL, for cron).
     Locked = 75,

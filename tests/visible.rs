@@ -257,6 +257,11 @@ fn quiet_log_lines_name_their_tree() {
     for l in failed {
         assert!(l.contains(&format!(" ERROR rmirror {}: pass failed: ", s(&t.target))), "{err}");
     }
+    // A one-shot run's closing error too.
+    let o = rrr(&["-q", "rmirror", "--remote", &t.refused_src(), "--localroot", s(&t.target)]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.lines().all(|l| l.contains(&format!("rmirror {}: ", s(&t.target)))), "{err}");
 }
 
 #[test]

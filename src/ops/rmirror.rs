@@ -191,7 +191,9 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     });
     let span = span(opts);
     let _in = span.enter();
+    // The error is logged by the caller, outside the span: it names the tree itself.
     run_in_span(opts, textfile.as_ref(), ctx.clock(), ctx.progress, &mut **out)
+        .with_context(|| format!("rmirror {}", shown_root(opts)))
 }
 
 /// One tree, in the [`span`] the caller entered, rewriting `textfile`

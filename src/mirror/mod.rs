@@ -94,7 +94,7 @@
 //! `version` is refused (`state::load_state`). Attempts are recorded from
 //! the first one on: a first pass into a missing or empty tree that fails
 //! before it is ours leaves a state with only the attempt
-//! ([`State::is_attempts_only`]), which owns nothing.
+//! (`State::is_attempts_only`), which owns nothing.
 //!
 //! # Files
 //!

@@ -7,7 +7,8 @@
 //! Every line has an RFC 3339 UTC timestamp (the real clock, never
 //! `--now`), a level and, for mirror and watch work, the tree: the
 //! `rmirror` and `watch` spans carry `localroot`/`remote` and `root`, and
-//! every event inside them is shown with them.
+//! every event inside them is shown with them, at every level (`-q`
+//! filters events, never the spans that name the tree).
 //!
 //! Text (the default):
 //!
@@ -86,8 +87,54 @@ pub fn init(s: &Settings) {
         }),
         _ => EnvFilter::new(level_of(s.verbosity).as_str()),
     };
-    let sub = tracing_subscriber::registry().with(Lines { format: s.format }.with_filter(filter));
+    let sub = tracing_subscriber::registry().with(Lines { format: s.format }.with_filter(SpansAlways(filter)));
     let _ = tracing::subscriber::set_global_default(sub);
+}
+
+/// The level filter for events only: every span is kept whatever the
+/// level, because a line names its tree from its span (`-q` lines too).
+struct SpansAlways(EnvFilter);
+
+impl<S> tracing_subscriber::layer::Filter<S> for SpansAlways
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn enabled(&self, meta: &tracing::Metadata<'_>, cx: &Context<'_, S>) -> bool {
+        meta.is_span() || tracing_subscriber::layer::Filter::<S>::enabled(&self.0, meta, cx)
+    }
+
+    fn callsite_enabled(&self, meta: &'static tracing::Metadata<'static>) -> tracing::subscriber::Interest {
+        if meta.is_span() {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing_subscriber::layer::Filter::<S>::callsite_enabled(&self.0, meta)
+        }
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        // Spans of any level must reach the subscriber.
+        None
+    }
+
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &tracing::span::Id, cx: Context<'_, S>) {
+        tracing_subscriber::layer::Filter::<S>::on_new_span(&self.0, attrs, id, cx);
+    }
+
+    fn on_record(&self, id: &tracing::span::Id, values: &tracing::span::Record<'_>, cx: Context<'_, S>) {
+        tracing_subscriber::layer::Filter::<S>::on_record(&self.0, id, values, cx);
+    }
+
+    fn on_enter(&self, id: &tracing::span::Id, cx: Context<'_, S>) {
+        tracing_subscriber::layer::Filter::<S>::on_enter(&self.0, id, cx);
+    }
+
+    fn on_exit(&self, id: &tracing::span::Id, cx: Context<'_, S>) {
+        tracing_subscriber::layer::Filter::<S>::on_exit(&self.0, id, cx);
+    }
+
+    fn on_close(&self, id: tracing::span::Id, cx: Context<'_, S>) {
+        tracing_subscriber::layer::Filter::<S>::on_close(&self.0, id, cx);
+    }
 }
 
 /// An event with structured fields beyond the message (JSON: flattened

@@ -16,9 +16,9 @@ const EXIT_STATUS: &[(&str, &str)] = &[
 /// `rrr check`'s exit codes (Nagios).
 const CHECK_EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "OK: every mirror complete within --warn"),
-    ("1", "WARNING: lag at least --warn, a failing path, events from the future, or a first pass still running"),
-    ("2", "CRITICAL: lag at least --crit, or never complete and the last pass failed or its heartbeat is old"),
-    ("3", "UNKNOWN: no mirror state (has rmirror run on this target?)"),
+    ("1", "WARNING: lag at least --warn, deletes held back by --max-delete, a whole-tree pass owed, a failing path, events from the future, or a first pass still running (or interrupted)"),
+    ("2", "CRITICAL: lag at least --crit, the last success older than --crit, or never complete and a pass failed (from the first attempt on) or its heartbeat is old"),
+    ("3", "UNKNOWN: a tree never tried (no mirror state), or a usage error (--warn above --crit)"),
 ];
 
 /// `rrr trigger`'s exit codes.

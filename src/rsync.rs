@@ -581,7 +581,17 @@ impl RsyncError {
                 return l;
             }
         }
-        lines.iter().rev().find(|l| !l.starts_with("rsync error: ")).or(lines.last()).copied().unwrap_or("")
+        let key = lines.iter().rev().find(|l| !l.starts_with("rsync error: ")).or(lines.last()).copied().unwrap_or("");
+        if key.contains("connection unexpectedly closed") {
+            // Only the symptom: the cause is the transport's own line before
+            // it (ssh's "Connection refused", a failed exec of the shell).
+            if let Some(cause) =
+                lines.iter().find(|l| !l.starts_with("rsync error: ") && !l.contains("connection unexpectedly closed"))
+            {
+                return cause;
+            }
+        }
+        key
     }
 
     /// The exact command and the tail of its stderr, for `-v` and for the

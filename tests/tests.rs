@@ -17,4 +17,5 @@ mod perl_entry;
 mod props;
 mod rmirror;
 mod trigger;
+mod visible;
 mod watch;

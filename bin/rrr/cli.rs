@@ -78,6 +78,21 @@ impl Cli {
     }
 }
 
+/// The subcommand a command line names: its first word that is neither a
+/// global flag nor such a flag's value (for the status of a line clap
+/// refused, which has no parsed command).
+pub fn subcommand_of(mut args: impl Iterator<Item = String>) -> Option<String> {
+    const WITH_VALUE: &[&str] = &["--now", "--log-format", "--locktimeout"];
+    while let Some(a) = args.next() {
+        if WITH_VALUE.contains(&a.as_str()) {
+            args.next();
+        } else if !a.starts_with('-') {
+            return Some(a);
+        }
+    }
+    None
+}
+
 /// An `--exclude` pattern that compiles (see `rrr::pattern`).
 pub fn exclude_pattern(s: &str) -> Result<String, String> {
     rrr::pattern::Pattern::parse(s).map(|_| s.to_string())

@@ -21,9 +21,26 @@ fn main() {
     let code = if rrr::perl_compat::TOOLS.contains(&name.as_str()) {
         perl_entry::run(&name, argv.collect())
     } else {
-        run_to_exit(Cli::parse())
+        match Cli::try_parse() {
+            Ok(cli) => run_to_exit(cli),
+            Err(e) => usage_exit(&e),
+        }
     };
     std::process::exit(code as i32);
+}
+
+/// Print a command line clap refused (or `--help`/`--version`) and give
+/// its status: 0 for help, 2 for a usage error, but 3 for `rrr check`,
+/// whose usage errors are UNKNOWN as for any Nagios plugin.
+fn usage_exit(e: &clap::Error) -> Exit {
+    let _ = e.print();
+    if !e.use_stderr() {
+        Exit::Ok
+    } else if cli::subcommand_of(std::env::args().skip(1)).as_deref() == Some("check") {
+        Exit::Unknown
+    } else {
+        Exit::Error
+    }
 }
 
 /// Run one parsed command line and turn its result into an exit status.

@@ -77,16 +77,24 @@
 //!   "future_events": 0,                            // skipped as future in the last pass
 //!   "resync": false,                               // a whole-tree pass is owed
 //!   "newest_applied": "1700000400.5" | null,       // newest event transferred/deleted
-//!   "counters": {"passes", "files", "bytes", "deletes", "refused",
+//!   "counters": {"attempts", "passes", "files", "bytes", "deletes", "refused",
 //!                "errors": {"connection": 1, …}},   // since the state was created
 //!   "started": "epoch", "last_success": "epoch"|null,
 //!   "last_complete": "epoch"|null,                 // every event of the principal done
-//!   "last_error": "message"|null,                  // of the last pass, if it failed
+//!   "last_error": "message"|null,                  // of the last attempt, if it failed
+//!   "last_error_time": "epoch"|null,
+//!   "last_attempt": "epoch"|null,                  // start of the last attempt
+//!   "last_outcome": "success"|"failed"|"interrupted"|null,
+//!   "consecutive_failures": 0,                     // failed attempts since a success
 //!   "heartbeat": "epoch"                           // last write of this file
 //! }
 //! ```
 //!
-//! All epochs are strings. Unknown keys are ignored on read.
+//! All epochs are strings. Unknown keys are ignored on read; another
+//! `version` is refused (`state::load_state`). Attempts are recorded from
+//! the first one on: a first pass into a missing or empty tree that fails
+//! before it is ours leaves a state with only the attempt
+//! (`State::is_attempts_only`), which owns nothing.
 //!
 //! # Files
 //!

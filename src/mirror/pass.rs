@@ -8,7 +8,7 @@
 use super::install::OurCopy;
 use super::remote::{self, FetchDir, Layout};
 use super::safety::{check_event_path, refuse, Refusal};
-use super::state::{Failing, PendingDelete};
+use super::state::{Failing, Outcome, PendingDelete};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
@@ -230,6 +230,7 @@ impl<'a> Mirror<'a> {
     /// Run one pass.
     pub fn pass(&mut self) -> Result<PassReport> {
         let t0 = Instant::now();
+        let started = self.clock.now();
         let mut rep = PassReport { kind: "pass", dry_run: self.cfg.dry_run, ..PassReport::default() };
         self.future_seen.clear();
         if self.cap_done() {
@@ -272,12 +273,8 @@ impl<'a> Mirror<'a> {
         match res {
             Ok(()) => {
                 rep.ok = rep.errors.is_empty();
-                if rep.ok {
-                    self.state.last_success = Some(self.clock.now());
-                    self.state.last_error = None;
-                } else {
-                    self.state.last_error = rep.errors.first().cloned();
-                }
+                let outcome = if rep.ok { Outcome::Success } else { Outcome::Failed };
+                self.state.record_attempt(&started, outcome, rep.errors.first().map(String::as_str), &self.clock.now());
                 if rep.complete {
                     self.state.last_complete = Some(self.clock.now());
                 }
@@ -285,10 +282,11 @@ impl<'a> Mirror<'a> {
                 Ok(rep)
             }
             Err(e) => {
-                if e.downcast_ref::<Interrupted>().is_none() {
-                    self.state.last_error = Some(format!("{e:#}"));
-                    let _ = self.save();
-                }
+                // An interrupted pass is recorded as such: not a failure, not running.
+                let outcome =
+                    if e.downcast_ref::<Interrupted>().is_some() { Outcome::Interrupted } else { Outcome::Failed };
+                self.state.record_attempt(&started, outcome, Some(&format!("{e:#}")), &self.clock.now());
+                let _ = self.save();
                 Err(e)
             }
         }
@@ -298,8 +296,10 @@ impl<'a> Mirror<'a> {
         let (dir, principal, layout) = match self.principal() {
             Ok(x) => x,
             Err(e) => {
-                let class = if e.downcast_ref::<RsyncError>().is_some() { "fetch" } else { "index" };
-                self.state.error(class);
+                if e.downcast_ref::<Interrupted>().is_none() {
+                    let class = if e.downcast_ref::<RsyncError>().is_some() { "fetch" } else { "index" };
+                    self.state.error(class);
+                }
                 return Err(e);
             }
         };

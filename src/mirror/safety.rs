@@ -107,6 +107,15 @@ impl<'a> Mirror<'a> {
         let tree = ownership::tree_kind(&root)?;
         let on_disk = load_state(&self.cfg.state_file)?;
         let as_found = on_disk.clone();
+        // Failed attempts own nothing: judged as no state, their record kept.
+        let (on_disk, mut tried) = match on_disk {
+            Some(s) if s.is_attempts_only() => (None, Some(s)),
+            s => (s, None),
+        };
+        let mut fresh = |src: &str, now: &Epoch| match tried.take() {
+            Some(t) => t.renewed(src, now),
+            None => State::fresh(src, now),
+        };
         let decision = loop {
             let facts = self.facts(on_disk.as_ref(), adopt, tree);
             let verdict = ownership::decide(&facts);
@@ -146,17 +155,17 @@ impl<'a> Mirror<'a> {
                 st.remote = src;
                 st
             }
-            Decision::Fresh => State::fresh(&src, &now),
+            Decision::Fresh => fresh(&src, &now),
             Decision::AutoAdopt => {
                 tracing::info!(
                     "adopting {shown}: it holds the principal of {src}'s collection{remote_coll} \
                      (a mirror made by rrr-client or rsync); the first pass reconciles it with one rsync"
                 );
-                State::fresh(&src, &now)
+                fresh(&src, &now)
             }
             Decision::Adopt => {
                 tracing::info!("adopting {shown} as a mirror of {src} (--adopt)");
-                State::fresh(&src, &now)
+                fresh(&src, &now)
             }
             Decision::NeedPrincipal | Decision::Refuse(_) => unreachable!("handled above"),
         };

@@ -27,6 +27,10 @@ pub(crate) struct PendingDelete {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct Counters {
+    /// Runs that tried a pass, from the first attempt on: failed and
+    /// interrupted ones too, and a first pass that failed before the
+    /// tree was ours.
+    pub attempts: u64,
     pub passes: u64,
     /// Files rsync really transferred (its itemized output).
     pub files: u64,
@@ -50,6 +54,31 @@ pub(crate) struct Failing {
     pub last: Epoch,
     pub attempts: u64,
 }
+
+/// How an attempt at a pass ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Outcome {
+    /// Finished without errors (refused events and held-back deletes are
+    /// not errors).
+    Success,
+    Failed,
+    /// Stopped by SIGINT/SIGTERM: neither a failure nor running.
+    Interrupted,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failed => "failed",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The state file versions this rrr reads (and the one it writes).
+pub(crate) const STATE_VERSION: u32 = 1;
 
 /// The mirror's state (module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +107,15 @@ pub(crate) struct State {
     pub last_success: Option<Epoch>,
     pub last_complete: Option<Epoch>,
     pub last_error: Option<String>,
+    /// When `last_error` happened.
+    pub last_error_time: Option<Epoch>,
+    /// When the last attempt (see [`Counters::attempts`]) started.
+    pub last_attempt: Option<Epoch>,
+    /// How the last attempt ended; `None` while the first one runs.
+    pub last_outcome: Option<Outcome>,
+    /// Failed attempts since the last success (interrupted ones do not
+    /// count either way), from the first attempt on.
+    pub consecutive_failures: u64,
     pub heartbeat: Option<Epoch>,
     /// The pass running now (a bootstrap's progress), saved with each heartbeat.
     pub running: Option<crate::mirror::progress::Running>,
@@ -88,11 +126,68 @@ pub(crate) struct State {
 impl State {
     pub fn fresh(remote: &str, now: &Epoch) -> State {
         State {
-            version: 1,
+            version: STATE_VERSION,
             id: Some(ownership::new_id()),
             remote: remote.to_string(),
             started: Some(now.clone()),
             ..State::default()
+        }
+    }
+
+    /// Record how an attempt that started at `started` ended at `now`:
+    /// a success resets the failures in a row and clears the last error,
+    /// a failure counts and keeps `error`, an interruption changes neither.
+    pub fn record_attempt(&mut self, started: &Epoch, outcome: Outcome, error: Option<&str>, now: &Epoch) {
+        self.counters.attempts += 1;
+        self.last_attempt = Some(started.clone());
+        self.last_outcome = Some(outcome);
+        match outcome {
+            Outcome::Success => {
+                self.consecutive_failures = 0;
+                self.last_success = Some(now.clone());
+                self.last_error = None;
+                self.last_error_time = None;
+            }
+            Outcome::Failed => {
+                self.consecutive_failures += 1;
+                self.last_error = Some(error.unwrap_or("failed").to_string());
+                self.last_error_time = Some(now.clone());
+            }
+            Outcome::Interrupted => {}
+        }
+    }
+
+    /// A state that records only attempts that failed before the remote's
+    /// collection was ever seen: it owns nothing yet, so the tree is
+    /// judged as if it had no state (an empty tree is a fresh mirror, a
+    /// filled one must show the remote's principal or take `--adopt`).
+    pub fn is_attempts_only(&self) -> bool {
+        self.filenameroot.is_none()
+            && self.principal.is_none()
+            && self.done.is_empty()
+            && self.installed.is_empty()
+            && self.last_success.is_none()
+            && self.last_complete.is_none()
+    }
+
+    /// A fresh state for `remote` that keeps the attempt record (and the
+    /// id, which the tree's marker may hold) of an attempts-only `self`.
+    pub fn renewed(self, remote: &str, now: &Epoch) -> State {
+        let fresh = State::fresh(remote, now);
+        State {
+            id: self.id.or(fresh.id),
+            started: self.started.or(fresh.started),
+            counters: Counters {
+                attempts: self.counters.attempts,
+                errors: self.counters.errors,
+                ..Counters::default()
+            },
+            last_error: self.last_error,
+            last_error_time: self.last_error_time,
+            last_attempt: self.last_attempt,
+            last_outcome: self.last_outcome,
+            consecutive_failures: self.consecutive_failures,
+            ..fresh
         }
     }
 
@@ -178,15 +273,38 @@ pub(super) fn under_any(set: &HashSet<&str>, path: &str) -> bool {
     path.match_indices('/').any(|(i, _)| set.contains(&path[..i]))
 }
 
-/// Load the state file; `None` when there is none.
+/// Load the state file; `None` when there is none. A file this rrr
+/// cannot use (unreadable, not JSON of the state's shape, a version it
+/// does not know) is an error that names it and says how to recover.
 pub(crate) fn load_state(path: &Path) -> Result<Option<State>> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(
-            serde_json::from_slice(&b).with_context(|| format!("cannot read mirror state {}", path.display()))?,
-        )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read mirror state {}", path.display())),
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read mirror state {}", path.display())),
+    };
+    parse_state(&bytes).map(Some).map_err(|why| anyhow::anyhow!("mirror state {}: {why}", path.display()))
+}
+
+/// The state in `bytes`, or why it cannot be used with how to recover.
+fn parse_state(bytes: &[u8]) -> std::result::Result<State, String> {
+    let recover = "To recover, move the file away: the tree's files stay, and the next rmirror adopts the \
+                   tree if it holds the remote's principal (else it refuses and names --adopt, which makes \
+                   the tree a mirror of SRC, deleting what SRC does not have) and reconciles it with one \
+                   whole-tree rsync";
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON ({e}). {recover}."))?;
+    match value.get("version") {
+        None => {}
+        Some(v) if v.as_u64() == Some(u64::from(STATE_VERSION)) => {}
+        Some(v) => {
+            return Err(format!(
+                "version {v} is not one this rrr knows (it reads version {STATE_VERSION}): written by \
+                 another rrr? Run that rrr on this tree, or: {}.",
+                recover.trim_start_matches("To recover, ")
+            ))
+        }
     }
+    serde_json::from_value(value).map_err(|e| format!("not a mirror state ({e}). {recover}."))
 }
 
 /// Write `state` to `file` atomically, creating its directory.
@@ -208,7 +326,70 @@ impl<'a> Mirror<'a> {
             return Ok(());
         }
         self.state.heartbeat = Some(self.clock.now());
+        self.state.version = STATE_VERSION;
         write_state(&self.cfg.state_file, &self.state)
+    }
+
+    /// Record an attempt that ended before or outside [`Mirror::pass`]
+    /// (the preflight: the remote did not answer, its principal was bad),
+    /// so that `status`, `check` and the textfile see a tree that was
+    /// tried (DECISIONS.md, "What rrr may delete"). In a tree that is ours
+    /// the state is saved as usual. Otherwise only a missing or empty
+    /// localroot gets `.rrr/` with an attempts-only state: a filled tree
+    /// that is not ours (yet), a refusal or a held lock leave everything
+    /// as it was. Interruptions are not failures: nothing is recorded
+    /// outside a tree that is ours.
+    pub fn record_failed_attempt(&mut self, started: &Epoch, err: &anyhow::Error) -> Result<()> {
+        use crate::signals::Interrupted;
+        if self.cfg.dry_run || err.downcast_ref::<super::Refused>().is_some() {
+            return Ok(());
+        }
+        if crate::ops::exit_for_error(err) == crate::ops::Exit::Locked {
+            return Ok(());
+        }
+        let interrupted = err.downcast_ref::<Interrupted>().is_some();
+        let outcome = if interrupted { Outcome::Interrupted } else { Outcome::Failed };
+        let now = self.clock.now();
+        let msg = format!("{err:#}");
+        if self.writable {
+            self.state.record_attempt(started, outcome, Some(&msg), &now);
+            return self.save();
+        }
+        if interrupted {
+            return Ok(());
+        }
+        let root = self.cfg.localroot.clone();
+        let untouched = || -> Result<bool> {
+            let empty = ownership::tree_kind(&root)? != ownership::TreeKind::NonEmpty;
+            Ok(empty && load_state(&self.cfg.state_file)?.is_none_or(|s| s.is_attempts_only()))
+        };
+        if !untouched()? {
+            return Ok(());
+        }
+        let dir = self.cfg.state_dir();
+        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let Ok(_lock) = crate::ops::rmirror::take_run_lock(&dir) else { return Ok(()) };
+        // Again under the lock: another run may have made it a mirror meanwhile.
+        if !untouched()? {
+            return Ok(());
+        }
+        let mut st = match load_state(&self.cfg.state_file)? {
+            Some(tried) => tried,
+            None => State::fresh(&self.cfg.remote.src, started),
+        };
+        // The failures this attempt counted (by class) are in memory only.
+        for (class, n) in &self.state.counters.errors {
+            let kept = st.counters.errors.entry(class.clone()).or_default();
+            *kept = (*kept).max(*n);
+        }
+        // No heartbeat: none of its passes ever ran.
+        st.record_attempt(started, outcome, Some(&msg), &now);
+        let id = st.id.clone().unwrap_or_default();
+        if ownership::read_marker(&root).as_deref() != Some(id.as_str()) {
+            ownership::write_marker(&root, &id)
+                .with_context(|| format!("cannot write {}", ownership::marker_path(&root).display()))?;
+        }
+        write_state(&self.cfg.state_file, &st)
     }
 
     /// For a long rsync: write a copy of the state with the running pass

@@ -9,6 +9,7 @@
 //! written) is reported beside it.
 
 use crate::human;
+use crate::mirror::state::Outcome;
 use crate::mirror::{Failing, State};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -26,6 +27,7 @@ pub(crate) struct Report {
     /// Seconds since last complete (or since started, if never complete).
     pub lag_seconds: Option<f64>,
     pub heartbeat_age_seconds: Option<f64>,
+    pub last_success_age_seconds: Option<f64>,
     pub pending_deletes: usize,
     pub passes: u64,
     pub files: u64,
@@ -37,8 +39,19 @@ pub(crate) struct Report {
     pub failing: Vec<Failing>,
     /// Events of the last pass more than an hour ahead of the clock.
     pub future_events: u64,
-    /// The last pass's error, if it failed.
+    /// The last pass's error, if it failed, and when.
     pub last_error: Option<String>,
+    pub last_error_time: Option<String>,
+    /// Attempts at a pass, from the first one on (failed and interrupted
+    /// ones too), the start of the last one and how it ended (`success`,
+    /// `failed`, `interrupted`; null while the first one runs).
+    pub attempts: u64,
+    pub last_attempt: Option<String>,
+    pub last_outcome: Option<&'static str>,
+    /// Failed attempts since the last success.
+    pub consecutive_failures: u64,
+    /// A whole-tree pass is owed (interrupted, or its deletes held back by `--max-delete`).
+    pub resync: bool,
     /// The pass running now (a bootstrap), as of the last heartbeat.
     pub running: Option<crate::mirror::progress::Running>,
     /// The last whole-tree pass.
@@ -62,6 +75,7 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         newest_applied: text(&state.newest_applied),
         lag_seconds: age(now, &state.last_complete).or_else(|| age(now, &state.started)),
         heartbeat_age_seconds: age(now, &state.heartbeat),
+        last_success_age_seconds: age(now, &state.last_success),
         pending_deletes: state.pending_deletes.len(),
         passes: state.counters.passes,
         files: state.counters.files,
@@ -72,6 +86,12 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         failing: state.failing.clone(),
         future_events: state.future_events,
         last_error: state.last_error.clone(),
+        last_error_time: text(&state.last_error_time),
+        attempts: state.counters.attempts,
+        last_attempt: text(&state.last_attempt),
+        last_outcome: state.last_outcome.map(Outcome::as_str),
+        consecutive_failures: state.consecutive_failures,
+        resync: state.resync,
         running: state.running.clone(),
         last_full: text(&state.last_full),
     }
@@ -87,6 +107,17 @@ pub(crate) enum Level {
 }
 
 impl Level {
+    /// How bad, for picking the worst of several trees: CRITICAL, then
+    /// WARNING, then UNKNOWN (a tree never tried), then OK.
+    pub fn severity(self) -> u8 {
+        match self {
+            Level::Ok => 0,
+            Level::Unknown => 1,
+            Level::Warning => 2,
+            Level::Critical => 3,
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Level::Ok => "OK",
@@ -97,37 +128,65 @@ impl Level {
     }
 }
 
+/// `n thing` or `n things`.
+pub(crate) fn plural(n: u64, thing: &str) -> String {
+    let ending = match (n, thing.ends_with('s')) {
+        (1, _) => "",
+        (_, true) => "es",
+        _ => "s",
+    };
+    format!("{} {thing}{ending}", human::count(n))
+}
+
+/// The first line of an error message.
+fn first_line(e: &str) -> &str {
+    e.lines().next().unwrap_or("")
+}
+
 /// Judge a report against lag thresholds: one Nagios line with perfdata
 /// (labels name the tree, so several trees' lines can be told apart).
+/// DECISIONS.md ("Lag"): UNKNOWN only for a tree never tried (no state).
 /// A mirror that never completed a pass is WARNING while its first pass
-/// runs with a fresh heartbeat, CRITICAL when its last pass failed or its
-/// heartbeat is older than `crit`. Failing paths and events from the
-/// future make it at least WARNING.
+/// runs (or was interrupted) with a fresh heartbeat, CRITICAL when a pass
+/// failed or the heartbeat is older than `crit`. A mirror that completed
+/// is judged by its lag, and is CRITICAL when its last success is older
+/// than `crit`. Held-back deletes, an owed whole-tree pass, failing paths
+/// and events from the future make it at least WARNING.
 pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
     let Some(r) = r else {
-        return (Level::Unknown, format!("RRR UNKNOWN - {root}: no mirror state (has rmirror run on this target?)"));
+        return (
+            Level::Unknown,
+            format!("RRR UNKNOWN - {root}: never tried (no mirror state; has rmirror run on this target?)"),
+        );
     };
-    let Some(lag) = r.lag_seconds else {
-        return (Level::Unknown, format!("RRR UNKNOWN - {}: state has no timestamps", r.localroot));
-    };
+    let lag = r.lag_seconds.unwrap_or(0.0);
     let worse = |a: Level, b: Level| if b as i32 > a as i32 { b } else { a };
     let mut notes: Vec<String> = Vec::new();
+    let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
+    let failures = || {
+        let err = r.last_error.as_deref().map_or(String::new(), |e| format!(": {}", first_line(e)));
+        format!("{} in a row{err}", plural(r.consecutive_failures.max(1), "failed attempt"))
+    };
     let mut level = if r.last_complete.is_none() {
-        let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
-        match &r.last_error {
-            Some(e) => {
-                notes.push(format!("never complete; last pass failed: {}", e.lines().next().unwrap_or("")));
+        match (r.last_outcome, &r.running) {
+            (Some("failed"), _) => {
+                notes.push(format!("never complete; {}", failures()));
                 Level::Critical
             }
-            None if stale => {
-                notes.push("never complete; no heartbeat".into());
+            _ if stale => {
+                notes.push("never complete; no heartbeat for --crit".into());
                 Level::Critical
             }
-            None => {
-                notes.push(match &r.running {
-                    Some(run) => format!("first pass running: {} {}", run.phase, run.words()),
-                    None => "first pass running".into(),
-                });
+            (_, Some(run)) => {
+                notes.push(format!("first pass running: {} {}", run.phase, run.words()));
+                Level::Warning
+            }
+            (Some("interrupted"), None) => {
+                notes.push("never complete; first pass interrupted".into());
+                Level::Warning
+            }
+            _ => {
+                notes.push("first pass running".into());
                 Level::Warning
             }
         }
@@ -138,36 +197,54 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
     } else {
         Level::Ok
     };
+    if r.last_complete.is_some() {
+        if r.last_outcome == Some("failed") {
+            notes.push(failures());
+        }
+        if let Some(age) = r.last_success_age_seconds.filter(|a| *a >= crit) {
+            level = Level::Critical;
+            notes.push(format!("last success {} ago", human::duration(age)));
+        }
+    }
+    if r.pending_deletes > 0 {
+        level = worse(level, Level::Warning);
+        notes.push(format!("{} held back (--max-delete)", plural(r.pending_deletes as u64, "delete")));
+    }
+    if r.resync && r.running.is_none() {
+        level = worse(level, Level::Warning);
+        notes.push("a whole-tree pass is owed".into());
+    }
     if let Some(f) = r.failing.first() {
         level = worse(level, Level::Warning);
         notes.push(format!(
-            "{} failing path{} (e.g. {}: {})",
-            r.failing.len(),
-            if r.failing.len() == 1 { "" } else { "s" },
+            "{} (e.g. {}: {})",
+            plural(r.failing.len() as u64, "failing path"),
             crate::recentfile::shown_path(&f.path),
             f.message
         ));
     }
     if r.future_events > 0 {
         level = worse(level, Level::Warning);
-        notes.push(format!("{} events from the future", r.future_events));
+        notes.push(format!("{} from the future", plural(r.future_events, "event")));
     }
     let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{} ago", human::duration(h)));
     let label = |what: &str| format!("'{what} {}'", r.localroot.replace(['\'', '='], "_"));
     let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
     let line = format!(
-        "RRR {} - {} lag {} behind {}, heartbeat {hb}, {} pending deletes{notes} | {}={:.0}s;{warn:.0};{crit:.0};0 {}={} {}={}",
+        "RRR {} - {} lag {} behind {}, heartbeat {hb}, {}{notes} | {}={:.0}s;{warn:.0};{crit:.0};0 {}={} {}={} {}={}",
         level.word(),
         r.localroot,
         human::duration(lag),
         r.remote,
-        r.pending_deletes,
+        plural(r.pending_deletes as u64, "pending delete"),
         label("lag"),
         lag,
         label("pending_deletes"),
         r.pending_deletes,
         label("failing"),
-        r.failing.len()
+        r.failing.len(),
+        label("consecutive_failures"),
+        r.consecutive_failures
     );
     (level, line)
 }
@@ -193,6 +270,12 @@ pub(crate) fn prometheus_metric(out: &mut String, name: &str, kind: &str, help: 
 /// with no sample cannot be alerted on).
 const ERROR_CLASSES: &[&str] = &["connection", "timeout", "partial", "protocol", "fetch", "index", "delete", "failing"];
 
+/// The values of `rrr_mirror_last_outcome`'s `outcome` label.
+const OUTCOMES: &[&str] = &["success", "failed", "interrupted"];
+
+/// Characters of an error message kept in a label.
+const MAX_ERROR_LABEL: usize = 300;
+
 /// A metric of a mirror: name, help, and its value for a report.
 type Metric<'a> = (&'a str, &'a str, &'a dyn Fn(&Report) -> Option<f64>);
 
@@ -207,7 +290,20 @@ pub(crate) fn prometheus(reports: &[Report]) -> String {
     let rows = |f: &dyn Fn(&Report) -> Option<f64>| -> Vec<(String, f64)> {
         reports.iter().filter_map(|r| f(r).map(|v| (lbl(r), v))).collect()
     };
-    let gauges: [Metric; 11] = [
+    let gauges: [Metric; 14] = [
+        ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", &|r| {
+            ts(&r.last_attempt)
+        }),
+        (
+            "rrr_mirror_last_error_timestamp_seconds",
+            "Unix time of the last failed attempt (none since a success).",
+            &|r| ts(&r.last_error_time),
+        ),
+        (
+            "rrr_mirror_consecutive_failures",
+            "Failed attempts since the last success (from the first attempt on).",
+            &|r| Some(r.consecutive_failures as f64),
+        ),
         ("rrr_mirror_started_timestamp_seconds", "Unix time the mirror's state was created.", &|r| ts(&r.started)),
         ("rrr_mirror_last_success_timestamp_seconds", "Unix time of the last pass without errors.", &|r| {
             ts(&r.last_success)
@@ -239,7 +335,10 @@ pub(crate) fn prometheus(reports: &[Report]) -> String {
     for (name, help, f) in gauges {
         prometheus_metric(&mut out, name, "gauge", help, &rows(f));
     }
-    let counters: [Metric; 5] = [
+    let counters: [Metric; 6] = [
+        ("rrr_mirror_attempts_total", "Attempts at a pass, failed and interrupted ones too.", &|r| {
+            Some(r.attempts as f64)
+        }),
         ("rrr_mirror_passes_total", "Passes run.", &|r| Some(r.passes as f64)),
         ("rrr_mirror_files_total", "Files rsync transferred.", &|r| Some(r.files as f64)),
         ("rrr_mirror_bytes_total", "Bytes rsync transferred.", &|r| Some(r.bytes as f64)),
@@ -261,6 +360,36 @@ pub(crate) fn prometheus(reports: &[Report]) -> String {
         })
         .collect();
     prometheus_metric(&mut out, "rrr_mirror_errors_total", "counter", "Failures by class.", &errs);
+    let outcomes: Vec<(String, f64)> = reports
+        .iter()
+        .flat_map(|r| {
+            OUTCOMES.iter().map(move |o| {
+                (format!("{},outcome=\"{o}\"", lbl(r)), if r.last_outcome == Some(*o) { 1.0 } else { 0.0 })
+            })
+        })
+        .collect();
+    prometheus_metric(
+        &mut out,
+        "rrr_mirror_last_outcome",
+        "gauge",
+        "1 for how the last attempt ended (all 0: never tried, or the first attempt runs).",
+        &outcomes,
+    );
+    let errors: Vec<(String, f64)> = reports
+        .iter()
+        .filter_map(|r| {
+            let e = first_line(r.last_error.as_deref()?);
+            let e: String = e.chars().take(MAX_ERROR_LABEL).collect();
+            Some((format!("{},error=\"{}\"", lbl(r), label_value(&e)), 1.0))
+        })
+        .collect();
+    prometheus_metric(
+        &mut out,
+        "rrr_mirror_last_error_info",
+        "gauge",
+        "The last failed attempt's error (first line) as a label, while no success followed.",
+        &errors,
+    );
     out
 }
 
@@ -282,18 +411,24 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
         let _ = writeln!(out, "running          {} since {since}: {}", run.phase, run.words());
     }
     let _ = writeln!(out, "started          {}", when(&r.started));
+    let outcome = r.last_outcome.map_or(String::new(), |o| format!(", {o}"));
+    let _ = writeln!(out, "last attempt     {}{outcome}", when(&r.last_attempt));
     let _ = writeln!(out, "last success     {}", when(&r.last_success));
+    if r.consecutive_failures > 0 {
+        let _ = writeln!(out, "failures         {} in a row", human::count(r.consecutive_failures));
+    }
     let _ = writeln!(out, "last complete    {}", when(&r.last_complete));
     let _ = writeln!(out, "last full pass   {}", when(&r.last_full));
     let _ = writeln!(out, "newest applied   {}", when(&r.newest_applied));
     let _ = writeln!(out, "pending deletes  {}", r.pending_deletes);
     let _ = writeln!(
         out,
-        "counters         {} passes, {} files, {}, {} deletes, {} refused",
-        human::count(r.passes),
-        human::count(r.files),
+        "counters         {}, {}, {}, {}, {}, {} refused",
+        plural(r.attempts, "attempt"),
+        plural(r.passes, "pass"),
+        plural(r.files, "file"),
         human::size(r.bytes),
-        human::count(r.deletes),
+        plural(r.deletes, "delete"),
         human::count(r.refused)
     );
     if !r.errors.is_empty() {
@@ -301,18 +436,23 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
         let _ = writeln!(out, "errors           {}", e.join(", "));
     }
     if let Some(e) = &r.last_error {
-        let _ = writeln!(out, "last error       {}", e.lines().next().unwrap_or(""));
+        let at = r.last_error_time.as_ref().map_or(String::new(), |_| format!("{}: ", when(&r.last_error_time)));
+        let _ = writeln!(out, "last error       {at}{}", first_line(e));
     }
     if r.future_events > 0 {
-        let _ = writeln!(out, "future events    {} (more than an hour ahead; taken when due)", r.future_events);
+        let _ = writeln!(
+            out,
+            "future events    {} (more than an hour ahead; taken when due)",
+            human::count(r.future_events)
+        );
     }
     let _ = writeln!(out, "failing          {}", r.failing.len());
     for f in &r.failing {
         let _ = writeln!(
             out,
-            "  {}  {} attempts since {}: {}",
+            "  {}  {} since {}: {}",
             crate::recentfile::shown_path(&f.path),
-            f.attempts,
+            plural(f.attempts, "attempt"),
             human::time(f.first.to_f64()),
             f.message
         );
@@ -379,10 +519,52 @@ mod tests {
         let at = |s: &State, t: f64| check("/m", Some(&report("/m", s, t)), 60.0, 3600.0);
         assert_eq!(at(&first, 1_700_000_200.5).0, Level::Warning, "{}", at(&first, 1_700_000_200.5).1);
         assert_eq!(at(&first, 1_700_009_000.5).0, Level::Critical);
-        first.last_error = Some("rsync failed with code 5: …".into());
+        let started = Epoch::parse("1700000090.5").unwrap();
+        let mut stopped = first.clone();
+        stopped.record_attempt(&started, Outcome::Interrupted, None, &started);
+        let (level, line) = at(&stopped, 1_700_000_200.5);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("first pass interrupted"), "{line}");
+        assert_eq!(at(&stopped, 1_700_009_000.5).0, Level::Critical, "an old interruption");
+        first.record_attempt(&started, Outcome::Failed, Some("rsync failed with code 5: …\nmore"), &started);
+        first.record_attempt(&started, Outcome::Failed, Some("rsync failed with code 5: …\nmore"), &started);
         let (level, line) = at(&first, 1_700_000_200.5);
         assert_eq!(level, Level::Critical);
-        assert!(line.contains("last pass failed: rsync failed with code 5"), "{line}");
+        assert!(line.contains("never complete; 2 failed attempts in a row: rsync failed with code 5: … |"), "{line}");
+        assert!(line.contains("'consecutive_failures /m'=2"), "{line}");
+    }
+
+    #[test]
+    fn an_old_success_held_back_deletes_and_an_owed_pass() {
+        let mut st = state();
+        let r = |s: &State| check("/m", Some(&report("/m", s, 1_700_000_400.5)), 600.0, 3600.0);
+        st.pending_deletes.push(crate::mirror::state::PendingDelete {
+            epoch: Epoch::parse("1700000000.5").unwrap(),
+            path: "a".into(),
+        });
+        let (level, line) = r(&st);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("1 pending delete;") && line.contains("1 delete held back (--max-delete)"), "{line}");
+        st.pending_deletes.clear();
+        st.resync = true;
+        assert_eq!(r(&st).0, Level::Warning, "{}", r(&st).1);
+        st.resync = false;
+        // Complete recently, but the last success is older than --crit.
+        st.last_success = Some(Epoch::parse("1699990000.5").unwrap());
+        let (level, line) = r(&st);
+        assert_eq!(level, Level::Critical, "{line}");
+        assert!(line.contains("last success 2 h 53 min ago"), "{line}");
+    }
+
+    #[test]
+    fn several_levels_worst_first() {
+        let mut by: Vec<Level> = vec![Level::Ok, Level::Unknown, Level::Critical, Level::Warning];
+        by.sort_by_key(|l| std::cmp::Reverse(l.severity()));
+        assert_eq!(by, [Level::Critical, Level::Warning, Level::Unknown, Level::Ok]);
+        assert_eq!(
+            (plural(1, "pass"), plural(2, "pass"), plural(0, "file")),
+            ("1 pass".into(), "2 passes".into(), "0 files".into())
+        );
     }
 
     #[test]
@@ -418,6 +600,10 @@ mod tests {
         assert!(text.contains(&format!("rrr_mirror_last_complete_timestamp_seconds{l} 1700000100.5\n")), "{text}");
         assert!(text.contains(&format!("rrr_mirror_heartbeat_timestamp_seconds{l} 1700000110.5\n")), "{text}");
         assert!(text.contains(&format!("rrr_mirror_complete{l} 1\n")), "{text}");
+        assert!(text.contains(&format!("rrr_mirror_consecutive_failures{l} 0\n")), "{text}");
+        let outcome = "{localroot=\"/m\",remote=\"rsync://h/m/RECENT.recent\",outcome=\"failed\"} 0\n";
+        assert!(text.contains(&format!("rrr_mirror_last_outcome{outcome}")), "{text}");
+        assert!(!text.contains("rrr_mirror_last_error_info{"), "no error, no sample: {text}");
         assert!(!text.contains("age_seconds") && !text.contains("lag_seconds"), "no ages frozen at write time");
         // A counter always has samples, 0 until it happens.
         assert!(text.contains(

@@ -181,12 +181,13 @@ impl<'a> Mirror<'a> {
             match f() {
                 Ok(v) => return Ok(v),
                 Err(e) => {
-                    self.state.error(e.kind());
                     tracing::debug!("{what}: {}", e.details());
                     if self.stopped() {
+                        // Our own stop, not an error of the remote's.
                         self.save()?;
                         return Err(Interrupted.into());
                     }
+                    self.state.error(e.kind());
                     if attempt >= self.cfg.attempts || !e.is_retryable() {
                         let why = match e.cause {
                             Some(c) => format!("{what} ({}, not retried)", c.as_str().replace('_', " ")),

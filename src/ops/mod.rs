@@ -17,7 +17,8 @@ pub enum Exit {
     Differences = 1,
     /// 2: usage or fatal error.
     Error = 2,
-    /// 3: `check`: no mirror state (Nagios UNKNOWN); `trigger`: no loop runs.
+    /// 3: `check`: a tree never tried, or a usage error (Nagios UNKNOWN);
+    /// `trigger`: no loop runs.
     Unknown = 3,
     /// 75: another run holds the lock (EX_TEMPFAIL, for cron).
     Locked = 75,

@@ -192,7 +192,9 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     });
     let span = span(opts);
     let _in = span.enter();
+    // The error is logged by the caller, outside the span: it names the tree itself.
     run_in_span(opts, textfile.as_ref(), ctx.clock(), ctx.progress, &mut **out)
+        .with_context(|| format!("rmirror {}", shown_root(opts)))
 }
 
 /// One tree, in the [`span`] the caller entered, rewriting `textfile`
@@ -275,6 +277,7 @@ fn passes(
     // off); a refusal or a held lock ends the run.
     let mut failed_passes = 0u32;
     let _lock = loop {
+        let attempt = clock.now();
         let settled = m.settle_ownership(opts.adopt, opts.dry_run).and_then(|()| {
             if opts.dry_run {
                 return Ok(None);
@@ -288,6 +291,11 @@ fn passes(
             m.settle_ownership(opts.adopt, true)?;
             Ok(Some(lock))
         });
+        if let Err(e) = &settled {
+            if let Err(why) = m.record_failed_attempt(&attempt, e) {
+                tracing::warn!("cannot record the failed attempt: {why:#}");
+            }
+        }
         match settled {
             Ok(lock) => break lock,
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {

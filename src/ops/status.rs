@@ -1,7 +1,7 @@
 //! `rrr status`: each mirror's run record (lag, heartbeat, counters), as
 //! a person reads it or one JSON object per mirror, and optionally a
 //! node-exporter textfile (written atomically, as its textfile collector
-//! requires). Exit 1 when a target has no state yet.
+//! requires). Exit 1 when a target has no state yet (never tried).
 
 use crate::mirror::status;
 use crate::ops::mirrors::{reports, Prometheus, Targets};
@@ -33,9 +33,16 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
             None => {
                 missing = true;
                 if opts.json {
-                    writeln!(out, "{}", serde_json::json!({"localroot": root, "state": null}))?;
+                    // The keys an alert reads are there, saying "never tried".
+                    let never = serde_json::json!({"localroot": root, "state": null, "attempts": 0,
+                        "last_attempt": null, "last_outcome": null, "last_success": null,
+                        "last_error": null, "last_error_time": null, "consecutive_failures": 0});
+                    writeln!(out, "{never}")?;
                 } else {
-                    writeln!(out, "localroot        {root}\nstate            none (rmirror has not run here)")?;
+                    writeln!(
+                        out,
+                        "localroot        {root}\nstate            none: never tried (rmirror has not run here)"
+                    )?;
                 }
             }
         }

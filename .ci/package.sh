@@ -77,6 +77,21 @@ getent passwd rrr >/dev/null || fail "no system user rrr"
 systemd-analyze verify rrr-watch.service rrr-rmirror@ci.service rrr-rmirror-once@ci.service \
   rrr-rmirror-once@ci.timer 2>&1 | tee /tmp/rrr-verify.log
 [ ! -s /tmp/rrr-verify.log ] || fail "systemd-analyze verify complained about the installed units"
+# A cron line as the package's user: one quiet pass prints nothing, even on
+# a host without node-exporter's textfile directory.
+if [ ! -e /var/lib/prometheus/node-exporter ]; then
+  tree="$(mktemp -d)"
+  chmod 755 "$tree"
+  mkdir -p "$tree/origin/id/A" "$tree/mirror"
+  echo a > "$tree/origin/id/A/a.tar.gz"
+  rrr init --quiet "$tree/origin"
+  chown rrr:rrr "$tree/mirror"
+  said="$(runuser -u rrr -- rrr --quiet rmirror --remote "$tree/origin/RECENT.recent" --localroot "$tree/mirror" \
+    --prometheus /var/lib/prometheus/node-exporter/rrr-ci.prom 2>&1)" || fail "rmirror as rrr: $said"
+  [ -z "$said" ] || fail "a quiet pass as rrr said: $said"
+  [ -f "$tree/mirror/id/A/a.tar.gz" ] || fail "the pass as rrr mirrored nothing"
+  rm -rf "$tree"
+fi
 RRR=/usr/bin/rrr bin/demo >/tmp/rrr-demo.log 2>&1 || { cat /tmp/rrr-demo.log; fail "bin/demo with /usr/bin/rrr"; }
 grep -q "the mirror is identical to the origin" /tmp/rrr-demo.log || fail "bin/demo: $(cat /tmp/rrr-demo.log)"
 

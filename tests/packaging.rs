@@ -98,3 +98,38 @@ fn missing_default_textfile_directory_is_silent() {
     assert!(stderr(&o).contains("cannot write the Prometheus textfile"), "{}", stderr(&o));
     assert!(stderr(&o).contains(s(&chosen)), "names the file: {}", stderr(&o));
 }
+
+/// The same for the origin's daemon: `rrr -q watch` writes the textfile
+/// with every heartbeat (one at start-up, one at SIGTERM).
+#[test]
+fn watch_skips_a_missing_default_textfile_directory_silently() {
+    let default_dir = Path::new("/var/lib/prometheus/node-exporter");
+    if default_dir.exists() {
+        eprintln!("{} exists here: not writing into it", default_dir.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, prom: &Path| -> String {
+        let root = tmp.path().join(name);
+        write(&root, "id/A/a.tar.gz", "a\n");
+        ok(&["init", s(&root)]);
+        let log = tmp.path().join(format!("{name}.log"));
+        let mut child = std::process::Command::new(rrr_bin())
+            .args(["--quiet", "watch", s(&root), "--prometheus", s(prom)])
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        wait_for("the start-up heartbeat", std::time::Duration::from_secs(60), || {
+            root.join(".rrr/watch.json").exists()
+        });
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        assert_eq!(child.wait().unwrap().code(), Some(0), "{}", fs::read_to_string(&log).unwrap());
+        fs::read_to_string(&log).unwrap()
+    };
+    let said = run("t1", &default_dir.join(format!("rrr-test-{}.prom", std::process::id())));
+    assert!(!said.contains("Prometheus"), "no node-exporter here: nothing to say: {said}");
+    let chosen = tmp.path().join("no-such-dir/rrr.prom");
+    let said = run("t2", &chosen);
+    assert!(said.contains("cannot write the Prometheus textfile") && said.contains(s(&chosen)), "{said}");
+}

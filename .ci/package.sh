@@ -15,8 +15,10 @@ if ! command -v cargo-deb >/dev/null; then
   cargo install --locked cargo-deb
 fi
 cargo deb --version
-# man -w (man-db) and systemd-analyze (systemd) check the installed files.
+# man -w (man-db) and systemd-analyze (systemd) check the installed files;
+# cargo-deb finds the libc dependency with dpkg-shlibdeps (dpkg-dev).
 need=()
+command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
 command -v man >/dev/null || need+=(man-db)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then

@@ -518,7 +518,7 @@ fn contrib_units_verify() {
     let mut units = Vec::new();
     for e in fs::read_dir(&contrib).unwrap().flatten() {
         let name = e.file_name().to_str().unwrap().replace("@.", "@x.");
-        let text = fs::read_to_string(e.path()).unwrap().replace("/usr/local/bin/rrr", rrr_bin());
+        let text = fs::read_to_string(e.path()).unwrap().replace("/usr/bin/rrr", rrr_bin());
         fs::write(tmp.path().join(&name), text).unwrap();
         units.push(format!("./{name}"));
     }

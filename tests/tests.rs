@@ -12,6 +12,7 @@ mod format;
 mod locks;
 mod operator;
 mod origin;
+mod packaging;
 mod patterns;
 mod perl_entry;
 mod props;

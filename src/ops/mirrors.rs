@@ -84,7 +84,11 @@ impl Prometheus {
     /// warning in the log (monitoring must not stop the mirror).
     pub fn write(&self, clock: &Clock) {
         if let Err(e) = self.try_write(clock) {
-            tracing::warn!("cannot write the Prometheus textfile: {e:#}");
+            if no_textfile_collector(&self.file) {
+                tracing::debug!("no textfile collector here: {e:#}");
+            } else {
+                tracing::warn!("cannot write the Prometheus textfile: {e:#}");
+            }
         }
     }
 
@@ -110,6 +114,20 @@ impl Prometheus {
         crate::store::write_atomic(&self.file, status::prometheus(&found).as_bytes(), None)
             .with_context(|| format!("cannot write {}", self.file.display()))
     }
+}
+
+/// The textfile directory of Debian's prometheus-node-exporter, which the
+/// packaged units and the cron examples name.
+const DEFAULT_TEXTFILE_DIR: &str = "/var/lib/prometheus/node-exporter";
+
+/// A textfile that cannot be written because it belongs in the default
+/// directory and that is missing: the host runs no node-exporter, nobody
+/// would read the file, and a warning every pass (a cron mail every
+/// minute) helps nobody. A missing directory the operator chose, or any
+/// other failure, is still worth a warning.
+pub(crate) fn no_textfile_collector(file: &Path) -> bool {
+    let dir = Path::new(DEFAULT_TEXTFILE_DIR);
+    file.parent() == Some(dir) && matches!(dir.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// `rrr rmirror --config FILE`: one pass per tree per round; with

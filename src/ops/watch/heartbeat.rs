@@ -120,8 +120,14 @@ impl Daemon<'_> {
                 if let Some(file) = &self.opts.prometheus {
                     let root = self.root.display().to_string();
                     let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
-                    if let Err(e) = crate::store::write_atomic(file, text.as_bytes(), None) {
-                        self.log.warn(format!("cannot write the Prometheus textfile {}: {e}", file.display()));
+                    match crate::store::write_atomic(file, text.as_bytes(), None) {
+                        Err(e) if crate::ops::mirrors::no_textfile_collector(file) => {
+                            tracing::debug!("no textfile collector here: {e}");
+                        }
+                        Err(e) => {
+                            self.log.warn(format!("cannot write the Prometheus textfile {}: {e}", file.display()))
+                        }
+                        Ok(()) => {}
                     }
                 }
             }

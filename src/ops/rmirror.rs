@@ -4,7 +4,9 @@
 //! may be mirrored into (DECISIONS.md, "What rrr may delete"; `--adopt`).
 //! Then it creates the localroot and takes its run lock (`take_run_lock`,
 //! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
-//! second one exits 75 at once, naming the holder.
+//! second one exits 75 at once, naming the holder (a tree that already has
+//! the lock file is locked first, before the remote is asked). The lock is
+//! held until the run ends, `--loop` included.
 //! SIGINT/SIGTERM set a flag and stop the running rsync; the pass stops at
 //! the next safe point after saving its state and the run exits 130. A
 //! failed pass is reported (one line; `-v` adds the rsync command and its
@@ -16,7 +18,9 @@
 //! `--prometheus` textfile, runs the `--on-pass` hook ([`crate::hook`])
 //! when the pass changed something or failed, and, with `--loop`, stops
 //! (exit 1, state saved) when its log stream or stdout has closed.
-//! `--config FILE` runs several trees (`ops::mirrors::run_config`).
+//! `--config FILE` runs several trees, each on its own thread through this
+//! same code (`ops::mirrors::run_config`). A tree's options are merged and
+//! validated once, before anything runs ([`crate::config`]).
 
 use crate::clock::Clock;
 use crate::config::{self, OptionLayer, RunFlags, TreeSpec};

@@ -19,7 +19,8 @@ pub struct RmirrorArgs {
     /// The local tree.
     #[arg(long, value_name = "DIR", required_unless_present = "config")]
     pub localroot: Option<PathBuf>,
-    /// Several trees from a TOML file ([[tree]] remote, localroot, options).
+    /// Several trees from a TOML file ([[tree]] remote, localroot, options),
+    /// each on its own thread; options given here win over the file.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["remote", "localroot", "state"])]
     pub config: Option<PathBuf>,
     /// Run passes forever.

@@ -5,8 +5,8 @@
 //! wins (DECISIONS.md, "Options"): the command line, the tree's
 //! `[[tree]]` table, the file's top-level keys, the built-in defaults.
 //! Each layer is an [`OptionLayer`]; [`merge`] stacks them and
-//! [`resolve`] turns the result into the one typed per-tree struct the
-//! mirror runs on ([`crate::mirror::Config`]: a parsed remote, compiled
+//! `resolve` turns the result into the one typed per-tree struct the
+//! mirror runs on (`mirror::Config`: a parsed remote, compiled
 //! patterns, durations, counts), validated once.
 //!
 //! The config file is TOML, one `[[tree]]` table per tree:
@@ -113,7 +113,7 @@ pub fn merge(layers: &[&OptionLayer]) -> OptionLayer {
 /// Which tree: the remote principal, the local tree, the state file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeSpec {
-    /// The remote principal (SRC), parsed by [`resolve`].
+    /// The remote principal (SRC), parsed by `resolve`.
     pub remote: String,
     /// The local tree mirrored into.
     pub localroot: PathBuf,

@@ -295,6 +295,21 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
     wait_for("a second pass a second later", LIMIT, || passes(&dir.join("t1")) >= before + 2);
     assert_eq!(sigterm(&mut child).code(), Some(130));
 
+    // A number through the layers: the file's limit refuses the principal
+    // unread, the command line's lifts it.
+    let t4 = tmp.path().join("t4");
+    fs::write(
+        &file,
+        format!("max_recentfile_size = 10\n[[tree]]\nremote = \"{src}\"\nlocalroot = \"{}\"\n", t4.display()),
+    )
+    .unwrap();
+    let out = rrr(&["rmirror", "--config", s(&file)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("more than the limit of 10"), "{}", stderr(&out));
+    assert!(!t4.exists());
+    run(&["rmirror", "--config", s(&file), "--max-recentfile-size", "100000"]);
+    assert!(t4.join("id/f.a").exists());
+
     // An interval under 1 s is a usage error, from either layer.
     let out = rrr(&["rmirror", "--loop", "--interval", "0", "--remote", &src, "--localroot", s(&dir.join("x"))]);
     assert_eq!(out.status.code(), Some(2));

@@ -36,7 +36,7 @@
 //!   (`--now`);
 //! - [`log`]: the one channel for messages; [`progress`]: bars, only on a
 //!   terminal; `human`: times and sizes for people; `notify`: sd_notify;
-//!   [`hook`]: `--on-pass`; `config`: rmirror's TOML file; [`pattern`]:
+//!   [`hook`]: `--on-pass`; [`config`]: rmirror's options and TOML file; [`pattern`]:
 //!   `--exclude` with rsync's rules;
 //! - [`manual`]: help and man page text; [`perl_compat`]: the Perl tools'
 //!   command lines.
@@ -50,7 +50,7 @@ pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
 
 pub mod clock;
 pub(crate) mod collection;
-pub(crate) mod config;
+pub mod config;
 pub mod hook;
 pub(crate) mod human;
 pub mod log;

@@ -29,10 +29,11 @@ impl std::error::Error for Interrupted {}
 pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 /// The last such signal's number (0: none).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
-/// The running children to pass the stop on to (0: a free slot). rrr runs
-/// at most two rsyncs at once; a child beyond the slots would only not be
+/// The running children to pass the stop on to (0: a free slot). A tree
+/// runs at most two rsyncs at once, and each tree of a config runs on its
+/// own thread (up to 32 trees); a child beyond the slots would only not be
 /// signalled (it still ends when rrr exits: `PR_SET_PDEATHSIG`).
-static CHILDREN: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
+static CHILDREN: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
 
 extern "C" fn on_signal(sig: libc::c_int) {
     SIGNAL.store(sig, Ordering::SeqCst);

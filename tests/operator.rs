@@ -181,7 +181,7 @@ fn two_tree_loop_with_one_failing_tree_logs_for_operators() {
     fs::write(
         &config,
         format!(
-            "interval = 0.3\n[[tree]]\nremote = \"{}/authors/RECENT.recent\"\nlocalroot = \"{}\"\n\n[[tree]]\nremote = \"{}/RECENT.recent\"\nlocalroot = \"{}\"\n",
+            "interval = 1\n[[tree]]\nremote = \"{}/authors/RECENT.recent\"\nlocalroot = \"{}\"\n\n[[tree]]\nremote = \"{}/RECENT.recent\"\nlocalroot = \"{}\"\n",
             daemon.url("CPAN"),
             good.display(),
             daemon.url("no-such-module"),
@@ -312,11 +312,10 @@ fn a_closed_log_ends_the_loop_with_1() {
     // The log closed (`2>&1 | head -2`), or stdout of --json (`| head -1`), one tree or a config.
     let m = tmp.path().join("m");
     let src = o.join("RECENT.recent");
-    let one: Vec<&str> =
-        vec!["-v", "rmirror", "--loop", "--interval", "0.1", "--remote", s(&src), "--localroot", s(&m)];
+    let one: Vec<&str> = vec!["-v", "rmirror", "--loop", "--interval", "1", "--remote", s(&src), "--localroot", s(&m)];
     let mut json_one = one.clone();
     json_one.push("--json");
-    let json_config = vec!["rmirror", "--loop", "--interval", "0.1", "--json", "--config", s(&config)];
+    let json_config = vec!["rmirror", "--loop", "--interval", "1", "--json", "--config", s(&config)];
     for (args, closed_stdout, tree) in [(one, false, &m), (json_one, true, &m), (json_config, true, &m2)] {
         let mut c = std::process::Command::new(rrr_bin());
         c.args(&args);

@@ -804,7 +804,7 @@ fn lock_loop_and_signals() {
     // --loop survives passes; SIGTERM stops it cleanly (130) with the state saved.
     let before = state_passes(&t.target);
     let child = Command::new(rrr_bin())
-        .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--loop", "--interval", "0.2", "--json"])
+        .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--loop", "--interval", "1", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -914,14 +914,14 @@ fn loop_survives_a_failing_pass() {
     let good = fs::read(origin.join("RECENT-1h.yaml")).unwrap();
     fs::write(origin.join("RECENT-1h.yaml"), "--- {not: [a recentfile\n").unwrap();
     let child = Command::new(rrr_bin())
-        .args(["rmirror", "--remote", &principal(&origin), "--localroot", s(&target), "--loop", "--interval", "0.1"])
+        .args(["rmirror", "--remote", &principal(&origin), "--localroot", s(&target), "--loop", "--interval", "1"])
         .arg("--json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // Failing before the first byte: only the attempts are recorded, and
-    // the passes back off (0.1 s, 0.2 s, 0.4 s, …: about 5 in 2.5 s, not 25).
+    // the passes back off (1 s, 2 s, 4 s, …: about 2 in 2.5 s, not 25).
     std::thread::sleep(std::time::Duration::from_millis(2500));
     assert!(only_a_failed_attempt(&target), "a failing first pass wrote more: {:?}", listing(&target));
     let tried = state(&target)["consecutive_failures"].as_u64().unwrap();

@@ -8,6 +8,7 @@ mod util;
 
 mod cli;
 mod demo;
+mod fleet;
 mod format;
 mod locks;
 mod operator;

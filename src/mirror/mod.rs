@@ -129,7 +129,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::Duration;
 
-/// Settings of a mirror (from `rrr rmirror`'s options).
+/// A tree's settings: `rrr rmirror`'s options after merging the command
+/// line, the config file and the built-in defaults, validated
+/// ([`crate::config::resolve`], the one place that builds it).
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub remote: Remote,
@@ -150,7 +152,15 @@ pub(crate) struct Config {
     /// The user's exclude patterns (rsync's syntax): passed to the
     /// whole-tree rsync, and events for such paths are skipped (done, never
     /// transferred, deleted or republished).
-    pub excludes: Vec<String>,
+    pub excludes: Vec<crate::pattern::Pattern>,
+    /// Between pass starts with `--loop` (at least 1 s).
+    pub interval: Duration,
+    /// Run through `/bin/sh -c` after a pass that changed something or failed.
+    pub on_pass: Option<String>,
+    /// How long the `on_pass` hook may run before it is killed.
+    pub on_pass_timeout: Duration,
+    /// A whole-tree pass when the last one is this old.
+    pub full_every: Option<Duration>,
 }
 
 impl Config {
@@ -180,8 +190,6 @@ pub(crate) struct Mirror<'a> {
     /// Called after each heartbeat written during a long rsync (e.g. to
     /// rewrite a Prometheus textfile).
     pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
-    /// [`Config::excludes`], compiled.
-    excluded: Vec<crate::pattern::Pattern>,
 }
 
 impl<'a> Mirror<'a> {
@@ -190,11 +198,6 @@ impl<'a> Mirror<'a> {
     pub fn new(cfg: Config, clock: Clock, stop: &'a AtomicBool) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
-        let excluded = cfg
-            .excludes
-            .iter()
-            .map(|p| crate::pattern::Pattern::parse(p).map_err(anyhow::Error::msg))
-            .collect::<Result<_>>()?;
         Ok(Mirror {
             cfg,
             state,
@@ -207,13 +210,12 @@ impl<'a> Mirror<'a> {
             adopt_counted: false,
             future_seen: HashSet::new(),
             on_heartbeat: None,
-            excluded,
         })
     }
 
     /// Whether the user excluded `path` (its events are skipped).
     fn is_excluded(&self, path: &str) -> bool {
-        self.excluded.iter().any(|p| p.excludes(path, false))
+        self.cfg.excludes.iter().any(|p| p.excludes(path, false))
     }
 
     fn stopped(&self) -> bool {

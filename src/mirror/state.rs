@@ -338,8 +338,10 @@ impl<'a> Mirror<'a> {
     /// localroot gets `.rrr/` with an attempts-only state: a filled tree
     /// that is not ours (yet), a refusal or a held lock leave everything
     /// as it was. Interruptions are not failures: nothing is recorded
-    /// outside a tree that is ours.
-    pub fn record_failed_attempt(&mut self, started: &Epoch, err: &anyhow::Error) -> Result<()> {
+    /// outside a tree that is ours. `lock_held`: the caller holds the
+    /// tree's run lock already (flock is per open file: taking it again
+    /// here would fail).
+    pub fn record_failed_attempt(&mut self, started: &Epoch, err: &anyhow::Error, lock_held: bool) -> Result<()> {
         use crate::signals::Interrupted;
         if self.cfg.dry_run || err.downcast_ref::<super::Refused>().is_some() {
             return Ok(());
@@ -368,7 +370,12 @@ impl<'a> Mirror<'a> {
         }
         let dir = self.cfg.state_dir();
         fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let Ok(_lock) = crate::ops::rmirror::take_run_lock(&dir) else { return Ok(()) };
+        let _lock = if lock_held {
+            None
+        } else {
+            let Ok(lock) = crate::ops::rmirror::take_run_lock(&dir) else { return Ok(()) };
+            Some(lock)
+        };
         // Again under the lock: another run may have made it a mirror meanwhile.
         if !untouched()? {
             return Ok(());

@@ -265,7 +265,11 @@ impl<'a> Mirror<'a> {
             }
             r.arg(format!("--exclude={RSYNC_TEMP_PATTERN}"));
         }
-        for x in bootstrap_excludes(&layout.filenameroot).iter().chain(&self.cfg.excludes) {
+        for x in bootstrap_excludes(&layout.filenameroot)
+            .iter()
+            .map(String::as_str)
+            .chain(self.cfg.excludes.iter().map(|p| p.as_str()))
+        {
             r.arg(format!("--exclude={x}"));
         }
         r.arg(self.cfg.remote.tree_source());

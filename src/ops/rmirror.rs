@@ -4,7 +4,9 @@
 //! may be mirrored into (DECISIONS.md, "What rrr may delete"; `--adopt`).
 //! Then it creates the localroot and takes its run lock (`take_run_lock`,
 //! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
-//! second one exits 75 at once, naming the holder.
+//! second one exits 75 at once, naming the holder (a tree that already has
+//! the lock file is locked first, before the remote is asked). The lock is
+//! held until the run ends, `--loop` included.
 //! SIGINT/SIGTERM set a flag and stop the running rsync; the pass stops at
 //! the next safe point after saving its state and the run exits 130. A
 //! failed pass is reported (one line; `-v` adds the rsync command and its
@@ -16,10 +18,12 @@
 //! `--prometheus` textfile, runs the `--on-pass` hook ([`crate::hook`])
 //! when the pass changed something or failed, and, with `--loop`, stops
 //! (exit 1, state saved) when its log stream or stdout has closed.
-//! `--config FILE` runs several trees (`ops::mirrors::run_config`).
+//! `--config FILE` runs several trees, each on its own thread through this
+//! same code (`ops::mirrors::run_config`). A tree's options are merged and
+//! validated once, before anything runs ([`crate::config`]).
 
 use crate::clock::Clock;
-use crate::mirror::remote::{Remote, RsyncSettings};
+use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
 use crate::mirror::trigger::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
 use crate::ops::mirrors::{self, Prometheus, Targets};
@@ -33,54 +37,34 @@ use std::time::Duration;
 
 /// Seconds an rsync may move no data before it is stopped (DECISIONS.md:
 /// rsync's `--timeout=300`, now watched by rrr, `rsync::Rsync::stall_limit`).
-pub const DEFAULT_TIMEOUT: u64 = 300;
+pub const DEFAULT_TIMEOUT: u64 = config::DEFAULT_TIMEOUT;
 
-/// What `rrr rmirror` was asked to do, as the binary parsed it.
+/// Which trees a run mirrors.
+#[derive(Clone, Debug)]
+pub enum Trees {
+    /// `--remote SRC --localroot DIR [--state FILE]`.
+    One(TreeSpec),
+    /// Every `[[tree]]` of this TOML file, each on its own thread.
+    Config(PathBuf),
+}
+
+/// What `rrr rmirror` was asked to do, as the binary parsed it: which
+/// trees, the per-tree options the command line set (the top layer of
+/// [`crate::config`]), and the settings of the run itself.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Every tree of this TOML file instead of `remote` and `localroot`
-    /// (its settings win over the ones here).
-    pub config: Option<PathBuf>,
-    /// The remote principal (SRC): `rsync://…`, `HOST::MODULE/…`,
-    /// `HOST:PATH` or a local path.
-    pub remote: String,
-    /// The local tree mirrored into.
-    pub localroot: PathBuf,
+    /// One tree from the command line, or a config file's trees.
+    pub trees: Trees,
+    /// Per-tree options given on the command line; they beat the config.
+    pub options: OptionLayer,
     /// `--loop`: passes until SIGINT/SIGTERM instead of one.
     pub looping: bool,
-    /// Seconds between pass starts with `--loop`.
-    pub interval: f64,
-    /// Do not apply delete events.
-    pub skip_deletes: bool,
-    /// Deletes this run may apply; the rest stays pending in the state.
-    pub max_delete: Option<u64>,
-    /// Paths per rsync call (`--files-from` chunk size).
-    pub max_files_per_connection: usize,
-    /// The state file (default `<localroot>/.rrr/state.json`).
-    pub state: Option<PathBuf>,
-    /// `--rsync-option` values, passed to every rsync call in order.
-    pub rsync_options: Vec<String>,
-    /// rsync's `--password-file` (daemon sources only).
-    pub password_file: Option<PathBuf>,
     /// List what would be transferred and deleted; change nothing.
     pub dry_run: bool,
     /// Reconcile once with a whole-tree rsync.
     pub full: bool,
-    /// A whole-tree pass when the last one is this many seconds old.
-    pub full_every: Option<f64>,
     /// Make a tree that is not (yet) a mirror of SRC one (DECISIONS.md).
     pub adopt: bool,
-    /// Remote recentfiles larger than this are refused unread.
-    pub max_recentfile_size: u64,
-    /// Seconds an rsync may move no data before it is stopped (0: never).
-    pub timeout: u64,
-    /// Paths left out (rsync's `--exclude` syntax).
-    pub excludes: Vec<String>,
-    /// `--on-pass CMD`, run through `/bin/sh -c` after a pass that changed
-    /// something or failed.
-    pub on_pass: Option<String>,
-    /// How long an `--on-pass` hook may run before it is killed.
-    pub on_pass_timeout: Duration,
     /// The node-exporter textfile to rewrite after each pass and heartbeat
     /// (one file for every tree of a config).
     pub prometheus: Option<PathBuf>,
@@ -89,9 +73,9 @@ pub struct Options {
 }
 
 impl Options {
-    /// The state file: `--state`, or `<localroot>/.rrr/state.json`.
-    pub(crate) fn state_file(&self) -> PathBuf {
-        self.state.clone().unwrap_or_else(|| self.localroot.join(".rrr/state.json"))
+    /// The run's settings that every tree shares.
+    pub(crate) fn flags(&self, progress: bool) -> RunFlags {
+        RunFlags { dry_run: self.dry_run, progress }
     }
 }
 
@@ -122,10 +106,10 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         crate::human::count(r.deleted),
     );
     if r.deletes_skipped > 0 {
-        s.push_str(&format!(", {} deletes skipped", r.deletes_skipped));
+        s.push_str(&format!(", {}", plural(r.deletes_skipped, "delete skipped", "deletes skipped")));
     }
     if r.deletes_pending > 0 {
-        s.push_str(&format!(", {} deletes pending", r.deletes_pending));
+        s.push_str(&format!(", {}", plural(r.deletes_pending, "delete pending", "deletes pending")));
     }
     if !r.refused.is_empty() {
         s.push_str(&format!(", {} refused", r.refused.len()));
@@ -137,7 +121,7 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         s.push_str(&format!(", {} from the future", r.future));
     }
     if !r.errors.is_empty() {
-        s.push_str(&format!(", {} errors", r.errors.len()));
+        s.push_str(&format!(", {}", plural(r.errors.len() as u64, "error", "errors")));
     }
     if !r.read.is_empty() {
         s.push_str(&format!("; read {}", r.read.join(" ")));
@@ -150,6 +134,11 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         s.push_str("; complete");
     }
     s
+}
+
+/// `n` and the noun in its number: "1 delete pending", "2 deletes pending".
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", crate::human::count(n), if n == 1 { one } else { many })
 }
 
 /// rmirror's run lock, `<localroot>/.rrr/rmirror.flock` (flock: it dies
@@ -166,51 +155,56 @@ pub(crate) fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
 }
 
 /// The tree as log lines, pass objects and textfile labels name it: absolute.
-pub(crate) fn shown_root(opts: &Options) -> String {
-    std::path::absolute(&opts.localroot).unwrap_or_else(|_| opts.localroot.clone()).display().to_string()
+pub(crate) fn shown_root(cfg: &Config) -> String {
+    std::path::absolute(&cfg.localroot).unwrap_or_else(|_| cfg.localroot.clone()).display().to_string()
 }
 
 /// The span every line about this tree is logged in.
-pub(crate) fn span(opts: &Options) -> tracing::Span {
-    tracing::info_span!("rmirror", localroot = %shown_root(opts), remote = %opts.remote)
+pub(crate) fn span(cfg: &Config) -> tracing::Span {
+    tracing::info_span!("rmirror", localroot = %shown_root(cfg), remote = %cfg.remote.src)
 }
 
 /// Run rmirror on one tree, logging inside its `span`, or on every tree
-/// of `opts.config`.
+/// of a config file. The tree's options are merged and validated, and a
+/// tree that would mirror into its own remote refused, before anything
+/// runs.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let mut out = ctx.out();
-    if let Some(file) = &opts.config {
-        return mirrors::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out);
-    }
+    let tree = match &opts.trees {
+        Trees::Config(file) => return mirrors::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
+        Trees::One(tree) => tree,
+    };
+    let cfg = config::resolve(tree, &opts.options, opts.flags(ctx.progress)).map_err(anyhow::Error::msg)?;
+    mirrors::refuse_overlaps(std::slice::from_ref(&cfg))?;
     let textfile = opts.prometheus.clone().map(|file| Prometheus {
         file,
         targets: Targets::Tree {
-            state: opts.state_file(),
-            localroot: opts.localroot.clone(),
-            remote: opts.remote.clone(),
+            state: cfg.state_file.clone(),
+            localroot: cfg.localroot.clone(),
+            remote: cfg.remote.src.clone(),
         },
     });
-    let span = span(opts);
+    let span = span(&cfg);
     let _in = span.enter();
     // The error is logged by the caller, outside the span: it names the tree itself.
-    run_in_span(opts, textfile.as_ref(), ctx.clock(), ctx.progress, &mut **out)
-        .with_context(|| format!("rmirror {}", shown_root(opts)))
+    run_in_span(&cfg, opts, textfile.as_ref(), ctx.clock(), &mut **out)
+        .with_context(|| format!("rmirror {}", shown_root(&cfg)))
 }
 
 /// One tree, in the [`span`] the caller entered, rewriting `textfile`
 /// after each pass. With `--json`, a run that fails still prints a
 /// `{"kind": "error"}` object on stdout.
 pub(crate) fn run_in_span(
+    cfg: &Config,
     opts: &Options,
     textfile: Option<&Prometheus>,
     clock: &Clock,
-    progress: bool,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let res = passes(opts, textfile, clock, progress, out);
+    let res = passes(cfg, opts, textfile, clock, out);
     if let Err(e) = &res {
         if opts.json && !is_closed(e) {
-            let _ = print_line(out, &error_object(opts, e).to_string());
+            let _ = print_line(out, &error_object(cfg, e).to_string());
         }
     }
     res
@@ -221,50 +215,46 @@ fn print_line(out: &mut dyn Write, line: &str) -> io::Result<()> {
     out.flush()
 }
 
-fn error_object(opts: &Options, e: &anyhow::Error) -> serde_json::Value {
-    serde_json::json!({"kind": "error", "localroot": shown_root(opts), "remote": opts.remote,
+fn error_object(cfg: &Config, e: &anyhow::Error) -> serde_json::Value {
+    serde_json::json!({"kind": "error", "localroot": shown_root(cfg), "remote": cfg.remote.src,
                        "message": format!("{e:#}")})
 }
 
-/// Whether a whole-tree pass is due under `--full-every` (seconds): the
-/// last one (or the mirror's start) is that old.
-pub(crate) fn full_due(state: &State, every: f64, now: f64) -> bool {
-    state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every)
+/// Whether a whole-tree pass is due under `--full-every`: the last one
+/// (or the mirror's start) is that old.
+pub(crate) fn full_due(state: &State, every: Duration, now: f64) -> bool {
+    state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every.as_secs_f64())
+}
+
+/// Take the run lock before anything else when the tree already has one
+/// (`.rrr/rmirror.flock` exists): a run on a held tree ends at once,
+/// without asking the remote; nothing is created for a new tree.
+fn lock_if_known(cfg: &Config, opts: &Options) -> Result<Option<RunLock>> {
+    let state_dir = cfg.state_dir();
+    if opts.dry_run || !state_dir.join("rmirror.flock").is_file() {
+        return Ok(None);
+    }
+    take_run_lock(&state_dir).map(Some)
 }
 
 fn passes(
+    cfg: &Config,
     opts: &Options,
     textfile: Option<&Prometheus>,
     clock: &Clock,
-    progress: bool,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let remote = Remote::parse(&opts.remote)?;
-    let state_dir = opts.localroot.join(".rrr");
-    let state_file = opts.state_file();
-    let shown = shown_root(opts);
-    let cfg = Config {
-        remote,
-        localroot: opts.localroot.clone(),
-        state_file,
-        skip_deletes: opts.skip_deletes,
-        max_delete: opts.max_delete,
-        max_files_per_connection: opts.max_files_per_connection,
-        rsync: RsyncSettings {
-            password_file: opts.password_file.clone(),
-            extra: opts.rsync_options.clone(),
-            timeout: opts.timeout,
-            contimeout: 30,
-        },
-        dry_run: opts.dry_run,
-        attempts: 3,
-        backoff: Duration::from_secs(2),
-        progress,
-        max_recentfile_size: opts.max_recentfile_size,
-        excludes: opts.excludes.clone(),
+    let state_dir = cfg.state_dir();
+    let shown = shown_root(cfg);
+    let mut early_lock = match lock_if_known(cfg, opts) {
+        Ok(lock) => lock,
+        Err(e) => {
+            after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
+            return Err(e);
+        }
     };
     crate::signals::install();
-    let mut m = Mirror::new(cfg, clock.clone(), &crate::signals::STOP)?;
+    let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::signals::STOP)?;
     m.full = opts.full;
     if let Some(p) = textfile.cloned().filter(|_| !opts.dry_run) {
         let c = clock.clone();
@@ -282,17 +272,23 @@ fn passes(
             if opts.dry_run {
                 return Ok(None);
             }
-            std::fs::create_dir_all(&opts.localroot)
-                .with_context(|| format!("cannot create {}", opts.localroot.display()))?;
-            std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
-            let lock = take_run_lock(&state_dir)?;
+            let lock = match early_lock.take() {
+                Some(lock) => lock,
+                None => {
+                    std::fs::create_dir_all(&cfg.localroot)
+                        .with_context(|| format!("cannot create {}", cfg.localroot.display()))?;
+                    std::fs::create_dir_all(&state_dir)
+                        .with_context(|| format!("cannot create {}", state_dir.display()))?;
+                    take_run_lock(&state_dir)?
+                }
+            };
             crate::mirror::remote::clean_stale(&state_dir);
             // Again under the lock: another run may have finished meanwhile.
             m.settle_ownership(opts.adopt, true)?;
             Ok(Some(lock))
         });
         if let Err(e) = &settled {
-            if let Err(why) = m.record_failed_attempt(&attempt, e) {
+            if let Err(why) = m.record_failed_attempt(&attempt, e, early_lock.is_some()) {
                 tracing::warn!("cannot record the failed attempt: {why:#}");
             }
         }
@@ -307,16 +303,16 @@ fn passes(
                     || e.downcast_ref::<Refused>().is_some()
                     || crate::ops::exit_for_error(&e) == Exit::Locked =>
             {
-                after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
+                after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
                 return Err(e);
             }
             Err(e) => {
                 failed_passes += 1;
-                if report_failed_pass(&e, opts, out).is_err() || crate::log::closed() {
+                if report_failed_pass(&e, cfg, opts, out).is_err() || crate::log::closed() {
                     return Ok(Exit::Differences);
                 }
-                after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
-                if !pause(opts, failed_passes, None, None) {
+                after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
+                if !pause(cfg.interval, failed_passes, None, None) {
                     tracing::info!("interrupted; nothing was changed");
                     return Ok(Exit::Interrupted);
                 }
@@ -333,16 +329,19 @@ fn passes(
         if let Some(t) = &mut trigger {
             t.pass_starts();
         }
-        if let Some(every) = opts.full_every {
+        if let Some(every) = cfg.full_every {
             if !m.full && full_due(&m.state, every, clock.now_f64()) {
-                tracing::info!("a whole-tree pass is due (--full-every {})", crate::human::duration(every));
+                tracing::info!(
+                    "a whole-tree pass is due (--full-every {})",
+                    crate::human::duration(every.as_secs_f64())
+                );
                 m.full = true;
             }
         }
         let last = match m.pass() {
             Ok(mut rep) => {
                 rep.localroot = shown.clone();
-                rep.remote = opts.remote.clone();
+                rep.remote = cfg.remote.src.clone();
                 if rep.bootstrap && rep.ok && !opts.dry_run {
                     m.state.last_full = Some(clock.now());
                     m.save()?;
@@ -365,7 +364,7 @@ fn passes(
                 log_pass(&rep);
                 crate::notify::notify(&format!("STATUS={}", summary_line(&rep)));
                 let exit = exit_of(&rep);
-                after_pass(opts, textfile, &shown, exit, Some(&rep), None);
+                after_pass(cfg, opts, textfile, &shown, exit, Some(&rep), None);
                 exit
             }
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
@@ -374,13 +373,13 @@ fn passes(
             }
             Err(e) => {
                 if !opts.looping {
-                    after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
+                    after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
                     return Err(e);
                 }
-                if report_failed_pass(&e, opts, out).is_err() {
+                if report_failed_pass(&e, cfg, opts, out).is_err() {
                     return Ok(Exit::Differences);
                 }
-                after_pass(opts, textfile, &shown, Exit::Error, None, Some(&e));
+                after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
                 Exit::Error
             }
         };
@@ -392,7 +391,7 @@ fn passes(
             return Ok(Exit::Differences);
         }
         failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
-        if !pause(opts, failed_passes, Some(started), trigger.as_mut()) {
+        if !pause(cfg.interval, failed_passes, Some(started), trigger.as_mut()) {
             tracing::info!("interrupted; state saved");
             return Ok(Exit::Interrupted);
         }
@@ -420,6 +419,7 @@ fn log_pass(rep: &PassReport) {
 
 /// After a pass (or a failed one): rewrite the textfile, run the hook.
 fn after_pass(
+    cfg: &Config,
     opts: &Options,
     textfile: Option<&Prometheus>,
     shown: &str,
@@ -433,21 +433,21 @@ fn after_pass(
     if let Some(p) = textfile {
         p.write(&Clock::system());
     }
-    if let Some(cmd) = &opts.on_pass {
+    if let Some(cmd) = &cfg.on_pass {
         if crate::hook::wanted(rep) {
             let msg = err.map(|e| format!("{e:#}"));
-            let env = crate::hook::environment(shown, &opts.remote, exit as i32, rep, msg.as_deref());
-            crate::hook::after_pass(cmd, opts.on_pass_timeout, &env);
+            let env = crate::hook::environment(shown, &cfg.remote.src, exit as i32, rep, msg.as_deref());
+            crate::hook::after_pass(cmd, cfg.on_pass_timeout, &env);
         }
     }
 }
 
 /// Report a pass that failed (`--loop` goes on): in the log, and as a
 /// `{"kind": "error"}` object with `--json`. An error: stdout closed.
-fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+fn report_failed_pass(e: &anyhow::Error, cfg: &Config, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     tracing::error!("pass failed: {e:#}");
     if opts.json {
-        print_line(out, &error_object(opts, e).to_string())?;
+        print_line(out, &error_object(cfg, e).to_string())?;
     }
     Ok(())
 }
@@ -456,12 +456,12 @@ fn report_failed_pass(e: &anyhow::Error, opts: &Options, out: &mut dyn Write) ->
 /// a good pass, or [`pause_after`] a failed one, or until `rrr trigger`
 /// or SIGUSR1 asks for a pass now. False when stopped.
 fn pause(
-    opts: &Options,
+    interval: Duration,
     failed_passes: u32,
     started: Option<std::time::Instant>,
     mut trigger: Option<&mut Waker>,
 ) -> bool {
-    let pause = pause_after(opts.interval, failed_passes);
+    let pause = pause_after(interval, failed_passes);
     if failed_passes > 0 {
         tracing::warn!("{}", backoff_line(failed_passes, pause));
     }
@@ -516,8 +516,8 @@ pub(crate) fn backoff_line(failed_passes: u32, pause: Duration) -> String {
 /// Seconds between pass starts with `--loop`: the interval, doubled for
 /// each failed pass in a row (the first failure waits the interval), at
 /// most 10 minutes; a good pass resets it (DECISIONS.md).
-pub(crate) fn pause_after(interval: f64, failed_passes: u32) -> Duration {
-    let base = Duration::from_secs_f64(interval.max(0.0));
+pub(crate) fn pause_after(interval: Duration, failed_passes: u32) -> Duration {
+    let base = interval;
     if failed_passes == 0 {
         return base;
     }
@@ -534,9 +534,15 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_ten_minutes() {
-        let secs = |n| pause_after(20.0, n).as_secs();
+        let secs = |n| pause_after(Duration::from_secs(20), n).as_secs();
         assert_eq!([secs(0), secs(1), secs(2), secs(3), secs(5), secs(6), secs(40)], [20, 20, 40, 80, 320, 600, 600]);
-        assert_eq!(pause_after(900.0, 3).as_secs(), 900, "never below the interval");
-        assert_eq!(pause_after(0.0, 4), Duration::ZERO);
+        assert_eq!(pause_after(Duration::from_secs(900), 3).as_secs(), 900, "never below the interval");
+    }
+
+    #[test]
+    fn counts_are_pluralised() {
+        assert_eq!(plural(1, "delete pending", "deletes pending"), "1 delete pending");
+        assert_eq!(plural(2, "delete pending", "deletes pending"), "2 deletes pending");
+        assert_eq!(backoff_line(1, Duration::from_secs(20)), "1 failed pass; next pass in 20 s");
     }
 }

@@ -1,11 +1,14 @@
 //! `rrr rmirror`: its arguments and their conversion into `ops::rmirror::Options`.
+//! The per-tree options are `Option`s without clap defaults: an option
+//! not given leaves the choice to the config file, then to the built-in
+//! default (`rrr::config`), so the help states the defaults in words.
 
 use crate::cli::exclude_pattern;
 use clap::Args;
+use rrr::config::{OptionLayer, TreeSpec};
 use rrr::interval::Interval;
-use rrr::ops::rmirror::Options;
+use rrr::ops::rmirror::{Options, Trees};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct RmirrorArgs {
@@ -16,24 +19,25 @@ pub struct RmirrorArgs {
     /// The local tree.
     #[arg(long, value_name = "DIR", required_unless_present = "config")]
     pub localroot: Option<PathBuf>,
-    /// Several trees from a TOML file ([[tree]] remote, localroot, options).
+    /// Several trees from a TOML file ([[tree]] remote, localroot, options),
+    /// each on its own thread; options given here win over the file.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["remote", "localroot", "state"])]
     pub config: Option<PathBuf>,
     /// Run passes forever.
     #[arg(long = "loop")]
     pub looping: bool,
-    /// Seconds between pass starts with --loop.
-    #[arg(long, value_name = "SECONDS", default_value_t = 20.0)]
-    pub interval: f64,
+    /// Seconds between pass starts with --loop (default 20, at least 1).
+    #[arg(long, value_name = "SECONDS", value_parser = loop_interval)]
+    pub interval: Option<f64>,
     /// Do not apply delete events.
     #[arg(long)]
     pub skip_deletes: bool,
     /// Apply at most N deletes in this run; the rest stays pending.
     #[arg(long, value_name = "N")]
     pub max_delete: Option<u64>,
-    /// Paths per rsync call.
-    #[arg(long, value_name = "N", default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_files_per_connection: u64,
+    /// Paths per rsync call (default 20000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_files_per_connection: Option<u64>,
     /// The state file (default <localroot>/.rrr/state.json).
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
@@ -56,27 +60,28 @@ pub struct RmirrorArgs {
     /// End an rsync that moved no data and used no CPU for this many
     /// seconds (retried like any timeout; 0: never). rrr watches rsync
     /// itself: rsync's --timeout costs every connection to a default
-    /// rsyncd 40 ms.
-    #[arg(long, value_name = "SECONDS", default_value_t = rrr::ops::rmirror::DEFAULT_TIMEOUT)]
-    pub timeout: u64,
-    /// Refuse a remote recentfile larger than this many bytes, unread.
-    #[arg(long, value_name = "BYTES", default_value_t = rrr::mirror::remote::DEFAULT_MAX_RECENTFILE_SIZE)]
-    pub max_recentfile_size: u64,
+    /// rsyncd 40 ms. Default 300.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// Refuse a remote recentfile larger than this many bytes, unread
+    /// (default 512 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub max_recentfile_size: Option<u64>,
     /// Leave out paths matching PATTERN (rsync's --exclude rules): not
     /// transferred, deleted or republished; their events are skipped.
     #[arg(long, value_name = "PATTERN", value_parser = exclude_pattern)]
     pub exclude: Vec<String>,
     /// With --loop (or from cron): a whole-tree pass when the last one is
     /// older than DURATION (e.g. 7d, 1W), instead of a separate --full run.
-    #[arg(long, value_name = "DURATION")]
-    pub full_every: Option<Interval>,
+    #[arg(long, value_name = "DURATION", value_parser = full_every)]
+    pub full_every: Option<String>,
     /// Run CMD through /bin/sh -c after every pass that changed something or
     /// failed, with the pass in RRR_* variables (README.mirror).
     #[arg(long, value_name = "CMD")]
     pub on_pass: Option<String>,
-    /// Seconds an --on-pass hook may run before it is killed.
-    #[arg(long, value_name = "SECONDS", default_value_t = rrr::hook::DEFAULT_TIMEOUT.as_secs_f64())]
-    pub on_pass_timeout: f64,
+    /// Seconds an --on-pass hook may run before it is killed (default 600).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub on_pass_timeout: Option<f64>,
     /// Rewrite this node-exporter textfile after every pass and heartbeat
     /// (one file per process: every tree of a --config goes into it).
     #[arg(long, value_name = "FILE")]
@@ -86,29 +91,61 @@ pub struct RmirrorArgs {
     pub json: bool,
 }
 
+/// `--interval`: a number of seconds, at least 1 (a shorter loop hammers
+/// the upstream).
+fn loop_interval(s: &str) -> Result<f64, String> {
+    let secs = seconds(s)?;
+    if secs < rrr::config::MIN_INTERVAL {
+        return Err(format!("must be at least {} s: a shorter loop hammers the upstream", rrr::config::MIN_INTERVAL));
+    }
+    Ok(secs)
+}
+
+/// A non-negative, finite number of seconds.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(secs) if secs >= 0.0 && secs.is_finite() => Ok(secs),
+        _ => Err(format!("{s:?} is not a number of seconds")),
+    }
+}
+
+/// `--full-every`: an interval spec (`7d`, `1W`), kept as typed.
+fn full_every(s: &str) -> Result<String, String> {
+    Interval::parse(s).map(|_| s.to_string())
+}
+
+/// A list option given on the command line (empty: not given).
+fn given<T>(v: Vec<T>) -> Option<Vec<T>> {
+    (!v.is_empty()).then_some(v)
+}
+
 impl From<RmirrorArgs> for Options {
     fn from(a: RmirrorArgs) -> Options {
+        let trees = match (a.config, a.remote, a.localroot) {
+            (Some(file), _, _) => Trees::Config(file),
+            (None, Some(remote), Some(localroot)) => Trees::One(TreeSpec { remote, localroot, state: a.state }),
+            _ => unreachable!("clap requires --config or --remote with --localroot"),
+        };
         Options {
-            config: a.config,
-            remote: a.remote.unwrap_or_default(),
-            localroot: a.localroot.unwrap_or_default(),
+            trees,
+            options: OptionLayer {
+                interval: a.interval,
+                skip_deletes: a.skip_deletes.then_some(true),
+                max_delete: a.max_delete,
+                max_files_per_connection: a.max_files_per_connection,
+                rsync_options: given(a.rsync_option),
+                password_file: a.password_file,
+                max_recentfile_size: a.max_recentfile_size,
+                exclude: given(a.exclude),
+                on_pass: a.on_pass,
+                on_pass_timeout: a.on_pass_timeout,
+                timeout: a.timeout,
+                full_every: a.full_every,
+            },
             looping: a.looping,
-            interval: a.interval,
-            skip_deletes: a.skip_deletes,
-            max_delete: a.max_delete,
-            max_files_per_connection: usize::try_from(a.max_files_per_connection).unwrap_or(usize::MAX),
-            state: a.state,
-            rsync_options: a.rsync_option,
-            password_file: a.password_file,
             dry_run: a.dry_run,
             full: a.full,
             adopt: a.adopt,
-            max_recentfile_size: a.max_recentfile_size,
-            timeout: a.timeout,
-            full_every: a.full_every.map(|iv| iv.seconds() as f64),
-            excludes: a.exclude,
-            on_pass: a.on_pass,
-            on_pass_timeout: Duration::from_secs_f64(a.on_pass_timeout.max(0.0)),
             prometheus: a.prometheus,
             json: a.json,
         }

@@ -1,0 +1,323 @@
+//! A fleet of trees in one config, against a real loopback rsync daemon:
+//! each tree runs on its own thread and holds its run lock for the whole
+//! loop (a one-shot or a second loop on it exits 75 naming the holder),
+//! a hung upstream delays only its own tree, overlapping trees and a
+//! mirror into its own origin are refused before anything runs, and the
+//! options' layers (command line > tree table > file defaults > built-in)
+//! hold end to end.
+
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A guard against a hang, not a speed assertion.
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn origin(root: &Path, n: usize) {
+    for i in 0..n {
+        write(root, &format!("id/A/f{i}.tar.gz"), &format!("{i}\n"));
+    }
+    ok(&["init", "--aggregate", s(root)]);
+}
+
+/// A config of `(remote, localroot, table lines)` trees under `top`.
+fn config(file: &Path, top: &str, trees: &[(&str, &Path, &str)]) {
+    let mut text = format!("{top}\n");
+    for (remote, root, extra) in trees {
+        text.push_str(&format!("[[tree]]\nremote = \"{remote}\"\nlocalroot = \"{}\"\n{extra}\n", root.display()));
+    }
+    fs::write(file, text).unwrap();
+}
+
+/// `rrr ARGS` in the background, its log in `log`.
+fn spawn(args: &[&str], log: &Path) -> Child {
+    Command::new(rrr_bin())
+        .args(args)
+        .env("TERM", "dumb")
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+fn sigterm(child: &mut Child) -> ExitStatus {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut status = None;
+    wait_for("the run to stop after SIGTERM", LIMIT, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status.unwrap()
+}
+
+/// The tree's state file, parsed, if it exists.
+fn state(root: &Path) -> Option<serde_json::Value> {
+    fs::read(root.join(".rrr/state.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+fn passes(root: &Path) -> u64 {
+    state(root).and_then(|v| v["counters"]["passes"].as_u64()).unwrap_or(0)
+}
+
+fn abs(p: &Path) -> String {
+    std::path::absolute(p).unwrap().display().to_string()
+}
+
+/// Every file under `root`, relative, sorted.
+fn listing(root: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .map(|e| e.path().strip_prefix(root).unwrap().into())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    for t in ["a", "b", "c"] {
+        origin(&o.join(t), 3);
+    }
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = |t: &str| format!("{}/{t}/RECENT.recent", daemon.url("M"));
+    let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
+    let first = tmp.path().join("first.toml");
+    config(&first, "interval = 1", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
+    let log1 = tmp.path().join("first.log");
+    let mut loop1 = spawn(&["rmirror", "--loop", "--config", s(&first)], &log1);
+    wait_for("both trees' first passes", LIMIT, || passes(&a) >= 1 && passes(&b) >= 1);
+    let holder = format!("process {}", loop1.id());
+
+    // Between the loop's passes, a one-shot on one of its trees is refused.
+    for _ in 0..3 {
+        let o = rrr(&["rmirror", "--remote", &src("a"), "--localroot", s(&a)]);
+        assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&holder), "names the holder: {}", stderr(&o));
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    // A second loop over the same trees has nothing to take: 75, naming both.
+    let o = rrr(&["rmirror", "--loop", "--config", s(&first)]);
+    assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&abs(&a)) && stderr(&o).contains(&abs(&b)), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&holder), "{}", stderr(&o));
+
+    // A second loop over a held tree and a free one takes the free one.
+    let second = tmp.path().join("second.toml");
+    config(&second, "interval = 1", &[(&src("a"), &a, ""), (&src("c"), &c, "")]);
+    let log2 = tmp.path().join("second.log");
+    let mut loop2 = spawn(&["rmirror", "--loop", "--config", s(&second)], &log2);
+    wait_for("the free tree's passes", LIMIT, || passes(&c) >= 2);
+    let a_passes = passes(&a);
+    wait_for("the first loop's next pass on its tree", LIMIT, || passes(&a) > a_passes);
+    assert_eq!(sigterm(&mut loop2).code(), Some(130));
+    let log = fs::read_to_string(&log2).unwrap();
+    assert!(log.contains(&format!("1 tree of 2 held by another run, not mirrored here: {}", abs(&a))), "{log}");
+
+    assert_eq!(sigterm(&mut loop1).code(), Some(130));
+    let log = fs::read_to_string(&log1).unwrap();
+    assert!(!log.contains("held by"), "the first loop kept both trees: {log}");
+    // The lock went with its holder.
+    let o = rrr(&["rmirror", "--remote", &src("a"), "--localroot", s(&a)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn overlapping_trees_and_a_mirror_into_its_origin_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    origin(&o, 3);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = format!("{}/RECENT.recent", daemon.url("M"));
+    let m = tmp.path().join("m");
+    let refused = |file: &Path, what: &str| {
+        let out = rrr(&["rmirror", "--config", s(file)]);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert!(stderr(&out).contains("overlap"), "{what}: {}", stderr(&out));
+        assert!(!m.exists(), "{what}: nothing may be written");
+        assert_eq!(daemon.transfers(), 0, "{what}: refused before the remote is asked");
+    };
+    let file = tmp.path().join("nested.toml");
+    config(&file, "", &[(&src, &m, ""), (&src, &m.join("inner"), "")]);
+    refused(&file, "a tree inside another");
+    config(&file, "", &[(&src, &m.join("x/../inner"), ""), (&src, &m, "")]);
+    refused(&file, "the same, spelt with ..");
+    let file = tmp.path().join("state.toml");
+    let other = tmp.path().join("other");
+    let state = format!("state = \"{}\"", m.join("state.json").display());
+    config(&file, "", &[(&src, &m.join("tree"), ""), (&src, &other, &state)]);
+    refused(&file, "a tree inside another's state directory");
+
+    // The origin into itself: directly, through `..`, through a symlink.
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&o, &link).unwrap();
+    let before = listing(&o);
+    let principal = o.join("RECENT.recent");
+    for root in [o.clone(), o.join("id/../."), link.clone(), o.join("id")] {
+        let out = rrr(&["rmirror", "--remote", s(&principal), "--localroot", s(&root)]);
+        assert_eq!(out.status.code(), Some(2), "{}: {}", root.display(), stderr(&out));
+        assert!(stderr(&out).contains("into itself"), "{}", stderr(&out));
+    }
+    let out = rrr(&["rmirror", "--remote", s(&link.join("RECENT.recent")), "--localroot", s(&o)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(listing(&o), before, "the origin is untouched");
+
+    // A one-shot config whose tree fails says so once, with no next pass.
+    let file = tmp.path().join("failing.toml");
+    config(&file, "", &[(&format!("{}/RECENT.recent", daemon.url("nope")), &m, "")]);
+    let out = rrr(&["rmirror", "--config", s(&file)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("next pass"), "a one-shot has no next pass: {}", stderr(&out));
+}
+
+/// An upstream that accepts connections and never answers.
+struct BlackHole {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl BlackHole {
+    fn start() -> BlackHole {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming().flatten() {
+                count.fetch_add(1, Ordering::SeqCst);
+                held.push(conn);
+            }
+        });
+        BlackHole { port, accepted }
+    }
+}
+
+#[test]
+fn a_hung_upstream_delays_only_its_own_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    origin(&o, 3);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let hole = BlackHole::start();
+    let (good, hung) = (tmp.path().join("m/good"), tmp.path().join("m/hung"));
+    let file = tmp.path().join("fleet.toml");
+    let hole_src = format!("rsync://127.0.0.1:{}/M/RECENT.recent", hole.port);
+    config(
+        &file,
+        "interval = 1",
+        &[(&hole_src, &hung, ""), (&format!("{}/RECENT.recent", daemon.url("M")), &good, "")],
+    );
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["-v", "rmirror", "--loop", "--config", s(&file)], &log);
+    wait_for("the hung tree's connection", LIMIT, || hole.accepted.load(Ordering::SeqCst) >= 1);
+    let start = passes(&good);
+    // While the hung tree's one rsync waits (300 s, the default timeout),
+    // the healthy tree makes pass after pass.
+    wait_for("three passes of the healthy tree", LIMIT, || passes(&good) >= start + 3);
+    assert_eq!(hole.accepted.load(Ordering::SeqCst), 1, "the hung tree's first call still hangs");
+    let status = sigterm(&mut child);
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(hole.accepted.load(Ordering::SeqCst), 1, "stopped, not retried");
+    let st = state(&good).unwrap();
+    assert!(st["counters"]["passes"].as_u64().unwrap() >= start + 3, "{st}");
+    assert!(st["last_complete"].is_string(), "{st}");
+    let text = fs::read_to_string(&log).unwrap();
+    for root in [&good, &hung] {
+        assert!(
+            text.lines().any(|l| l.contains(&format!("rmirror {}", abs(root))) && l.contains("interrupted")),
+            "{} says it stopped: {text}",
+            root.display()
+        );
+    }
+    assert!(!hung.exists(), "the hung tree wrote nothing");
+}
+
+#[test]
+fn options_come_from_the_command_line_the_table_and_the_defaults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    for ext in ["a", "b", "c"] {
+        write(&o, &format!("id/f.{ext}"), ext);
+    }
+    ok(&["init", s(&o)]);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = format!("{}/RECENT.recent", daemon.url("M"));
+    let dir = tmp.path().join("etc");
+    fs::create_dir(&dir).unwrap();
+    let file = dir.join("m.toml");
+    // Relative localroots: against the config's directory, not the cwd.
+    fs::write(
+        &file,
+        format!(
+            "interval = 600\nexclude = [\"*.a\"]\n\
+             [[tree]]\nremote = \"{src}\"\nlocalroot = \"t1\"\nexclude = [\"*.b\"]\n\
+             [[tree]]\nremote = \"{src}\"\nlocalroot = \"t2\"\n"
+        ),
+    )
+    .unwrap();
+    let have = |root: &str| -> Vec<String> {
+        ["a", "b", "c"]
+            .iter()
+            .filter(|e| dir.join(root).join(format!("id/f.{e}")).exists())
+            .map(|e| e.to_string())
+            .collect()
+    };
+    let run = |args: &[&str]| {
+        let out = Command::new(rrr_bin()).args(args).current_dir(tmp.path()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    };
+    run(&["rmirror", "--config", s(&file)]);
+    assert!(!tmp.path().join("t1").exists(), "not against the current directory");
+    assert_eq!(have("t1"), ["a", "c"], "the tree's table beats the file's defaults");
+    assert_eq!(have("t2"), ["b", "c"], "the file's defaults");
+    fs::remove_dir_all(dir.join("t1")).unwrap();
+    fs::remove_dir_all(dir.join("t2")).unwrap();
+    run(&["rmirror", "--config", s(&file), "--exclude", "*.c"]);
+    assert_eq!(
+        (have("t1"), have("t2")),
+        (vec!["a".into(), "b".into()], vec!["a".into(), "b".into()]),
+        "the command line wins"
+    );
+
+    // --interval beats the file's 600 s: the loop makes a second pass.
+    let log = tmp.path().join("loop.log");
+    let mut child = spawn(&["rmirror", "--loop", "--interval", "1", "--config", s(&file)], &log);
+    let before = passes(&dir.join("t1"));
+    wait_for("a second pass a second later", LIMIT, || passes(&dir.join("t1")) >= before + 2);
+    assert_eq!(sigterm(&mut child).code(), Some(130));
+
+    // A number through the layers: the file's limit refuses the principal
+    // unread, the command line's lifts it.
+    let t4 = tmp.path().join("t4");
+    fs::write(
+        &file,
+        format!("max_recentfile_size = 10\n[[tree]]\nremote = \"{src}\"\nlocalroot = \"{}\"\n", t4.display()),
+    )
+    .unwrap();
+    let out = rrr(&["rmirror", "--config", s(&file)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("more than the limit of 10"), "{}", stderr(&out));
+    let tried: Vec<_> = fs::read_dir(&t4).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(tried, [".rrr"], "a refused first pass records its attempt and nothing else");
+    run(&["rmirror", "--config", s(&file), "--max-recentfile-size", "100000"]);
+    assert!(t4.join("id/f.a").exists());
+
+    // An interval under 1 s is a usage error, from either layer.
+    let out = rrr(&["rmirror", "--loop", "--interval", "0", "--remote", &src, "--localroot", s(&dir.join("x"))]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--interval") && stderr(&out).contains("at least 1"), "{}", stderr(&out));
+    fs::write(&file, format!("interval = 0.5\n[[tree]]\nremote = \"{src}\"\nlocalroot = \"t3\"\n")).unwrap();
+    let out = rrr(&["rmirror", "--loop", "--config", s(&file)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("m.toml") && stderr(&out).contains("at least 1"), "{}", stderr(&out));
+    assert!(!dir.join("x").exists() && !dir.join("t3").exists());
+}

@@ -10,6 +10,7 @@ mod cli;
 mod demo;
 mod format;
 mod locks;
+mod mixed_writers;
 mod operator;
 mod origin;
 mod patterns;

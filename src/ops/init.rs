@@ -95,7 +95,7 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
     }
     crate::signals::install_for_short_command();
     // A watch would go on recording into the index being replaced.
-    let _watch = origin::watch_lock(&coll.root).context("a watch runs on this tree; stop it before init")?;
+    let _watch = origin::watch_lock(&coll.root, "a watch runs on this tree; stop it before init")?;
     let state_dir = coll.root.join(".rrr");
     remove_leftover_builds(&state_dir);
     let principal = coll.principal().clone();

@@ -236,11 +236,16 @@ pub(crate) fn write_file_guarded(
 
 /// The lock that one `rrr watch` per tree holds (`<root>/.rrr/watch.flock`),
 /// also held by `init --force` while it replaces the index. A held lock is
-/// `LockError::Busy` (exit 75), naming the holder.
-pub(crate) fn watch_lock(root: &Path) -> Result<RunLock> {
+/// `LockError::Busy` (exit 75) with `busy` as its context (which names the
+/// holder); any other failure (a read-only or foreign `.rrr/`) is reported
+/// as itself, naming the path, and never as another process running.
+pub(crate) fn watch_lock(root: &Path, busy: &'static str) -> Result<RunLock> {
     let state_dir = root.join(".rrr");
     std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
-    Ok(RunLock::try_acquire(&state_dir.join("watch.flock"))?)
+    RunLock::try_acquire(&state_dir.join("watch.flock")).map_err(|e| match e {
+        store::LockError::Busy { .. } => anyhow::Error::new(e).context(busy),
+        other => other.into(),
+    })
 }
 
 /// Make `RECENT.recent` point at the principal.

@@ -56,7 +56,9 @@ fn reached(fp: &Path) -> bool {
 /// `failpoint`; the Perl writer then sleeps its second, writes its pid
 /// into rrr's lock and reads the principal; rrr goes on, and the Perl
 /// writer writes last. rrr must exit 0 with both events in the index.
-fn forced_takeover(failpoint: &str, round: usize) {
+/// With `init`, the rrr writer is `init --force` (and its event is a file
+/// that only the new index lists).
+fn forced_takeover(failpoint: &str, round: usize, init: bool) {
     let (tmp, root) = origin();
     let rfile = root.join("RECENT-1h.yaml");
     let lock = root.join("RECENT-1h.yaml.lock");
@@ -71,8 +73,12 @@ fn forced_takeover(failpoint: &str, round: usize) {
     let mut perl: Child = perl_writer(&rfile, "perl/p", Some(&marks)).stderr(Stdio::null()).spawn().unwrap();
     wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || marks.join("breaking").exists());
     let log = tmp.path().join("rrr.stderr");
+    let args = match init {
+        true => vec!["init".to_string(), "--force".to_string(), s(&root).to_string()],
+        false => vec!["update".to_string(), principal(&root), s(&root.join(&ours)).to_string()],
+    };
     let mut rrr_update = Command::new(rrr_bin())
-        .args(["update", &principal(&root), s(&root.join(&ours))])
+        .args(&args)
         .env(format!("RRR_FAILPOINT_{failpoint}"), &fp)
         .stderr(fs::File::create(&log).unwrap())
         .spawn()
@@ -114,7 +120,7 @@ fn forced_takeover(failpoint: &str, round: usize) {
 #[test]
 fn perl_takeover_during_rrr_claim() {
     for round in 0..2 {
-        forced_takeover("LOCK_CLAIM", round);
+        forced_takeover("LOCK_CLAIM", round, false);
     }
 }
 
@@ -123,7 +129,7 @@ fn perl_takeover_during_rrr_claim() {
 #[test]
 fn perl_takeover_before_rrr_writes() {
     for round in 0..2 {
-        forced_takeover("LOCK_HELD", round);
+        forced_takeover("LOCK_HELD", round, false);
     }
 }
 
@@ -133,8 +139,16 @@ fn perl_takeover_before_rrr_writes() {
 #[test]
 fn perl_takeover_just_before_rrr_renames() {
     for round in 0..2 {
-        forced_takeover("WRITE_RENAME", round);
+        forced_takeover("WRITE_RENAME", round, false);
     }
+}
+
+/// `init --force` holds every lock to put its new principal in place
+/// when the Perl writer takes the principal's over: the new index is in
+/// place afterwards, with the Perl writer's event carried over.
+#[test]
+fn perl_takeover_during_init_force() {
+    forced_takeover("LOCK_HELD", 0, true);
 }
 
 /// Unforced: a loop of Perl writers' processes beside three loops of

@@ -143,6 +143,8 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
         v
     };
     let mut build = Some(build);
+    // The new principal once renamed into place (kept open: see `same_file`).
+    let mut placed: Option<std::fs::File> = None;
     let mut carried = 0usize;
     let mut attempt = 0;
     let locks = loop {
@@ -157,22 +159,23 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
             }
         };
         let principal_lock = &locks[0];
-        let (now, seen) = match store::read_file_open(&principal_path) {
-            Ok(Some((rf, file))) => (Some(rf), Some(file)),
-            _ => (None, None),
-        };
+        // What is there now (an unreadable principal, which init --force
+        // repairs, reads as nothing), and which file that is.
+        let seen = std::fs::File::open(&principal_path).ok();
+        let now = store::read_file(&principal_path).ok().flatten();
+        if attempt > 1 && placed.is_some() && store::same_file(placed.as_ref(), &principal_path) {
+            // The new principal survived the take-over.
+            break locks;
+        }
+        if attempt == 1 && before.is_none() {
+            // An old principal that could not be read: nothing of it is
+            // carried over.
+            before = Some(now.clone());
+        }
         // Events recorded in the principal since the walk began (by
         // `update`, or by a writer that took a lock over and wrote the
         // old index back with its event): newer than the walk, carried.
-        if attempt == 1 && before.is_none() {
-            // An old principal that could not be read is what init --force
-            // repairs: nothing of it is carried over.
-            before = Some(now.clone());
-        }
         let since = recorded_since(before.as_ref().and_then(|b| b.as_ref()), &rf, now.as_ref());
-        if attempt > 1 && since.is_empty() {
-            break locks;
-        }
         carried += since.len();
         let may_commit = || {
             if !principal_lock.still_ours() {
@@ -209,8 +212,11 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
                 }
             }
         };
-        if committed && principal_lock.still_ours() {
-            break locks;
+        if committed {
+            placed = std::fs::File::open(&principal_path).ok();
+            if principal_lock.still_ours() {
+                break locks;
+            }
         }
         if attempt > MAX_TAKEOVERS {
             if let Some(b) = build.take() {

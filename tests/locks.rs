@@ -370,12 +370,39 @@ fn one_watch_per_tree() {
     let o = rrr(&["watch", &principal(&root)]);
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
     assert!(stderr(&o).contains(&format!("process {}", first.id())), "{}", stderr(&o));
+    assert!(stderr(&o).contains("another watch runs on this tree"), "{}", stderr(&o));
     assert!(start.elapsed() < Duration::from_secs(5), "at once");
     let o = rrr(&["init", "--force", root.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
     assert!(stderr(&o).contains("a watch runs on this tree"), "{}", stderr(&o));
     first.kill().unwrap();
     first.wait().unwrap();
+}
+
+/// A run lock that cannot be made (`watch.flock` a directory, `.rrr/` on a
+/// read-only filesystem) is reported as what failed, naming the path, exit
+/// 2: never as another watch running (issue 21).
+#[test]
+fn a_run_lock_that_cannot_be_made_is_not_another_run() {
+    let (_tmp, root) = origin(1);
+    let p = principal(&root);
+    let check = |cause: &str| {
+        for args in [vec!["watch", p.as_str()], vec!["init", "--force", s(&root)]] {
+            let o = rrr(&args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(".rrr/watch.flock") && err.contains(cause), "{args:?}: {err}");
+            assert!(!err.contains("runs on this tree"), "{args:?}: {err}");
+        }
+    };
+    // (init left the lock's file behind, as every run does.)
+    let _ = fs::remove_file(root.join(".rrr/watch.flock"));
+    fs::create_dir_all(root.join(".rrr/watch.flock")).unwrap();
+    check("Is a directory");
+    fs::remove_dir(root.join(".rrr/watch.flock")).unwrap();
+    let ro = Tmpfs::mount(&root.join(".rrr"), "1m,ro");
+    check("Read-only file system");
+    ro.umount();
 }
 
 /// SIGTERM at random moments of `init --force` always leaves a readable

@@ -364,7 +364,9 @@ fn racing_updates_lose_nothing() {
     let rf = rrr::store::read_file(&root.join("RECENT-1h.yaml")).unwrap().unwrap();
     assert!(rf.events.windows(2).all(|w| w[0].epoch > w[1].epoch));
     assert!(!root.join("RECENT-1h.yaml.lock").exists());
-    assert!(!root.join("RECENT-1h.yaml.new").exists());
+    let temps: Vec<_> =
+        fs::read_dir(&root).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".new")).collect();
+    assert!(temps.is_empty(), "no writer's temp file is left: {temps:?}");
 }
 
 #[test]

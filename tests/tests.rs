@@ -11,6 +11,7 @@ mod demo;
 mod fleet;
 mod format;
 mod locks;
+mod mixed_writers;
 mod operator;
 mod origin;
 mod packaging;

@@ -95,14 +95,14 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
     }
     crate::signals::install_for_short_command();
     // A watch would go on recording into the index being replaced.
-    let _watch = origin::watch_lock(&coll.root).context("a watch runs on this tree; stop it before init")?;
+    let _watch = origin::watch_lock(&coll.root, "a watch runs on this tree; stop it before init")?;
     let state_dir = coll.root.join(".rrr");
     remove_leftover_builds(&state_dir);
     let principal = coll.principal().clone();
     let principal_path = coll.path_of(&principal);
     // What `update` records in the old principal from now on is carried over.
     // (An unreadable old principal is what init --force repairs: nothing to carry then.)
-    let before = store::read_file(&principal_path).ok();
+    let mut before = store::read_file(&principal_path).ok();
     let ignore = IgnoreSet::new(&opts.filenameroot, &opts.excludes);
     let pb = progress::spinner(progress, "indexing");
     let mut changes = Vec::new();
@@ -133,32 +133,109 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
     }
     // Replace: every lock, smallest first as every writer takes them.
     // From here on a signal waits for the end (the handler only records it).
-    let mut locks = Vec::new();
-    for p in coll.intervals.iter().map(|iv| coll.path_of(iv)).chain(existing.iter().cloned()) {
-        if p.file_name() != Some(std::ffi::OsStr::new(&coll.link_name())) && !locks.iter().any(|(q, _)| *q == p) {
-            match Lock::acquire(&p, w.lock_timeout) {
-                Ok(l) => locks.push((p, l)),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&build);
-                    return Err(e.into());
-                }
+    let lock_paths: Vec<PathBuf> = {
+        let mut v: Vec<PathBuf> = Vec::new();
+        for p in coll.intervals.iter().map(|iv| coll.path_of(iv)).chain(existing.iter().cloned()) {
+            if p.file_name() != Some(std::ffi::OsStr::new(&coll.link_name())) && !v.contains(&p) {
+                v.push(p);
             }
         }
-    }
-    let carried = match (&before, store::read_file(&principal_path)) {
-        (Some(before), Ok(now)) => recorded_since(before.as_ref(), now.as_ref()),
-        _ => Vec::new(),
+        v
     };
-    if carried.is_empty() {
-        std::fs::rename(&build, &principal_path)
-            .with_context(|| format!("cannot move {} to {}", build.display(), principal_path.display()))?;
-        store::sync_dir(&principal_path).with_context(|| format!("cannot sync {}", coll.root.display()))?;
-    } else {
-        // Rare: updates landed during the walk. They are newer than the walk.
-        let _ = std::fs::remove_file(&build);
-        batch_update(&mut rf, principal.seconds(), &carried, &w.clock.now());
-        origin::write_file(&coll, w, &principal_path, &mut rf, None)?;
-    }
+    let mut build = Some(build);
+    // The new principal once renamed into place (kept open: see `same_file`).
+    let mut placed: Option<std::fs::File> = None;
+    let mut carried = 0usize;
+    let mut attempt = 0;
+    let locks = loop {
+        attempt += 1;
+        let locks = match lock_all(&lock_paths, w) {
+            Ok(l) => l,
+            Err(e) => {
+                if let Some(b) = build.take() {
+                    let _ = std::fs::remove_file(b);
+                }
+                return Err(e);
+            }
+        };
+        let principal_lock = &locks[0];
+        // What is there now (an unreadable principal, which init --force
+        // repairs, reads as nothing), and which file that is.
+        let seen = std::fs::File::open(&principal_path).ok();
+        let now = store::read_file(&principal_path).ok().flatten();
+        if attempt > 1 && placed.is_some() && store::same_file(placed.as_ref(), &principal_path) {
+            // The new principal survived the take-over.
+            break locks;
+        }
+        if attempt == 1 && before.is_none() {
+            // An old principal that could not be read: nothing of it is
+            // carried over.
+            before = Some(now.clone());
+        }
+        // Events recorded in the principal since the walk began (by
+        // `update`, or by a writer that took a lock over and wrote the
+        // old index back with its event): newer than the walk, carried.
+        let since = recorded_since(before.as_ref().and_then(|b| b.as_ref()), &rf, now.as_ref());
+        carried += since.len();
+        let may_commit = || {
+            if !principal_lock.still_ours() {
+                Err(store::NotCommitted(format!("taken over by {}", principal_lock.intruder())))
+            } else if !store::same_file(seen.as_ref(), &principal_path) {
+                Err(store::NotCommitted(format!("{} replaced by another writer", principal_path.display())))
+            } else {
+                Ok(())
+            }
+        };
+        let committed = match build.take() {
+            Some(b) if since.is_empty() => match may_commit() {
+                Ok(()) => {
+                    std::fs::rename(&b, &principal_path)
+                        .with_context(|| format!("cannot move {} to {}", b.display(), principal_path.display()))?;
+                    store::sync_dir(&principal_path).with_context(|| format!("cannot sync {}", coll.root.display()))?;
+                    true
+                }
+                Err(_) => {
+                    build = Some(b);
+                    false
+                }
+            },
+            other => {
+                if let Some(b) = other {
+                    let _ = std::fs::remove_file(b);
+                }
+                // Rare: updates landed during the walk. They are newer than the walk.
+                batch_update(&mut rf, principal.seconds(), &since, &w.clock.now());
+                match origin::write_file_guarded(&coll, w, &principal_path, &mut rf, None, may_commit) {
+                    Ok(_) => true,
+                    Err(e) if origin::is_not_committed(&e) => false,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        if committed {
+            placed = std::fs::File::open(&principal_path).ok();
+            if principal_lock.still_ours() {
+                break locks;
+            }
+        }
+        if attempt > MAX_TAKEOVERS {
+            if let Some(b) = build.take() {
+                let _ = std::fs::remove_file(b);
+            }
+            bail!(
+                "the lock of {} was taken over {MAX_TAKEOVERS} times; run init --force again",
+                principal_path.display()
+            );
+        }
+        tracing::warn!(
+            "the lock of {} was taken over by {} while init held it; waiting for it, then checking the new principal",
+            principal_path.display(),
+            principal_lock.intruder()
+        );
+        // Every lock goes, so that the intruder (which takes them
+        // smallest first too) can finish; then all are taken again.
+        drop(locks);
+    };
     origin::ensure_principal_link(&coll)?;
     for p in &existing {
         if *p != principal_path && p.file_name() != Some(std::ffi::OsStr::new(&coll.link_name())) {
@@ -169,7 +246,7 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
     if opts.aggregate {
         crate::ops::aggregate::aggregate(&coll, false, false, w)?;
     }
-    Ok(Report { principal: principal_path, files: changes.len(), skipped, carried: carried.len() })
+    Ok(Report { principal: principal_path, files: changes.len(), skipped, carried })
 }
 
 /// `Interrupted` when a signal ended the walk, else the error in context.
@@ -188,14 +265,16 @@ fn stopped() -> Result<()> {
     Ok(())
 }
 
-/// Events in the principal now that were not there when the walk began
-/// (recorded by `update` or a Perl writer meanwhile), as changes with
-/// their epochs, oldest first.
-fn recorded_since(before: Option<&Recentfile>, now: Option<&Recentfile>) -> Vec<Change> {
+/// Events in the principal now that were neither there when the walk
+/// began nor are in the new principal `ours` (recorded by `update` or a
+/// Perl writer meanwhile), as changes with their epochs, oldest first.
+fn recorded_since(before: Option<&Recentfile>, ours: &Recentfile, now: Option<&Recentfile>) -> Vec<Change> {
     let Some(now) = now else { return Vec::new() };
     let seen: std::collections::HashSet<(&str, &str, EventKind)> = before
-        .map(|b| b.events.iter().map(|e| (e.epoch.as_str(), e.path.as_str(), e.kind)).collect())
-        .unwrap_or_default();
+        .into_iter()
+        .chain(std::iter::once(ours))
+        .flat_map(|rf| rf.events.iter().map(|e| (e.epoch.as_str(), e.path.as_str(), e.kind)))
+        .collect();
     now.events
         .iter()
         .rev()
@@ -203,6 +282,15 @@ fn recorded_since(before: Option<&Recentfile>, now: Option<&Recentfile>) -> Vec<
         .map(|e| Change { path: e.path.clone(), kind: e.kind, epoch: Some(e.epoch.clone()) })
         .collect()
 }
+
+/// Take the lock of every file in `paths` (smallest first).
+fn lock_all(paths: &[PathBuf], w: &Writer) -> Result<Vec<Lock>> {
+    paths.iter().map(|p| Lock::acquire(p, w.lock_timeout).map_err(anyhow::Error::from)).collect()
+}
+
+/// Times the principal's lock may be taken over before init gives up
+/// (it waits for the intruder each time, so this is never reached by chance).
+const MAX_TAKEOVERS: usize = 20;
 
 /// Principals built by an `init` that was killed before it moved them
 /// into place (`.rrr/init-<pid>.*`). Only one init runs at a time: the

@@ -40,8 +40,42 @@ pub(crate) struct Loaded {
     /// minmax as the reference's reader leaves it: first/last epoch of the
     /// list on disk and that file's mtime; the base of the next write.
     on_disk: Option<MinMax>,
-    _lock: Lock,
+    /// The file as read under the lock, kept open (see [`Loaded::save`]).
+    seen: Option<std::fs::File>,
+    lock: Lock,
 }
+
+/// The lock of a recentfile was taken over while rrr held it: a Perl
+/// writer that judged an earlier holder dead wrote its own pid into the
+/// lock (DECISIONS.md "Locks"), or the file was replaced by a writer that
+/// took no lock. The new holder may write the file from what it read.
+#[derive(Debug)]
+pub(crate) struct TakenOver {
+    /// The recentfile.
+    pub file: PathBuf,
+    /// Who holds its lock now, for the message.
+    pub by: String,
+    /// Whether rrr's write was renamed into place (and may be overwritten
+    /// by the new holder), or left out (the file is as the other writer left it).
+    pub committed: bool,
+}
+
+impl std::fmt::Display for TakenOver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let file = self.file.display();
+        if self.committed {
+            write!(
+                f,
+                "{file} was written, but its lock was taken over meanwhile by {}, which may overwrite it",
+                self.by
+            )
+        } else {
+            write!(f, "{file} was not written: its lock was taken over by {} while rrr held it", self.by)
+        }
+    }
+}
+
+impl std::error::Error for TakenOver {}
 
 /// Lock and read one file of the collection (a missing file loads empty,
 /// with meta cloned from the collection).
@@ -66,18 +100,18 @@ pub(crate) fn load_after(
         .map(|d| d.as_secs().to_string());
     let read = match early.and_then(|e| e.if_current(&path)) {
         Some(read) => read,
-        None => store::read_file(&path)?,
+        None => store::read_file_open(&path)?,
     };
-    let (rf, existed) = match read {
-        Some(rf) => (rf, true),
-        None => (blank(coll, iv), false),
+    let (rf, existed, seen) = match read {
+        Some((rf, file)) => (rf, true, Some(file)),
+        None => (blank(coll, iv), false, None),
     };
     let on_disk = if existed {
         Some(MinMax { max: rf.newest().map(|e| e.epoch.clone()), min: rf.oldest().map(|e| e.epoch.clone()), mtime })
     } else {
         rf.meta.minmax.clone()
     };
-    Ok(Loaded { path, rf, existed, on_disk, _lock: lock })
+    Ok(Loaded { path, rf, existed, on_disk, seen, lock })
 }
 
 /// An empty file of the collection: the meta a sparse clone carries (spec 10).
@@ -93,11 +127,48 @@ pub(crate) fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
 
 impl Loaded {
     /// Write the file atomically (the lock is held); see [`write_file`].
+    ///
+    /// A Perl writer may take the lock over while rrr holds it
+    /// (DECISIONS.md "Locks"), so the write is checked on both sides of
+    /// its rename: just before, the lock must still be this process's and
+    /// the file the one read under it, else nothing is renamed; just
+    /// after, the lock must still be ours, else the new holder may have
+    /// read the file before the rename and may overwrite it. Either is
+    /// [`TakenOver`]; the caller waits for the lock again and looks.
     pub fn save(&mut self, coll: &Collection, w: &Writer) -> Result<()> {
-        self.on_disk = Some(write_file(coll, w, &self.path, &mut self.rf, self.on_disk.clone())?);
+        let (lock, path, seen) = (&self.lock, &self.path, self.seen.as_ref());
+        let may_commit = || {
+            if !lock.still_ours() {
+                Err(store::NotCommitted(format!("lock {} taken over by {}", lock.path().display(), lock.intruder())))
+            } else if !store::same_file(seen, path) {
+                Err(store::NotCommitted(format!("{} replaced by another writer", path.display())))
+            } else {
+                Ok(())
+            }
+        };
+        let written = write_file_guarded(coll, w, path, &mut self.rf, self.on_disk.clone(), may_commit);
+        let on_disk = match written {
+            Ok(mm) => mm,
+            Err(e) if is_not_committed(&e) => {
+                return Err(TakenOver { file: self.path.clone(), by: self.lock.intruder(), committed: false }.into())
+            }
+            Err(e) => return Err(e),
+        };
+        self.on_disk = Some(on_disk);
         self.existed = true;
+        self.seen = std::fs::File::open(&self.path).ok();
+        if !self.lock.still_ours() {
+            return Err(TakenOver { file: self.path.clone(), by: self.lock.intruder(), committed: true }.into());
+        }
         Ok(())
     }
+}
+
+/// Whether a write was refused by its `may_commit` check.
+pub(crate) fn is_not_committed(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<store::WriteError>()
+        .and_then(|w| w.source.get_ref())
+        .is_some_and(|inner| inner.is::<store::NotCommitted>())
 }
 
 /// Write `rf` to `path` atomically, as the reference's `write_recent`
@@ -111,6 +182,19 @@ pub(crate) fn write_file(
     path: &Path,
     rf: &mut Recentfile,
     on_disk: Option<MinMax>,
+) -> Result<MinMax> {
+    write_file_guarded(coll, w, path, rf, on_disk, || Ok(()))
+}
+
+/// [`write_file`], renaming only if `may_commit` agrees just before
+/// (see [`store::write_atomic_guarded`]).
+pub(crate) fn write_file_guarded(
+    coll: &Collection,
+    w: &Writer,
+    path: &Path,
+    rf: &mut Recentfile,
+    on_disk: Option<MinMax>,
+    may_commit: impl FnOnce() -> std::result::Result<(), store::NotCommitted>,
 ) -> Result<MinMax> {
     let now = w.clock.now();
     if rf.meta.dirtymark.is_none() {
@@ -131,12 +215,15 @@ pub(crate) fn write_file(
     let producer = Producer { program: w.program.clone(), time: now };
     match coll.format {
         // Streamed: a Z file is never in memory as text.
-        Format::Yaml => {
-            store::write_atomic_with(path, w.clock.file_mtime(), |out| recentfile::yaml::emit_to(rf, &producer, out))?
-        }
+        Format::Yaml => store::write_atomic_guarded(
+            path,
+            w.clock.file_mtime(),
+            |out| recentfile::yaml::emit_to(rf, &producer, out),
+            may_commit,
+        )?,
         Format::Json => {
             let bytes = recentfile::serialize(rf, coll.format, &producer);
-            store::write_atomic(path, &bytes, w.clock.file_mtime())?
+            store::write_atomic_guarded(path, w.clock.file_mtime(), |out| out.write_all(&bytes), may_commit)?
         }
     }
     let mtime = std::fs::metadata(path)
@@ -149,11 +236,16 @@ pub(crate) fn write_file(
 
 /// The lock that one `rrr watch` per tree holds (`<root>/.rrr/watch.flock`),
 /// also held by `init --force` while it replaces the index. A held lock is
-/// `LockError::Busy` (exit 75), naming the holder.
-pub(crate) fn watch_lock(root: &Path) -> Result<RunLock> {
+/// `LockError::Busy` (exit 75) with `busy` as its context (which names the
+/// holder); any other failure (a read-only or foreign `.rrr/`) is reported
+/// as itself, naming the path, and never as another process running.
+pub(crate) fn watch_lock(root: &Path, busy: &'static str) -> Result<RunLock> {
     let state_dir = root.join(".rrr");
     std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
-    Ok(RunLock::try_acquire(&state_dir.join("watch.flock"))?)
+    RunLock::try_acquire(&state_dir.join("watch.flock")).map_err(|e| match e {
+        store::LockError::Busy { .. } => anyhow::Error::new(e).context(busy),
+        other => other.into(),
+    })
 }
 
 /// Make `RECENT.recent` point at the principal.

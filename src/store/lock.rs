@@ -218,6 +218,31 @@ impl Lock {
     }
 }
 
+impl Lock {
+    /// Whether this process still holds the lock: the path still names the
+    /// directory it made, and `process` still names this process. A Perl
+    /// writer that judged an earlier holder dead writes its own pid into
+    /// the directory (and removes the directory when done), so either
+    /// change means somebody else may be writing the file now.
+    pub fn still_ours(&self) -> bool {
+        same_instance(&self.handle, &self.dir) && read_holder(&self.handle).0 == Holder::Pid(std::process::id())
+    }
+
+    /// Who holds the lock now, as far as `process` says, for messages.
+    pub fn intruder(&self) -> String {
+        match read_holder(&self.handle).0 {
+            Holder::Pid(pid) => describe_pid(pid),
+            Holder::Missing => "a process that has since released it".to_string(),
+            Holder::Unreadable => "an unknown process".to_string(),
+        }
+    }
+
+    /// The lock directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
 impl Drop for Lock {
     fn drop(&mut self) {
         // Remove only what is ours: a Perl writer that broke this lock
@@ -227,10 +252,8 @@ impl Drop for Lock {
                 let _ = unlink_at(&self.handle, "process");
                 let _ = fs::remove_dir(&self.dir);
             }
-            other => crate::store::notice(&format!(
-                "lock {} was taken over while held (process file: {other:?}); left to its new holder",
-                self.dir.display()
-            )),
+            // The writer noticed and said so (`origin::Loaded::save`).
+            _ => tracing::debug!("lock {} was taken over while held; left to its new holder", self.dir.display()),
         }
     }
 }
@@ -259,13 +282,21 @@ fn claim(dir: &Path, me: u32) -> Result<Option<Lock>, LockError> {
     let tmp = format!("process.{me}");
     let res = write_at(&handle, &tmp, format!("{me}\n").as_bytes()).and_then(|()| {
         failpoint("LOCK_CLAIM");
-        rename_at(&handle, &tmp, "process")
+        link_at(&handle, &tmp, "process")
     });
-    if let Err(e) = res {
-        let _ = unlink_at(&handle, &tmp);
-        let _ = fs::remove_dir(dir);
-        return Err(io_err(e));
+    let _ = unlink_at(&handle, &tmp);
+    match res {
+        Ok(()) => {}
+        // A Perl writer that judged the previous holder dead wrote its pid
+        // into the directory we just made: it holds it now, and takes it
+        // down when done.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(None),
+        Err(e) => {
+            let _ = fs::remove_dir(dir);
+            return Err(io_err(e));
+        }
     }
+    failpoint("LOCK_HELD");
     Ok(Some(Lock { dir: dir.to_path_buf(), handle }))
 }
 
@@ -569,10 +600,13 @@ fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
     f.write_all(bytes)
 }
 
-fn rename_at(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
+/// A second name for `from`, failing with `AlreadyExists` where `to`
+/// exists: unlike a rename it never replaces a `process` file that a Perl
+/// writer put there (and, unlike `renameat2`, it works on NFS too).
+fn link_at(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
     let (a, b) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
     // SAFETY: valid fds and NUL-terminated names.
-    cvt(unsafe { libc::renameat(dir.as_raw_fd(), a.as_ptr(), dir.as_raw_fd(), b.as_ptr()) }).map(drop)
+    cvt(unsafe { libc::linkat(dir.as_raw_fd(), a.as_ptr(), dir.as_raw_fd(), b.as_ptr(), 0) }).map(drop)
 }
 
 fn unlink_at(dir: &OwnedFd, name: &str) -> io::Result<()> {
@@ -587,7 +621,7 @@ fn unlink_at_bytes(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
 
 /// Test failpoint (debug builds only): with `RRR_FAILPOINT_<NAME>=DIR`,
 /// announce `DIR/reached.<pid>` and wait for `DIR/go` (at most 60 s).
-fn failpoint(name: &str) {
+pub(crate) fn failpoint(name: &str) {
     #[cfg(debug_assertions)]
     if let Some(dir) = std::env::var_os(format!("RRR_FAILPOINT_{name}")) {
         let dir = PathBuf::from(dir);

@@ -3,9 +3,10 @@
 //! and rrr's own flock run locks), atomic writes, and the principal
 //! symlink.
 //!
-//! Every write goes to `<recentfile>.new` (the reference's name,
-//! which a Perl `rrr-server` ignores), is fsynced, renamed, and the
-//! directory fsynced, so a crash at any instant leaves a readable file.
+//! Every write goes to `<recentfile>.<pid>.new` (unique to the writer;
+//! a Perl `rrr-server` ignores it as it does the reference's `.new`), is
+//! fsynced, renamed, and the directory fsynced, so a crash at any instant
+//! leaves a readable file.
 //! Reading never locks: it relies on the atomic rename.
 
 use crate::recentfile::read::Outline;
@@ -33,6 +34,24 @@ pub(crate) fn notice(msg: &str) {
 pub fn read_file(path: &Path) -> Result<Option<Recentfile>, ReadError> {
     let Some(file) = open_recentfile(path)? else { return Ok(None) };
     read_open(&file, path).map(Some)
+}
+
+/// [`read_file`], also giving the file as opened: a writer keeps it open
+/// under the lock to tell later whether the name still refers to it
+/// ([`same_file`]; the open file keeps its inode from being reused).
+pub(crate) fn read_file_open(path: &Path) -> Result<Option<(Recentfile, fs::File)>, ReadError> {
+    let Some(file) = open_recentfile(path)? else { return Ok(None) };
+    read_open(&file, path).map(|rf| Some((rf, file)))
+}
+
+/// Whether `path` still names `file` (both `None`: still missing).
+pub(crate) fn same_file(file: Option<&fs::File>, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.map(fs::File::metadata), fs::symlink_metadata(path)) {
+        (None, Err(e)) => e.kind() == io::ErrorKind::NotFound,
+        (Some(Ok(a)), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// What `overview` needs of one recentfile, without keeping its events
@@ -113,19 +132,20 @@ pub(crate) fn read_early(path: &Path) -> Result<EarlyRead, ReadError> {
 }
 
 impl EarlyRead {
-    /// What [`read_file`] would give now, if `path` (checked under its
+    /// What [`read_file_open`] would give now, if `path` (checked under its
     /// lock) is still the file that was read, unchanged in size and mtime;
-    /// `None`: read it again.
-    pub fn if_current(self, path: &Path) -> Option<Option<Recentfile>> {
+    /// `None`: read it again. The file comes as opened, for the writer's
+    /// checks.
+    pub fn if_current(self, path: &Path) -> Option<Option<(Recentfile, fs::File)>> {
         use std::os::unix::fs::MetadataExt;
         match (self.read, fs::metadata(path)) {
             (None, Err(e)) if e.kind() == io::ErrorKind::NotFound => Some(None),
-            (Some((_file, then, rf)), Ok(now)) => {
+            (Some((file, then, rf)), Ok(now)) => {
                 let same = then.dev() == now.dev()
                     && then.ino() == now.ino()
                     && then.len() == now.len()
                     && then.modified().ok() == now.modified().ok();
-                same.then_some(Some(rf))
+                same.then_some(Some((rf, file)))
             }
             _ => None,
         }
@@ -140,16 +160,33 @@ pub fn format_of(path: &Path) -> Result<Format, String> {
         .ok_or_else(|| format!("unsupported serializer suffix {suffix:?} (rrr reads .yaml and .json)"))
 }
 
-/// `<rfile>.new`: the writer's temp file (DECISIONS.md).
+/// `<rfile>.<pid>.new`: the writer's temp file, unique to the process
+/// (DECISIONS.md), so that two writers never write into one temp file,
+/// even when a Perl writer broke a lock that rrr held. Its name keeps the
+/// recentfile's as a prefix and ends in `.new`, so both rrr's ignore set
+/// and the Perl `rrr-server` (which ignores names that start with a
+/// recentfile's) skip it.
 pub(crate) fn temp_path(rfile: &Path) -> PathBuf {
     let mut s = rfile.as_os_str().to_owned();
-    s.push(".new");
+    s.push(format!(".{}.new", std::process::id()));
     PathBuf::from(s)
 }
 
-/// Write `bytes` to `rfile` atomically: `<rfile>.new`, fsync, rename, fsync
-/// the directory. With `mtime` (the pinned clock), the file gets that mtime.
-/// The caller holds the lock.
+/// Why a guarded write did not rename its temp file into place.
+#[derive(Debug)]
+pub struct NotCommitted(pub String);
+
+impl std::fmt::Display for NotCommitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotCommitted {}
+
+/// Write `bytes` to `rfile` atomically: `<rfile>.<pid>.new`, fsync,
+/// rename, fsync the directory. With `mtime` (the pinned clock), the file
+/// gets that mtime. The caller holds the lock.
 pub fn write_atomic(rfile: &Path, bytes: &[u8], mtime: Option<SystemTime>) -> Result<(), WriteError> {
     write_atomic_with(rfile, mtime, |w| w.write_all(bytes))
 }
@@ -161,6 +198,18 @@ pub fn write_atomic_with(
     mtime: Option<SystemTime>,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), WriteError> {
+    write_atomic_guarded(rfile, mtime, fill, || Ok(()))
+}
+
+/// [`write_atomic_with`], asking `may_commit` just before the rename: an
+/// `Err` (a [`NotCommitted`] as the source) leaves `rfile` as it was.
+pub(crate) fn write_atomic_guarded(
+    rfile: &Path,
+    mtime: Option<SystemTime>,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    may_commit: impl FnOnce() -> Result<(), NotCommitted>,
+) -> Result<(), WriteError> {
+    remove_leftover_temps(rfile);
     let tmp = temp_path(rfile);
     let failed = |file: &Path, source| WriteError { file: file.to_path_buf(), committed: false, source };
     let written = (|| {
@@ -171,13 +220,47 @@ pub fn write_atomic_with(
         }
         f.sync_all()
     })();
-    if let Err(e) =
-        written.map_err(|e| failed(&tmp, e)).and_then(|()| fs::rename(&tmp, rfile).map_err(|e| failed(rfile, e)))
-    {
+    let renamed = written.map_err(|e| failed(&tmp, e)).and_then(|()| {
+        may_commit().map_err(|why| failed(rfile, io::Error::other(why)))?;
+        lock::failpoint("WRITE_RENAME");
+        fs::rename(&tmp, rfile).map_err(|e| failed(rfile, e))
+    });
+    if let Err(e) = renamed {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
     sync_dir(rfile).map_err(|source| WriteError { file: rfile.to_path_buf(), committed: true, source })
+}
+
+/// Remove `<rfile>.<pid>.new` files of writers that died before their
+/// rename (their pid is no longer running), once per file and process:
+/// a killed writer's temp file is never overwritten by the next one now.
+fn remove_leftover_temps(rfile: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    static DONE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    {
+        let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+        if done.iter().any(|p| p == rfile) {
+            return;
+        }
+        done.push(rfile.to_path_buf());
+    }
+    let (Some(dir), Some(name)) = (rfile.parent(), rfile.file_name()) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let leftover = e.file_name();
+        let pid = leftover
+            .as_bytes()
+            .strip_prefix(name.as_bytes())
+            .and_then(|r| r.strip_prefix(b"."))
+            .and_then(|r| r.strip_suffix(b".new"))
+            .and_then(|r| std::str::from_utf8(r).ok())
+            .and_then(|r| r.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !lock::process_alive(pid)) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 /// A failed [`write_atomic`]: the file that failed and the cause.
@@ -279,17 +362,17 @@ mod tests {
         let z = dir.path().join("RECENT-Z.yaml");
         one_event_file(&z, "100.5");
         let early = read_early(&z).unwrap();
-        assert_eq!(early.if_current(&z), Some(read_file(&z).unwrap()));
+        assert_eq!(early.if_current(&z).map(|r| r.map(|(rf, _)| rf)), Some(read_file(&z).unwrap()));
         // Replaced (by rename, as every writer does) after the early read.
         let early = read_early(&z).unwrap();
         one_event_file(&z, "200.5");
-        assert_eq!(early.if_current(&z), None);
+        assert_eq!(early.if_current(&z).map(|r| r.map(|(rf, _)| rf)), None);
         // Missing then and now; missing then, present now.
         let gone = dir.path().join("RECENT-1Y.yaml");
-        assert_eq!(read_early(&gone).unwrap().if_current(&gone), Some(None));
+        assert_eq!(read_early(&gone).unwrap().if_current(&gone).map(|r| r.map(|(rf, _)| rf)), Some(None));
         let early = read_early(&gone).unwrap();
         one_event_file(&gone, "1.5");
-        assert_eq!(early.if_current(&gone), None);
+        assert_eq!(early.if_current(&gone).map(|r| r.map(|(rf, _)| rf)), None);
     }
 
     #[test]
@@ -305,6 +388,27 @@ mod tests {
         fs::File::create(&huge).unwrap().set_len(recentfile::read::MAX_FILE_BYTES + 1).unwrap();
         let err = read_file(&huge).unwrap_err().to_string();
         assert!(err.contains("RECENT-6h.yaml") && err.contains("limit"), "{err}");
+    }
+
+    #[test]
+    fn temp_file_is_the_writers_own_and_ignored_by_every_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let rf = dir.path().join("RECENT-1h.yaml");
+        let name = temp_path(&rf).file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(name, format!("RECENT-1h.yaml.{}.new", std::process::id()));
+        assert!(crate::tree::IgnoreSet::new("RECENT", &[]).is_ignored(&name));
+        // The Perl rrr-server ignores names that start with a recentfile's.
+        assert!(name.starts_with("RECENT-1h.yaml"));
+        // A dead writer's leftover goes with the next write; a live one's stays.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let (gone, kept) =
+            (dir.path().join(format!("RECENT-1h.yaml.{dead}.new")), dir.path().join("RECENT-1h.yaml.1.new"));
+        fs::write(&gone, "x").unwrap();
+        fs::write(&kept, "x").unwrap();
+        write_atomic(&rf, b"x", None).unwrap();
+        assert!(!gone.exists() && kept.exists());
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
                 rf.events.retain(|e| e.path != change.path);
             }
             let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut spread);
-            let mark = if epoch > *now { epoch.clone() } else { now.clone() };
+            let mark = if epoch > *now { epoch.clone() } else { clock_as_compared(now, caller.unwrap_or(now)) };
             rf.meta.dirtymark = Some(mark);
             if rf.meta.merged.epoch().is_none_or(|m| epoch < *m) {
                 rf.meta.merged = Merged::Reset;
@@ -161,6 +161,20 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
 /// The clock, or a bump above the newest event when the clock has not
 /// moved past it (spec 7.4). A whole-second reading is stored as `<N>.0`,
 /// as the reference's comparator leaves its `$now` (spec 7.1).
+/// The clock as the reference holds it after comparing it with a dirty
+/// item's caller epoch, which is what it stores as the dirtymark: its
+/// comparator appends `.0` in place to a dot-less operand when the other
+/// has a dot and the two differ (spec 7.2), so a whole-second clock
+/// `1700773529` becomes `1700773529.0` beside `--epoch 1700000000.5`,
+/// and stays `1700773529` beside `--epoch 1700000000`.
+fn clock_as_compared(now: &Epoch, caller: &Epoch) -> Epoch {
+    if caller.has_dot() && caller.as_str() != now.as_str() {
+        now.with_dot()
+    } else {
+        now.clone()
+    }
+}
+
 fn monotonic(top: Option<&Event>, now: &Epoch) -> Epoch {
     match top {
         Some(top) if now.cmp_value(&top.epoch) != Ordering::Greater => top.epoch.inc(),
@@ -390,6 +404,32 @@ mod tests {
         assert!(o.dirty);
         assert_eq!(epochs(&rf), ["1700000100.5"]);
         assert_eq!(rf.meta.dirtymark.as_ref().unwrap().as_str(), "1700000100.5");
+    }
+
+    /// Dirtymarks under a whole-second clock, as the reference (0.4.3,
+    /// `Recentfile::update` with `Time::HiRes::time` frozen) writes them.
+    #[test]
+    fn dirtymark_of_a_whole_second_clock_is_the_references() {
+        let cases = [
+            // (clock, caller epoch, the reference's dirtymark, its event epoch)
+            ("1700773529", "1700000000.5", "1700773529.0", "1700000000.5"),
+            ("1700773529", "1700000000", "1700773529", "1700000000"),
+            ("1700773529", "1800000000.5", "1700773529.0", "1700773529.0"),
+            ("1700773529", "1800000000", "1700773529", "1700773529"),
+            ("1700773529", "1700773529.0", "1700773529.0", "1700773529.0"),
+            ("1700773529.25", "1700000000.5", "1700773529.25", "1700000000.5"),
+        ];
+        for (clock, caller, mark, epoch) in cases {
+            let mut rf = Recentfile::default();
+            batch_update(&mut rf, 3600, &[change("p", Some(caller))], &e(clock));
+            assert_eq!(rf.meta.dirtymark.as_ref().unwrap().as_str(), mark, "clock {clock}, --epoch {caller}");
+            // Beside a dot-less caller epoch and a whole-second clock the
+            // reference's event epoch has no `.0`; rrr's always has one
+            // (spec 7.1 item 2), so only the dotted cases compare.
+            if caller.contains('.') {
+                assert_eq!(epochs(&rf), [epoch], "clock {clock}, --epoch {caller}");
+            }
+        }
     }
 
     #[test]

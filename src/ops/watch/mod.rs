@@ -122,7 +122,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let log = Log::default();
     let span = tracing::info_span!("watch", root = %root.display());
     let _in = span.enter();
-    let _run_lock = crate::origin::watch_lock(&root).context("another watch runs on this tree")?;
+    let _run_lock = crate::origin::watch_lock(&root, "another watch runs on this tree")?;
     crate::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
         None => None,

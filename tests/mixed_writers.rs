@@ -1,0 +1,205 @@
+//! Perl writers beside rrr writers on one tree (DECISIONS.md "Locks"): a
+//! Perl 0.4.3 writer breaks a lock whose pid is not running by sleeping
+//! a second and writing its own pid into the lock directory, which by then
+//! may be a live rrr holder's. Whatever it does, every event an rrr
+//! process acknowledged with exit 0 must be in the index afterwards.
+//!
+//! The Perl side is `tests/util/perl_writer.pl` (the reference's lock, its
+//! sleep included, and its shared `.new` temp name). The take-over is
+//! forced at each point of rrr's write with a failpoint, rather than hoped
+//! for; one test also runs both kinds of writer in loops.
+
+use crate::util::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A tree with one file, indexed; returns (tempdir, root).
+fn origin() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("origin");
+    fs::create_dir_all(root.join("d")).unwrap();
+    fs::write(root.join("d/f0"), "0").unwrap();
+    ok(&["init", s(&root)]);
+    (tmp, root)
+}
+
+fn perl_writer(rfile: &Path, path: &str, marks: Option<&Path>) -> Command {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/util/perl_writer.pl");
+    let mut c = Command::new("perl");
+    c.arg(script).arg(rfile).arg(path);
+    if let Some(m) = marks {
+        c.arg(m);
+    }
+    c
+}
+
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+fn news_paths(root: &Path) -> Vec<String> {
+    let news = ok(&["news", "--local", &principal(root)]);
+    news.lines().map(|l| l.split('\t').nth(2).unwrap().to_string()).collect()
+}
+
+fn reached(fp: &Path) -> bool {
+    fs::read_dir(fp).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("reached."))
+}
+
+/// One forced take-over: a Perl writer judges the lock's holder dead
+/// (a stale lock); `rrr update` breaks that lock, takes it and stops at
+/// `failpoint`; the Perl writer then sleeps its second, writes its pid
+/// into rrr's lock and reads the principal; rrr goes on, and the Perl
+/// writer writes last. rrr must exit 0 with both events in the index.
+/// With `init`, the rrr writer is `init --force` (and its event is a file
+/// that only the new index lists).
+fn forced_takeover(failpoint: &str, round: usize, init: bool) {
+    let (tmp, root) = origin();
+    let rfile = root.join("RECENT-1h.yaml");
+    let lock = root.join("RECENT-1h.yaml.lock");
+    let (marks, fp) = (tmp.path().join("marks"), tmp.path().join("failpoint"));
+    fs::create_dir(&marks).unwrap();
+    fs::create_dir(&fp).unwrap();
+    fs::create_dir(&lock).unwrap();
+    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
+    let ours = format!("d/rrr{round}");
+    fs::write(root.join(&ours), "x").unwrap();
+
+    let mut perl: Child = perl_writer(&rfile, "perl/p", Some(&marks)).stderr(Stdio::null()).spawn().unwrap();
+    wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || marks.join("breaking").exists());
+    let log = tmp.path().join("rrr.stderr");
+    let args = match init {
+        true => vec!["init".to_string(), "--force".to_string(), s(&root).to_string()],
+        false => vec!["update".to_string(), principal(&root), s(&root.join(&ours)).to_string()],
+    };
+    let mut rrr_update = Command::new(rrr_bin())
+        .args(&args)
+        .env(format!("RRR_FAILPOINT_{failpoint}"), &fp)
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("rrr to hold the lock", Duration::from_secs(20), || reached(&fp));
+    fs::write(marks.join("wake"), "").unwrap();
+    wait_for("the Perl writer to take the lock over and read", Duration::from_secs(20), || marks.join("read").exists());
+    fs::write(fp.join("go"), "").unwrap();
+    // rrr finishes, or notices the take-over (or, before its claim, waits
+    // for the Perl writer without a word).
+    poll_until(Duration::from_secs(1), || {
+        rrr_update.try_wait().unwrap().is_some() || fs::read_to_string(&log).unwrap().contains("taken over")
+    });
+    fs::write(marks.join("go"), "").unwrap();
+    assert!(perl.wait().unwrap().success(), "the Perl writer failed");
+    let status = rrr_update.wait().unwrap();
+    let err = fs::read_to_string(&log).unwrap();
+    let got = news_paths(&root);
+    if status.success() {
+        assert!(
+            got.contains(&ours),
+            "{failpoint}, round {round}: rrr acknowledged {ours} but the index lost it: {got:?}\n{err}"
+        );
+    }
+    assert_eq!(status.code(), Some(0), "{failpoint}: {err}");
+    assert!(got.contains(&"perl/p".to_string()), "{failpoint}: the Perl writer's event is kept too: {got:?}");
+    assert!(!lock.exists(), "{failpoint}: the lock is released");
+    let left: Vec<String> = fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".new"))
+        .collect();
+    assert!(left.is_empty(), "no temp file is left: {left:?}");
+}
+
+/// The Perl writer's pid lands while rrr claims the lock (between its
+/// `process.<pid>` and `process`): rrr must not replace it, and waits.
+#[test]
+fn perl_takeover_during_rrr_claim() {
+    for round in 0..2 {
+        forced_takeover("LOCK_CLAIM", round, false);
+    }
+}
+
+/// The Perl writer's pid lands while rrr holds the lock, before it
+/// writes: rrr must not rename over what the Perl writer read.
+#[test]
+fn perl_takeover_before_rrr_writes() {
+    for round in 0..2 {
+        forced_takeover("LOCK_HELD", round, false);
+    }
+}
+
+/// The Perl writer's pid lands after rrr's last check and before its
+/// rename, and the Perl writer writes over rrr's file: rrr records its
+/// event again before it exits 0.
+#[test]
+fn perl_takeover_just_before_rrr_renames() {
+    for round in 0..2 {
+        forced_takeover("WRITE_RENAME", round, false);
+    }
+}
+
+/// `init --force` holds every lock to put its new principal in place
+/// when the Perl writer takes the principal's over: the new index is in
+/// place afterwards, with the Perl writer's event carried over.
+#[test]
+fn perl_takeover_during_init_force() {
+    forced_takeover("LOCK_HELD", 0, true);
+}
+
+/// Unforced: a loop of Perl writers' processes beside three loops of
+/// `rrr update` processes. Every acknowledged event is in the index, and
+/// no rrr process fails on a file two writers wrote at once.
+#[test]
+fn perl_and_rrr_writer_loops() {
+    let (_tmp, root) = origin();
+    let p = principal(&root);
+    let rfile = root.join("RECENT-1h.yaml");
+    let names: Vec<Vec<String>> = (0..3).map(|w| (0..40).map(|i| format!("w{w}/f{i}")).collect()).collect();
+    for rel in names.iter().flatten() {
+        write(&root, rel, rel);
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<(String, std::process::Output)> = std::thread::scope(|scope| {
+        let perl = scope.spawn(|| {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = perl_writer(&rfile, &format!("perl/f{i}"), None).stderr(Stdio::null()).status();
+                i += 1;
+            }
+        });
+        let loops: Vec<_> = names
+            .iter()
+            .map(|names| {
+                scope.spawn(|| {
+                    names
+                        .iter()
+                        .map(|rel| {
+                            let out = Command::new(rrr_bin())
+                                .args(["update", &p, s(&root.join(rel))])
+                                .env("TERM", "dumb")
+                                .output()
+                                .unwrap();
+                            (rel.clone(), out)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let results = loops.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        perl.join().unwrap();
+        results
+    });
+    let got = news_paths(&root);
+    let lost: Vec<&String> =
+        results.iter().filter(|(rel, out)| out.status.success() && !got.contains(rel)).map(|(rel, _)| rel).collect();
+    assert!(lost.is_empty(), "acknowledged by rrr but not in the index: {lost:?}");
+    for (rel, out) in &results {
+        assert!(out.status.success(), "update {rel}: {}", stderr(out));
+    }
+}

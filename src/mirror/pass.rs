@@ -5,9 +5,10 @@
 //! smallest first, one file's events at a time; what a pass did
 //! ([`PassReport`]).
 
+use super::deletes::Placement;
 use super::install::OurCopy;
 use super::remote::{self, FetchDir, Layout};
-use super::safety::{check_event_path, refuse, Refusal};
+use super::safety::{blocked_by, check_event_path, refuse, Refusal};
 use super::state::{Failing, PendingDelete};
 use super::Mirror;
 use crate::done;
@@ -19,6 +20,7 @@ use crate::tree::IgnoreSet;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::fs;
 use std::time::Instant;
 
 /// A failing path as the pass reports it.
@@ -479,6 +481,8 @@ impl<'a> Mirror<'a> {
         let mut dels: Vec<usize> = Vec::new();
         let mut safe_dirs = HashSet::new();
         let mut seen_here: HashMap<&str, &Epoch> = HashMap::new();
+        // New events whose place holds something of another type.
+        let mut retyped: Vec<usize> = Vec::new();
         for (ix, e) in f.rf.events.iter().enumerate() {
             if union.covered(&e.epoch) {
                 continue;
@@ -500,12 +504,26 @@ impl<'a> Mirror<'a> {
                 continue;
             }
             if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                refuse(rep, &mut self.state.counters, &f.name, e, reason);
-                mark.push(ix);
+                match (e.kind, blocked_by(&self.cfg.localroot, &e.path, ignore)) {
+                    // The origin replaced a file by a directory: placed below.
+                    (EventKind::New, Some(_)) => retyped.push(ix),
+                    // Nothing of ours can be below a file.
+                    (EventKind::Delete, Some((_, false))) => mark.push(ix),
+                    _ => {
+                        refuse(rep, &mut self.state.counters, &f.name, e, reason);
+                        mark.push(ix);
+                    }
+                }
                 continue;
             }
             match e.kind {
-                EventKind::New => news.push(ix),
+                EventKind::New => {
+                    if fs::symlink_metadata(self.cfg.localroot.join(&e.path)).is_ok_and(|m| m.is_dir()) {
+                        // The origin replaced a directory by a file.
+                        retyped.push(ix);
+                    }
+                    news.push(ix);
+                }
                 EventKind::Delete if self.cfg.skip_deletes => {
                     rep.deletes_skipped += 1;
                     mark.push(ix);
@@ -513,6 +531,41 @@ impl<'a> Mirror<'a> {
                 EventKind::Delete => dels.push(ix),
             }
         }
+        // Type changes: the deletes that stand in the way of a new event
+        // (of the parent it needs as a directory, or below the directory it
+        // replaces), older than it, are applied before the transfers.
+        let newer =
+            |p: &str, e: &Epoch| newest_seen.get(p).is_some_and(|n| n > e) || seen_here.get(p).is_some_and(|n| *n > e);
+        let mut in_the_way: HashSet<usize> = HashSet::new();
+        retyped.retain(|&ix| {
+            let e = &f.rf.events[ix];
+            let below = format!("{}/", e.path);
+            let parent = blocked_by(&self.cfg.localroot, &e.path, ignore);
+            let first: Vec<usize> = dels
+                .iter()
+                .copied()
+                .filter(|&d| {
+                    let de = &f.rf.events[d];
+                    de.epoch < e.epoch
+                        && (parent.as_ref().is_some_and(|(p, _)| *p == de.path) || de.path.starts_with(&below))
+                })
+                .collect();
+            if let Some((p, true)) = &parent {
+                if first.is_empty() && !newer(p, &e.epoch) {
+                    // A symlinked parent the origin did not delete: hostile.
+                    let reason = format!("parent {} is a symlink", shown_path(p));
+                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
+                    mark.push(ix);
+                    return false;
+                }
+            }
+            in_the_way.extend(first);
+            if !news.contains(&ix) {
+                news.push(ix);
+            }
+            true
+        });
+        news.sort_unstable();
         if !self.cfg.dry_run {
             let ds = self.state.done.entry(f.name.clone()).or_default();
             ds.register(&epochs, mark.iter().copied());
@@ -546,16 +599,47 @@ impl<'a> Mirror<'a> {
             }
             return Ok(news.is_empty() && dels.is_empty());
         }
-        let transfers_ok = self.transfer(f, &epochs, &news, ignore, attempted, rep)?;
-        self.check_stop()?;
-        abort_point("before-deletes", 0);
-        // Apply this file's deletes (and mark them done one by one).
         let name = f.name.clone();
         let mut done_ix: Vec<usize> = Vec::new();
         let by_key: HashMap<(String, String), usize> = dels
             .iter()
             .map(|&ix| ((f.rf.events[ix].path.clone(), f.rf.events[ix].epoch.as_str().to_string()), ix))
             .collect();
+        if !retyped.is_empty() {
+            let (first, rest): (Vec<PendingDelete>, Vec<PendingDelete>) =
+                std::mem::take(&mut pending).into_iter().partition(|p| {
+                    by_key
+                        .get(&(p.path.clone(), p.epoch.as_str().to_string()))
+                        .is_some_and(|ix| in_the_way.contains(ix))
+                });
+            self.apply_deletes(ignore, first, newest_seen, rep, &mut |p, _| {
+                if let Some(ix) = by_key.get(&(p.path.clone(), p.epoch.as_str().to_string())) {
+                    done_ix.push(*ix);
+                }
+            })?;
+            // What --max-delete left of them goes with the rest.
+            pending = std::mem::take(&mut self.state.pending_deletes);
+            pending.extend(rest);
+            self.state.pending_deletes = pending.clone();
+            self.state.pending_deletes.extend(carried.iter().cloned());
+            let mut unplaced = Vec::new();
+            for &ix in &retyped {
+                let e = &f.rf.events[ix];
+                let below = format!("{}/", e.path);
+                let under_newer = seen_here.iter().any(|(p, n)| p.starts_with(&below) && **n > e.epoch)
+                    || newest_seen.iter().any(|(p, n)| p.starts_with(&below) && *n > e.epoch);
+                let parent_newer = |p: &str| newer(p, &e.epoch);
+                if self.place(&e.path, &e.epoch, ignore, &parent_newer, under_newer, rep) != Placement::Go {
+                    unplaced.push(ix);
+                }
+            }
+            news.retain(|ix| !unplaced.contains(ix));
+            done_ix.extend(unplaced);
+        }
+        let transfers_ok = self.transfer(f, &epochs, &news, ignore, attempted, rep)?;
+        self.check_stop()?;
+        abort_point("before-deletes", 0);
+        // Apply this file's deletes (and mark them done one by one).
         let all = std::mem::take(&mut pending);
         let left = self.apply_deletes(ignore, all, newest_seen, rep, &mut |p, _| {
             if let Some(ix) = by_key.get(&(p.path.clone(), p.epoch.as_str().to_string())) {

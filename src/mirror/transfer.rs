@@ -5,10 +5,10 @@
 //! the paths it could not send recorded as failing, and retries with
 //! backoff.
 
-use super::deletes::{LOST_FOUND, MAX_DELETE_MSG};
+use super::deletes::{Placement, LOST_FOUND, MAX_DELETE_MSG};
 use super::pass::{abort_point, Fetched, PassReport};
 use super::remote::{self, FetchDir, Layout};
-use super::safety::{check_event_path, refuse};
+use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{under_any, Failing};
 use super::Mirror;
 use crate::done;
@@ -377,7 +377,11 @@ impl<'a> Mirror<'a> {
                 );
                 self.state.resync = true;
             }
-            self.record_failures(out, None, fetched, rep);
+            let failed = self.record_failures(out, None, fetched, rep);
+            // The whole tree arrived but what rsync named: a path failing
+            // before (one the origin could not send, or a type change not
+            // placed) is in place now.
+            self.state.failing.retain(|f| failed.contains(&f.path));
         }
         // Leftovers of the Perl client.
         if let Ok(rd) = fs::read_dir(&self.cfg.localroot) {
@@ -624,16 +628,32 @@ impl<'a> Mirror<'a> {
         let mut safe = HashSet::new();
         let mut todo: Vec<(String, Option<Epoch>)> = Vec::new();
         let mut dropped: Vec<String> = Vec::new();
+        let mut retyped: Vec<(String, Epoch)> = Vec::new();
         for f in &self.state.failing {
             if attempted.contains(&f.path) || superseded(f) {
                 continue;
             }
-            match check_event_path(&self.cfg.localroot, &f.path, ignore, &mut safe) {
-                None => todo.push((f.path.clone(), f.epoch.clone())),
-                Some(why) => {
+            let root = &self.cfg.localroot;
+            let blocked = blocked_by(root, &f.path, ignore).is_some()
+                || fs::symlink_metadata(root.join(&f.path)).is_ok_and(|m| m.is_dir());
+            match (check_event_path(root, &f.path, ignore, &mut safe), &f.epoch) {
+                // A type change not placed yet (Mirror::place).
+                (_, Some(e)) if blocked => retyped.push((f.path.clone(), e.clone())),
+                (None, _) => todo.push((f.path.clone(), f.epoch.clone())),
+                (Some(why), _) => {
                     tracing::info!("no longer retrying {}: {why}", shown_path(&f.path));
                     dropped.push(f.path.clone());
                 }
+            }
+        }
+        for (path, epoch) in retyped {
+            let below = format!("{path}/");
+            let under_newer = seen.iter().any(|(p, n)| p.starts_with(&below) && *n > epoch);
+            let parent_newer = |p: &str| seen.get(p).is_some_and(|n| *n > epoch);
+            match self.place(&path, &epoch, ignore, &parent_newer, under_newer, rep) {
+                Placement::Go => todo.push((path, Some(epoch))),
+                Placement::Superseded => dropped.push(path),
+                Placement::Failing => {}
             }
         }
         self.state.failing.retain(|f| !dropped.contains(&f.path));

@@ -1,0 +1,166 @@
+//! Every change an origin makes converges on a mirror in one pass, against
+//! a real `rsync --daemon` on 127.0.0.1: a file replaced by a directory and
+//! the reverse (README.mirror, "Type changes"); a new event that cannot be
+//! placed stays failing and `check` warns.
+
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
+use serde_json::Value;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Origin {
+    _tmp: tempfile::TempDir,
+    origin: PathBuf,
+    target: PathBuf,
+    daemon: RsyncDaemon,
+}
+
+impl Origin {
+    /// An origin holding `files` (path, content), indexed, served by a daemon.
+    fn new(files: &[(&str, &str)]) -> Origin {
+        let tmp = tempfile::tempdir().unwrap();
+        let origin = tmp.path().join("origin");
+        let target = tmp.path().join("target");
+        for (p, c) in files {
+            write(&origin, p, c);
+        }
+        ok(&["init", s(&origin)]);
+        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
+        Origin { _tmp: tmp, origin, target, daemon }
+    }
+
+    fn src(&self) -> String {
+        format!("{}/RECENT.recent", self.daemon.url("origin"))
+    }
+
+    /// Record `lines` ("new PATH" / "delete PATH") in the origin's index.
+    fn record(&self, lines: &str) {
+        let mut child = Command::new(rrr_bin())
+            .args(["update", "--stdin", &principal(&self.origin)])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
+        assert!(child.wait().unwrap().success(), "rrr update {lines:?}");
+    }
+
+    /// One pass with `--json`, asserting its exit code; its report and stderr.
+    #[track_caller]
+    fn pass(&self, extra: &[&str], code: i32) -> (Value, String) {
+        let src = self.src();
+        let mut args = vec!["rmirror", "--remote", &src, "--localroot", s(&self.target), "--json"];
+        args.extend_from_slice(extra);
+        let o: Output = rrr(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "rrr {args:?}\nstdout: {}\nstderr: {err}", stdout(&o));
+        let line = stdout(&o).lines().last().unwrap_or_default().to_string();
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}\n{err}"));
+        (v, err)
+    }
+
+    /// A pass that converged at once: exit 0, no error, no retry, nothing failing.
+    #[track_caller]
+    fn pass_converges(&self) -> Value {
+        let (v, err) = self.pass(&[], 0);
+        assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+        assert_eq!(v["failing"], serde_json::json!([]), "{v}");
+        assert_eq!(v["refused"], serde_json::json!([]), "{v}");
+        assert!(!err.contains("retrying"), "a retry was spent: {err}");
+        v
+    }
+}
+
+/// What is at `rel` under `root`: "file:CONTENT", "dir", or "missing".
+fn at(root: &Path, rel: &str) -> String {
+    match fs::symlink_metadata(root.join(rel)) {
+        Ok(m) if m.is_dir() => "dir".to_string(),
+        Ok(_) => format!("file:{}", fs::read_to_string(root.join(rel)).unwrap()),
+        Err(_) => "missing".to_string(),
+    }
+}
+
+#[test]
+fn a_file_replaced_by_a_directory_converges_in_one_pass() {
+    let t = Origin::new(&[("keep", "k\n"), ("d/f3", "old\n"), ("n/a", "old\n")]);
+    t.pass_converges();
+    assert_eq!(at(&t.target, "d/f3"), "file:old\n");
+    // d/f3 and n/a become directories (n/a two levels deep).
+    fs::remove_file(t.origin.join("d/f3")).unwrap();
+    write(&t.origin, "d/f3/in", "in\n");
+    fs::remove_file(t.origin.join("n/a")).unwrap();
+    write(&t.origin, "n/a/b/c", "c\n");
+    t.record("delete d/f3\nnew d/f3/in\ndelete n/a\nnew n/a/b/c\n");
+    let v = t.pass_converges();
+    assert_eq!(v["transferred"], 2, "{v}");
+    assert_eq!(at(&t.target, "d/f3/in"), "file:in\n");
+    assert_eq!(at(&t.target, "n/a/b/c"), "file:c\n");
+    assert_eq!(at(&t.target, "keep"), "file:k\n");
+    // Nothing is owed: the next pass has nothing to do.
+    let v = t.pass_converges();
+    assert_eq!(v["transferred"], 0, "{v}");
+}
+
+#[test]
+fn a_directory_replaced_by_a_file_converges_in_one_pass() {
+    let t = Origin::new(&[
+        ("keep", "k\n"),
+        ("d/sub/a", "a\n"),
+        ("d/sub/b", "b\n"),
+        ("e/x", "x\n"),
+        ("e/y/z", "z\n"),
+        ("n/a/b/c", "c\n"),
+    ]);
+    t.pass_converges();
+    // d/sub: its files' deletes recorded; e: a non-empty directory whose
+    // contents have no delete events (the origin's newest event says it is
+    // a file); n/a: nested, its deepest file deleted.
+    fs::remove_dir_all(t.origin.join("d/sub")).unwrap();
+    write(&t.origin, "d/sub", "now a file\n");
+    fs::remove_dir_all(t.origin.join("e")).unwrap();
+    write(&t.origin, "e", "e is a file\n");
+    fs::remove_dir_all(t.origin.join("n/a")).unwrap();
+    write(&t.origin, "n/a", "n/a is a file\n");
+    t.record("delete d/sub/a\ndelete d/sub/b\nnew d/sub\nnew e\ndelete n/a/b/c\nnew n/a\n");
+    let v = t.pass_converges();
+    assert_eq!(v["transferred"], 3, "{v}");
+    assert_eq!(at(&t.target, "d/sub"), "file:now a file\n");
+    assert_eq!(at(&t.target, "e"), "file:e is a file\n");
+    assert_eq!(at(&t.target, "n/a"), "file:n/a is a file\n");
+    assert_eq!(at(&t.target, "keep"), "file:k\n");
+    let v = t.pass_converges();
+    assert_eq!(v["transferred"], 0, "{v}");
+}
+
+#[test]
+fn a_new_event_that_cannot_be_placed_stays_failing() {
+    let t = Origin::new(&[("keep", "k\n"), ("u", "a file\n")]);
+    t.pass_converges();
+    // The origin makes u a directory but records no delete of the file u:
+    // the mirror removes nothing on a guess.
+    fs::remove_file(t.origin.join("u")).unwrap();
+    write(&t.origin, "u/x", "x\n");
+    write(&t.origin, "other", "o\n");
+    t.record("new u/x\nnew other\n");
+    for attempt in 1..=2 {
+        let (v, err) = t.pass(&[], 1);
+        let failing = v["failing"].as_array().unwrap();
+        assert_eq!(failing.len(), 1, "{v}");
+        assert_eq!(failing[0]["path"], "u/x", "{v}");
+        assert_eq!(failing[0]["attempts"], attempt, "{v}");
+        assert!(failing[0]["message"].as_str().unwrap().contains("u is a file here"), "{v}");
+        assert_eq!(v["refused"], serde_json::json!([]), "not a hostile event: {v}");
+        assert!(err.contains("u/x"), "{err}");
+        // The rest arrived; the file u is left as it was.
+        assert_eq!(at(&t.target, "other"), "file:o\n");
+        assert_eq!(at(&t.target, "u"), "file:a file\n");
+    }
+    let o = rrr(&["check", "--warn", "300", "--crit", "3600", "--localroot", s(&t.target)]);
+    assert_eq!(o.status.code(), Some(1), "check must warn: {}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("failing"), "{}", stdout(&o));
+    // A whole-tree pass replaces it, and nothing is failing any more.
+    t.pass(&["--full"], 0);
+    assert_eq!(at(&t.target, "u/x"), "file:x\n");
+}

@@ -164,3 +164,75 @@ fn a_new_event_that_cannot_be_placed_stays_failing() {
     t.pass(&["--full"], 0);
     assert_eq!(at(&t.target, "u/x"), "file:x\n");
 }
+
+/// Files in `root` but rrr's own (`.rrr/`, the recentfiles).
+fn count_files(root: &Path) -> usize {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            let rel = e.path().strip_prefix(root).unwrap().to_str().unwrap();
+            !rel.starts_with(".rrr") && !rel.starts_with("RECENT")
+        })
+        .count()
+}
+
+/// The origin loses `n` of its files without recording deletes and
+/// records a dirty event (a new dirtymark): what a module re-pointed at
+/// another tree looks like to a mirror.
+fn lose_files_and_change_the_dirtymark(t: &Origin, n: usize, tag: &str) {
+    let mut names: Vec<PathBuf> = walkdir::WalkDir::new(t.origin.join("many"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .collect();
+    names.sort();
+    for p in names.iter().take(n) {
+        fs::remove_file(p).unwrap();
+    }
+    write(&t.origin, &format!("{tag}.txt"), "dirty\n");
+    ok(&["update", "--epoch", "1600000000.5", &principal(&t.origin), &format!("{tag}.txt")]);
+}
+
+#[test]
+fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
+    let files: Vec<(String, String)> =
+        (0..350).map(|i| (format!("many/d{}/f{i:03}", i % 7), format!("{i}\n"))).collect();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let t = Origin::new(&refs);
+    t.pass_converges();
+    assert_eq!(count_files(&t.target), 350);
+
+    // 30 % gone: held, exit 1, nothing deleted, both ways on named.
+    lose_files_and_change_the_dirtymark(&t, 105, "dirty1");
+    for _ in 0..2 {
+        let (v, err) = t.pass(&[], 1);
+        assert_eq!(v["mass_deletes_held"], true, "{v}");
+        assert_eq!(v["deleted"], 0, "{v}");
+        assert_eq!(count_files(&t.target), 350, "a file was deleted");
+        assert!(err.contains("would delete 105 of the mirror's 350 files"), "{err}");
+        assert!(err.contains("--max-delete 105") && err.contains("--accept-deletes"), "{err}");
+    }
+    // A --max-delete that does not cover the count does not either.
+    let (_, err) = t.pass(&["--max-delete", "104"], 1);
+    assert!(err.contains("would delete 105"), "{err}");
+    assert_eq!(count_files(&t.target), 350);
+    // --accept-deletes: this pass goes on.
+    let (v, _) = t.pass(&["--accept-deletes"], 0);
+    assert_eq!(v["mass_deletes_held"], false, "{v}");
+    assert_eq!(count_files(&t.target), 245 + 1);
+
+    // --max-delete covering the count goes on too.
+    lose_files_and_change_the_dirtymark(&t, 100, "dirty2");
+    let (v, _) = t.pass(&["--max-delete", "150"], 0);
+    assert_eq!(v["deleted"], 100, "{v}");
+    assert_eq!(count_files(&t.target), 145 + 2);
+
+    // Under the threshold (fewer than 100 files): no question asked.
+    lose_files_and_change_the_dirtymark(&t, 40, "dirty3");
+    let (v, _) = t.pass(&[], 0);
+    assert_eq!(v["dirtymark_changed"], true, "{v}");
+    assert_eq!(count_files(&t.target), 105 + 3);
+}

@@ -128,6 +128,9 @@ pub(crate) struct Config {
     pub state_file: PathBuf,
     pub skip_deletes: bool,
     pub max_delete: Option<u64>,
+    /// The next whole-tree pass may delete more than [`transfer::MASS_DELETE_SHARE`]
+    /// of the tree (`--accept-deletes`, or `--adopt`); cleared by it.
+    pub accept_deletes: bool,
     pub max_files_per_connection: usize,
     pub rsync: RsyncSettings,
     pub dry_run: bool,

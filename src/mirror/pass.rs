@@ -54,8 +54,11 @@ pub(crate) struct PassReport {
     /// Delete events skipped (`--skip-deletes`) or left pending (`--max-delete`).
     pub deletes_skipped: u64,
     pub deletes_pending: u64,
-    /// `--max-delete` stopped deletes in this run.
+    /// `--max-delete` stopped deletes in this run (or [`Self::mass_deletes_held`]).
     pub max_delete_reached: bool,
+    /// A whole-tree pass stopped before deleting more than 10 % of the
+    /// mirror (`--max-delete N` covering it, or `--accept-deletes`, go on).
+    pub mass_deletes_held: bool,
     pub refused: Vec<Refusal>,
     /// Paths the origin could not send, after this pass.
     pub failing: Vec<FailingReport>,

@@ -184,6 +184,8 @@ impl<'a> Mirror<'a> {
             }
             Decision::Adopt => {
                 tracing::info!("adopting {shown} as a mirror of {src} (--adopt)");
+                // Its deletes were asked for (and counted against --max-delete).
+                self.cfg.accept_deletes = true;
                 State::fresh(&src, &now)
             }
             Decision::NeedPrincipal | Decision::Refuse(_) => unreachable!("handled above"),

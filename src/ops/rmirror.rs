@@ -53,6 +53,8 @@ pub struct Options {
     pub skip_deletes: bool,
     /// Deletes this run may apply; the rest stays pending in the state.
     pub max_delete: Option<u64>,
+    /// `--accept-deletes`: the next whole-tree pass may delete a mass of the tree.
+    pub accept_deletes: bool,
     /// Paths per rsync call (`--files-from` chunk size).
     pub max_files_per_connection: usize,
     /// The state file (default `<localroot>/.rrr/state.json`).
@@ -246,6 +248,7 @@ fn passes(
         state_file,
         skip_deletes: opts.skip_deletes,
         max_delete: opts.max_delete,
+        accept_deletes: opts.accept_deletes,
         max_files_per_connection: opts.max_files_per_connection,
         rsync: RsyncSettings {
             password_file: opts.password_file.clone(),

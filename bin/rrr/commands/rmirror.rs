@@ -31,6 +31,10 @@ pub struct RmirrorArgs {
     /// Apply at most N deletes in this run; the rest stays pending.
     #[arg(long, value_name = "N")]
     pub max_delete: Option<u64>,
+    /// Let the next whole-tree pass of this run delete more than 10 % of
+    /// the mirror's files (command line only).
+    #[arg(long)]
+    pub accept_deletes: bool,
     /// Paths per rsync call.
     #[arg(long, value_name = "N", default_value_t = 20000, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_files_per_connection: u64,
@@ -96,6 +100,7 @@ impl From<RmirrorArgs> for Options {
             interval: a.interval,
             skip_deletes: a.skip_deletes,
             max_delete: a.max_delete,
+            accept_deletes: a.accept_deletes,
             max_files_per_connection: usize::try_from(a.max_files_per_connection).unwrap_or(usize::MAX),
             state: a.state,
             rsync_options: a.rsync_option,

@@ -32,6 +32,11 @@ impl Origin {
         Origin { _tmp: tmp, origin, target, daemon }
     }
 
+    /// A scratch directory beside the trees.
+    fn daemon_dir(&self) -> PathBuf {
+        self._tmp.path().to_path_buf()
+    }
+
     fn src(&self) -> String {
         format!("{}/RECENT.recent", self.daemon.url("origin"))
     }
@@ -235,4 +240,112 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
     let (v, _) = t.pass(&[], 0);
     assert_eq!(v["dirtymark_changed"], true, "{v}");
     assert_eq!(count_files(&t.target), 105 + 3);
+}
+
+/// An `rsync --daemon` on 127.0.0.1 serving `path` as module `origin`
+/// with `max connections = 1` (a public server at its limit), as the
+/// current user; killed when dropped.
+struct LimitedDaemon {
+    port: u16,
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+}
+
+impl LimitedDaemon {
+    fn start(path: &Path) -> LimitedDaemon {
+        let dir = tempfile::tempdir().unwrap();
+        // SAFETY: getuid and getgid cannot fail and have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let d = dir.path().display();
+        let conf = format!(
+            "pid file = {d}/pid\nlog file = {d}/log\nlock file = {d}/lock\nuse chroot = no\nuid = {uid}\n\
+             gid = {gid}\nread only = yes\nreverse lookup = no\n\n[origin]\n    path = {}\n    max connections = 1\n",
+            path.display()
+        );
+        fs::write(dir.path().join("rsyncd.conf"), conf).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("rsync")
+            .args(["--daemon", "--no-detach", "--address=127.0.0.1", &format!("--port={port}")])
+            .arg(format!("--config={d}/rsyncd.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for("the limited rsync daemon", std::time::Duration::from_secs(5), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        LimitedDaemon { port, child, dir }
+    }
+
+    /// How many connections the daemon refused for its limit.
+    fn refusals(&self) -> usize {
+        fs::read_to_string(self.dir.path().join("log")).unwrap_or_default().matches("max connections").count()
+    }
+}
+
+impl Drop for LimitedDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An rsync wrapper that holds every fetch of recentfiles open for 0.5 s
+/// once the principal is in place (SIGSTOP): rrr goes on as soon as it is
+/// (FetchDir::fetch_until_landed), so without a rule its next call meets
+/// the daemon's only slot taken, every time.
+fn slow_teardown_wrapper(dir: &Path) -> PathBuf {
+    let wrapper = dir.join("rsync");
+    let script = r#"#!/bin/sh
+for a; do dest=$a; done
+case "$dest" in
+  */fetch-*/)
+    rsync "$@" & pid=$!
+    while [ ! -e "$dest/RECENT.recent" ] && kill -0 $pid 2>/dev/null; do sleep 0.002; done
+    kill -STOP $pid 2>/dev/null; sleep 0.5; kill -CONT $pid 2>/dev/null
+    wait $pid; exit $? ;;
+esac
+exec rsync "$@"
+"#;
+    fs::write(&wrapper, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[test]
+fn a_daemon_with_one_connection_slot_serves_every_pass_at_the_first_attempt() {
+    let t = Origin::new(&[("a", "a\n"), ("d/b", "b\n")]);
+    let limited = LimitedDaemon::start(&t.origin);
+    let src = format!("rsync://127.0.0.1:{}/origin/RECENT.recent", limited.port);
+    let wrapper = slow_teardown_wrapper(&t.daemon_dir());
+    let pass = |n: usize| {
+        let o = Command::new(rrr_bin())
+            .args(["rmirror", "--remote", &src, "--localroot", s(&t.target), "--json"])
+            .env("RRR_RSYNC", &wrapper)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "pass {n}: {err}");
+        // No attempt failed, no backoff: the one refusal a run sees is of
+        // its call overlapping its own fetch, made again once that ended.
+        assert!(!err.contains("failed, retrying"), "pass {n} spent a retry: {err}");
+        let refused = err.matches("max connections").count();
+        assert!(refused <= 1, "pass {n}: {err}");
+        let st: Value = serde_json::from_slice(&fs::read(t.target.join(".rrr/state.json")).unwrap()).unwrap();
+        assert_eq!(st["counters"]["errors"], serde_json::json!({}), "pass {n}: {st}");
+        refused
+    };
+    // A first pass of a collection of one recentfile waits for the whole
+    // index call (it waits for the larger files the principal names).
+    let mut refused = pass(0);
+    for i in 1..=3 {
+        write(&t.origin, &format!("new{i}"), &format!("{i}\n"));
+        t.record(&format!("new new{i}\n"));
+        assert_eq!(pass(i), 1, "the overlap of an incremental pass met the limit");
+        refused += 1;
+        assert_eq!(at(&t.target, &format!("new{i}")), format!("file:{i}\n"));
+    }
+    assert_eq!(limited.refusals(), refused, "one refusal per run at most, none after it");
 }

@@ -176,6 +176,8 @@ pub(crate) struct Mirror<'a> {
     pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
     /// [`Config::excludes`], compiled.
     excluded: Vec<crate::pattern::Pattern>,
+    /// The last fetch, which may still be finishing while the next call starts.
+    in_flight: Option<remote::Finishing>,
 }
 
 impl<'a> Mirror<'a> {
@@ -202,6 +204,7 @@ impl<'a> Mirror<'a> {
             future_seen: HashSet::new(),
             on_heartbeat: None,
             excluded,
+            in_flight: None,
         })
     }
 

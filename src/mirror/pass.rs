@@ -121,6 +121,7 @@ impl<'a> Mirror<'a> {
         let remote = self.cfg.remote.clone();
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching {} from {}", names.join(" "), remote.root);
+        self.in_flight = Some(dir.finishing());
         self.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names))
     }
 
@@ -132,6 +133,7 @@ impl<'a> Mirror<'a> {
         let remote = self.cfg.remote.clone();
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching the recentfiles of {}", remote.root);
+        self.in_flight = Some(dir.finishing());
         let principal_landed = |d: &FetchDir| {
             if !remote.is_link() {
                 return d.landed(&remote.name);

@@ -27,8 +27,10 @@ use crate::interval::Interval;
 use crate::recentfile::Recentfile;
 use crate::rsync::{Rsync, RsyncError};
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// How rsync reaches the remote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,10 +330,39 @@ pub(crate) struct FetchDir {
     basis: Option<PathBuf>,
     /// An rsync whose files are in place but which is still finishing
     /// ([`FetchDir::fetch_index_until`], [`FetchDir::fetch_until_landed`]);
-    /// joined by `settle`.
-    finishing: std::sync::Mutex<Option<std::thread::JoinHandle<Result<(), RsyncError>>>>,
+    /// joined by `settle`, waited for by [`wait_finished`].
+    finishing: Finishing,
     /// How that rsync ended, if it failed.
     failed: std::sync::Mutex<Option<String>>,
+}
+
+/// A fetch still finishing after its files landed, shared with the
+/// [`super::Mirror`] so that it can wait for it ([`wait_finished`]).
+pub(crate) type Finishing = Arc<Mutex<Option<std::thread::JoinHandle<Result<(), RsyncError>>>>>;
+
+/// Wait until the fetch in `f` (if any) has ended, leaving its result to
+/// [`FetchDir::settle`].
+pub(crate) fn wait_finished(f: &Finishing) {
+    while f.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| !h.is_finished()) {
+        std::thread::sleep(LANDED_POLL);
+    }
+}
+
+/// The remotes (normalised) whose daemon refused a connection for its
+/// `max connections` while a call of ours was still finishing: for the
+/// rest of the process, their fetches run to their end before anything
+/// else starts, so a pass never competes with itself for the daemon's
+/// slots. Public rsync servers run near their limits.
+static NO_OVERLAP: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Whether a fetch from `remote` may return while its call finishes.
+pub(crate) fn overlap_allowed(remote: &Remote) -> bool {
+    !NO_OVERLAP.lock().unwrap_or_else(|e| e.into_inner()).contains(&remote.normalized())
+}
+
+/// Stop overlapping calls to `remote`; true when they were allowed until now.
+pub(crate) fn forbid_overlap(remote: &Remote) -> bool {
+    NO_OVERLAP.lock().unwrap_or_else(|e| e.into_inner()).insert(remote.normalized())
 }
 
 /// How often a running fetch is looked at for its files.
@@ -351,7 +382,7 @@ impl FetchDir {
             dir,
             whole_index: std::sync::atomic::AtomicBool::new(false),
             basis: None,
-            finishing: std::sync::Mutex::new(None),
+            finishing: Finishing::default(),
             failed: std::sync::Mutex::new(None),
         })
     }
@@ -414,7 +445,7 @@ impl FetchDir {
         r.arg("--exclude=*");
         r.arg(remote.tree_source());
         r.arg(format!("{}/", self.dir.path().display()));
-        self.run_until(r, &mut landed)?;
+        self.run_until(r, overlap_allowed(remote), &mut landed)?;
         self.whole_index.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
@@ -435,20 +466,20 @@ impl FetchDir {
             r.arg(remote.source(n));
         }
         r.arg(format!("{}/", self.dir.path().display()));
-        self.run_until(r, &mut |d: &FetchDir| names.iter().all(|n| d.landed(n)))
+        self.run_until(r, overlap_allowed(remote), &mut |d: &FetchDir| names.iter().all(|n| d.landed(n)))
     }
 
-    /// Run `r` on its own thread until it ends (its error, if it failed) or
-    /// `landed(self)`; in the latter case it goes on finishing, for
-    /// [`FetchDir::settle`].
-    fn run_until(&self, r: Rsync, landed: &mut dyn FnMut(&FetchDir) -> bool) -> Result<(), RsyncError> {
+    /// Run `r` on its own thread until it ends (its error, if it failed) or,
+    /// with `overlap`, `landed(self)`; in the latter case it goes on
+    /// finishing, for [`FetchDir::settle`].
+    fn run_until(&self, r: Rsync, overlap: bool, landed: &mut dyn FnMut(&FetchDir) -> bool) -> Result<(), RsyncError> {
         // rsync's death signal follows this thread, which waits for it.
         let running = std::thread::spawn(move || r.run().map(|_| ()));
         loop {
             if running.is_finished() {
                 return running.join().unwrap_or_else(|_| Err(internal_error("an rsync thread panicked")));
             }
-            if landed(self) {
+            if overlap && landed(self) {
                 *self.finishing.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
                 return Ok(());
             }
@@ -492,6 +523,11 @@ impl FetchDir {
     /// fetch into the same directory, and before it is removed).
     fn settle_quietly(&self) {
         let _ = self.settle();
+    }
+
+    /// The fetch of this directory that may still be finishing.
+    pub fn finishing(&self) -> Finishing {
+        self.finishing.clone()
     }
 
     /// Whether a file or link `name` is in place, without waiting for a

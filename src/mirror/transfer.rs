@@ -191,6 +191,21 @@ impl<'a> Mirror<'a> {
         loop {
             match f() {
                 Ok(v) => return Ok(v),
+                Err(e) if e.is_connection_limit() && remote::forbid_overlap(&self.cfg.remote) => {
+                    // Our own fetch, still finishing, most likely holds the
+                    // daemon's last slot: wait for it and try again at once
+                    // (not a failed attempt); from now on no call to this
+                    // remote overlaps another (remote::overlap_allowed).
+                    tracing::info!(
+                        "{}: the daemon refused a connection (max connections reached) while a call of \
+                         ours was finishing; from now on this process runs its calls to it one after another",
+                        self.cfg.remote.root
+                    );
+                    tracing::debug!("{what}: {}", e.details());
+                    if let Some(f) = &self.in_flight {
+                        remote::wait_finished(f);
+                    }
+                }
                 Err(e) => {
                     self.state.error(e.kind());
                     tracing::debug!("{what}: {}", e.details());

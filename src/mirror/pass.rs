@@ -7,14 +7,15 @@
 
 use super::deletes::Placement;
 use super::install::OurCopy;
-use super::remote::{self, FetchDir, Layout};
+use super::progress::Reporter;
+use super::remote::{self, FetchDir, FetchWatch, Layout};
 use super::safety::{blocked_by, check_event_path, refuse, Refusal};
 use super::state::{Failing, PendingDelete};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile};
-use crate::rsync::RsyncError;
+use crate::rsync::{Output, RsyncError};
 use crate::signals::Interrupted;
 use crate::tree::IgnoreSet;
 use anyhow::{Context, Result};
@@ -122,7 +123,39 @@ impl<'a> Mirror<'a> {
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching {} from {}", names.join(" "), remote.root);
         self.in_flight = Some(dir.finishing());
-        self.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names))
+        self.watched_fetch(|m, watch| {
+            m.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names, watch))
+        })
+    }
+
+    /// Run `fetch` with a [`FetchWatch`]: `--max-recentfile-size` enforced
+    /// by rsync, and, once rsync has been quiet for a while (a slow link, a
+    /// large principal), progress lines and heartbeats as the bootstrap's
+    /// (module `progress`); a fetch that ends before writes neither.
+    fn watched_fetch<T>(&mut self, fetch: impl FnOnce(&mut Self, &mut FetchWatch<'_>) -> Result<T>) -> Result<T> {
+        let mut hook = self.on_heartbeat.take();
+        let (bar, started) = (self.cfg.progress, self.clock.now());
+        let res = {
+            let mut beat = Some(self.heartbeat_writer(&mut hook));
+            let mut reporter: Option<Reporter<'_>> = None;
+            let res = {
+                let mut on_quiet = |pid: u32| {
+                    let r = reporter.get_or_insert_with(|| {
+                        let beat = beat.take().expect("one reporter");
+                        Reporter::new(bar, "recentfiles", started.clone(), beat)
+                    });
+                    r.output(Output::Quiet { pid });
+                };
+                let mut watch = FetchWatch { max_size: self.cfg.max_recentfile_size, on_quiet: &mut on_quiet };
+                fetch(self, &mut watch)
+            };
+            if let Some(r) = reporter {
+                r.finish();
+            }
+            res
+        };
+        self.on_heartbeat = hook;
+        res
     }
 
     /// Fetch the whole index (link and every recentfile) in one call, with
@@ -140,7 +173,9 @@ impl<'a> Mirror<'a> {
             }
             matches!(d.link_target(&remote.name), Ok(Some(t)) if d.landed(&t))
         };
-        self.with_retries(&what, || dir.fetch_index_until(&remote, &settings, principal_landed))
+        self.watched_fetch(|m, watch| {
+            m.with_retries(&what, || dir.fetch_index_until(&remote, &settings, watch, principal_landed))
+        })
     }
 
     /// The larger recentfiles a mirror that fell behind needs in this pass,

@@ -135,6 +135,7 @@ fn a_directory_replaced_by_a_file_converges_in_one_pass() {
     assert_eq!(at(&t.target, "e"), "file:e is a file\n");
     assert_eq!(at(&t.target, "n/a"), "file:n/a is a file\n");
     assert_eq!(at(&t.target, "keep"), "file:k\n");
+    assert_eq!(v["deleted"], 2 + 4 + 1, "d/sub's two files; e, e/x, e/y, e/y/z; n/a/b/c: {v}");
     let v = t.pass_converges();
     assert_eq!(v["transferred"], 0, "{v}");
 }

@@ -182,10 +182,11 @@ impl<'a> Mirror<'a> {
     /// A parent that is still a file or a symlink stays: the origin recorded
     /// no delete of it, and rrr removes nothing on a guess (a whole-tree
     /// pass would). A directory where the origin's newest event says a file
-    /// is removed, without following symlinks, counted as deletes and
-    /// within `--max-delete`, never under `--skip-deletes`: the origin's
-    /// file replaced everything below it. rsync is not given `--force` for
-    /// this, which would apply to every listed path without those limits.
+    /// is replaced by rsync (`--force` for the transfers that list it), so
+    /// only when the origin really has a file there now (an event may name
+    /// a directory the origin still has): counted as deletes and within
+    /// `--max-delete` (its entries counted first, without following
+    /// symlinks), never under `--skip-deletes`.
     pub(super) fn place(
         &mut self,
         path: &str,
@@ -215,10 +216,6 @@ impl<'a> Mirror<'a> {
         if under_newer {
             return Placement::Superseded;
         }
-        if fs::remove_dir(&target).is_ok() {
-            // Empty: nothing of the mirror's was lost.
-            return Placement::Go;
-        }
         let why = if self.cfg.skip_deletes {
             Some("the origin replaced this directory by a file; --skip-deletes keeps the directory".to_string())
         } else if path == LOST_FOUND {
@@ -238,20 +235,21 @@ impl<'a> Mirror<'a> {
             rep.max_delete_reached = true;
             return self.cannot_place(path, epoch, &why);
         }
-        match fs::remove_dir_all(&target) {
-            Ok(()) => {
-                tracing::info!(
-                    "{}: the origin replaced a directory by a file; removed the directory ({entries} entries)",
-                    shown_path(path)
-                );
+        // rsync replaces it, and only when the origin has a file there now.
+        self.replacing.insert(path.to_string(), entries);
+        Placement::Go
+    }
+
+    /// After a transfer of `paths`: the directories of [`Mirror::replacing`]
+    /// that rsync replaced by the origin's file are counted as deletes.
+    pub(super) fn count_replaced(&mut self, paths: &[&str], rep: &mut PassReport) {
+        for p in paths {
+            let Some(entries) = self.replacing.remove(*p) else { continue };
+            if fs::symlink_metadata(self.cfg.localroot.join(p)).is_ok_and(|m| !m.is_dir()) {
+                tracing::info!("{}: the origin replaced a directory by a file ({entries} entries)", shown_path(p));
                 self.deletes_this_run += entries;
                 rep.deleted += entries;
                 self.state.counters.deletes += entries;
-                Placement::Go
-            }
-            Err(e) => {
-                let why = format!("cannot remove the directory {} it replaces: {e}", target.display());
-                self.cannot_place(path, epoch, &why)
             }
         }
     }

@@ -178,6 +178,9 @@ pub(crate) struct Mirror<'a> {
     excluded: Vec<crate::pattern::Pattern>,
     /// The last fetch, which may still be finishing while the next call starts.
     in_flight: Option<remote::Finishing>,
+    /// Local directories the next transfer of their path may replace by
+    /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
+    replacing: std::collections::HashMap<String, u64>,
 }
 
 impl<'a> Mirror<'a> {
@@ -205,6 +208,7 @@ impl<'a> Mirror<'a> {
             on_heartbeat: None,
             excluded,
             in_flight: None,
+            replacing: Default::default(),
         })
     }
 

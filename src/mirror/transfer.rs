@@ -608,6 +608,11 @@ impl<'a> Mirror<'a> {
             .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links", "--from0", OUT_FORMAT]);
+        if paths.iter().any(|p| self.replacing.contains_key(*p)) {
+            // A directory the origin replaced by a file (Mirror::place): every
+            // listed path that is a directory here passed the same checks.
+            r.arg("--force");
+        }
         r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
         r.arg(format!("--files-from={}", list.path().display()));
         r.arg(source);
@@ -617,6 +622,7 @@ impl<'a> Mirror<'a> {
             seen = Itemized::default();
             r.run_with(&mut |line| seen.line(line))
         });
+        self.count_replaced(paths, rep);
         // What arrived before a failure arrived too.
         rep.transferred += seen.files;
         rep.bytes += seen.bytes;

@@ -59,6 +59,12 @@
 //! error) is marked done and listed in `failing`, retried every pass until
 //! it arrives or a newer event supersedes it; it holds back nothing else.
 //!
+//! A type change (a file replaced by a directory, or the reverse) takes
+//! one pass: the deletes in the new event's way go first, a directory the
+//! origin replaced by a file is replaced by rsync (`deletes::Placement`);
+//! what cannot be placed stays failing. A whole-tree pass on a mirror
+//! that would delete more than 10 % of it stops first (`--accept-deletes`).
+//!
 //! # State file (`<localroot>/.rrr/state.json`, version 1)
 //!
 //! ```text

@@ -135,6 +135,8 @@ pub struct RunFlags {
     pub dry_run: bool,
     /// Progress bars may be drawn.
     pub progress: bool,
+    /// `--accept-deletes`: the next whole-tree pass may delete a mass of the tree.
+    pub accept_deletes: bool,
 }
 
 /// The mirror's settings for `tree` from merged options, the built-in
@@ -168,6 +170,7 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         state_file: tree.state_file(),
         skip_deletes: o.skip_deletes.unwrap_or(false),
         max_delete: o.max_delete,
+        accept_deletes: run.accept_deletes,
         max_files_per_connection: usize::try_from(max_files).unwrap_or(usize::MAX),
         rsync: RsyncSettings {
             password_file: o.password_file.clone(),

@@ -477,6 +477,12 @@ impl RsyncError {
     pub fn kind(&self) -> &'static str {
         self.cause.map_or(self.class.as_str(), Cause::as_str)
     }
+
+    /// The daemon refused the connection because its slots were taken
+    /// (`@ERROR: max connections (N) reached -- try again later`).
+    pub fn is_connection_limit(&self) -> bool {
+        self.stderr.contains("@ERROR: max connections")
+    }
 }
 
 /// Failures that are the same on every attempt (DECISIONS.md, "deterministic

@@ -305,7 +305,7 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
     .unwrap();
     let out = rrr(&["rmirror", "--config", s(&file)]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("more than the limit of 10"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("larger than the limit of 10 bytes"), "{}", stderr(&out));
     let tried: Vec<_> = fs::read_dir(&t4).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(tried, [".rrr"], "a refused first pass records its attempt and nothing else");
     run(&["rmirror", "--config", s(&file), "--max-recentfile-size", "100000"]);

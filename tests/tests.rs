@@ -7,6 +7,7 @@
 mod util;
 
 mod cli;
+mod convergence;
 mod demo;
 mod fleet;
 mod format;

@@ -68,6 +68,12 @@ impl<'a> Mirror<'a> {
             } else {
                 check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe)
             };
+            if why.is_some() && super::safety::blocked_by(&self.cfg.localroot, &p.path, ignore).is_some_and(|(_, l)| !l)
+            {
+                // Below a file: nothing of ours is there to delete.
+                on_done(&p, false);
+                continue;
+            }
             if let Some(reason) = why {
                 tracing::warn!("refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
                 rep.refused.push(Refusal {
@@ -151,5 +157,108 @@ impl<'a> Mirror<'a> {
         let n = left.len();
         self.state.pending_deletes = left;
         Ok(n)
+    }
+}
+
+/// What a new event whose place holds something of another type comes to
+/// ([`Mirror::place`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Placement {
+    /// Its place is clear: transfer it.
+    Go,
+    /// A newer event says the place is of its old type again: done, nothing to transfer.
+    Superseded,
+    /// It cannot be placed now: recorded as failing, retried every pass.
+    Failing,
+}
+
+impl<'a> Mirror<'a> {
+    /// Make room for the new event `path` at `epoch` once the deletes that
+    /// stood in its way were applied (README.mirror, "Type changes"). The
+    /// caller knows what the origin recorded after `epoch`: `parent_newer`
+    /// (an event of the blocking parent: the path is gone again) and
+    /// `under_newer` (an event below `path`: a directory again).
+    ///
+    /// A parent that is still a file or a symlink stays: the origin recorded
+    /// no delete of it, and rrr removes nothing on a guess (a whole-tree
+    /// pass would). A directory where the origin's newest event says a file
+    /// is replaced by rsync (`--force` for the transfers that list it), so
+    /// only when the origin really has a file there now (an event may name
+    /// a directory the origin still has): counted as deletes and within
+    /// `--max-delete` (its entries counted first, without following
+    /// symlinks), never under `--skip-deletes`.
+    pub(super) fn place(
+        &mut self,
+        path: &str,
+        epoch: &Epoch,
+        ignore: &IgnoreSet,
+        parent_newer: &dyn Fn(&str) -> bool,
+        under_newer: bool,
+        rep: &mut PassReport,
+    ) -> Placement {
+        let root = self.cfg.localroot.clone();
+        if let Some((parent, symlink)) = super::safety::blocked_by(&root, path, ignore) {
+            if parent_newer(&parent) {
+                return Placement::Superseded;
+            }
+            let what = if symlink { "symlink" } else { "file" };
+            let why = format!(
+                "cannot place it: {} is a {what} here and the origin recorded no delete of it \
+                 (a whole-tree pass, --full, replaces it)",
+                shown_path(&parent)
+            );
+            return self.cannot_place(path, epoch, &why);
+        }
+        let target = root.join(path);
+        if !fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+            return Placement::Go;
+        }
+        if under_newer {
+            return Placement::Superseded;
+        }
+        let why = if self.cfg.skip_deletes {
+            Some("the origin replaced this directory by a file; --skip-deletes keeps the directory".to_string())
+        } else if path == LOST_FOUND {
+            Some("rrr never deletes lost+found".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return self.cannot_place(path, epoch, &why);
+        }
+        let entries = walkdir::WalkDir::new(&target).follow_links(false).into_iter().count() as u64;
+        if let Some(max) = self.cfg.max_delete.filter(|m| self.deletes_this_run + entries > *m) {
+            let why = format!(
+                "the origin replaced this directory by a file; removing it would delete {entries} entries, \
+                 more than --max-delete {max} allows"
+            );
+            rep.max_delete_reached = true;
+            return self.cannot_place(path, epoch, &why);
+        }
+        // rsync replaces it, and only when the origin has a file there now.
+        self.replacing.insert(path.to_string(), entries);
+        Placement::Go
+    }
+
+    /// After a transfer of `paths`: the directories of [`Mirror::replacing`]
+    /// that rsync replaced by the origin's file are counted as deletes.
+    pub(super) fn count_replaced(&mut self, paths: &[&str], rep: &mut PassReport) {
+        for p in paths {
+            let Some(entries) = self.replacing.remove(*p) else { continue };
+            if fs::symlink_metadata(self.cfg.localroot.join(p)).is_ok_and(|m| !m.is_dir()) {
+                tracing::info!("{}: the origin replaced a directory by a file ({entries} entries)", shown_path(p));
+                self.deletes_this_run += entries;
+                rep.deleted += entries;
+                self.state.counters.deletes += entries;
+            }
+        }
+    }
+
+    fn cannot_place(&mut self, path: &str, epoch: &Epoch, why: &str) -> Placement {
+        let now = self.clock.now();
+        let n = self.state.fail(path, Some(epoch), why, &now);
+        self.state.error("failing");
+        tracing::warn!("{} (attempt {n}; retried every pass): {why}", shown_path(path));
+        Placement::Failing
     }
 }

@@ -59,6 +59,12 @@
 //! error) is marked done and listed in `failing`, retried every pass until
 //! it arrives or a newer event supersedes it; it holds back nothing else.
 //!
+//! A type change (a file replaced by a directory, or the reverse) takes
+//! one pass: the deletes in the new event's way go first, a directory the
+//! origin replaced by a file is replaced by rsync (`deletes::Placement`);
+//! what cannot be placed stays failing. A whole-tree pass on a mirror
+//! that would delete more than 10 % of it stops first (`--accept-deletes`).
+//!
 //! # State file (`<localroot>/.rrr/state.json`, version 1)
 //!
 //! ```text
@@ -139,6 +145,9 @@ pub(crate) struct Config {
     pub state_file: PathBuf,
     pub skip_deletes: bool,
     pub max_delete: Option<u64>,
+    /// The next whole-tree pass may delete more than [`transfer::MASS_DELETE_SHARE`]
+    /// of the tree (`--accept-deletes`, or `--adopt`); cleared by it.
+    pub accept_deletes: bool,
     pub max_files_per_connection: usize,
     pub rsync: RsyncSettings,
     pub dry_run: bool,
@@ -190,6 +199,11 @@ pub(crate) struct Mirror<'a> {
     /// Called after each heartbeat written during a long rsync (e.g. to
     /// rewrite a Prometheus textfile).
     pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
+    /// The last fetch, which may still be finishing while the next call starts.
+    in_flight: Option<remote::Finishing>,
+    /// Local directories the next transfer of their path may replace by
+    /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
+    replacing: std::collections::HashMap<String, u64>,
 }
 
 impl<'a> Mirror<'a> {
@@ -210,6 +224,8 @@ impl<'a> Mirror<'a> {
             adopt_counted: false,
             future_seen: HashSet::new(),
             on_heartbeat: None,
+            in_flight: None,
+            replacing: Default::default(),
         })
     }
 

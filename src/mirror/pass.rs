@@ -5,20 +5,23 @@
 //! smallest first, one file's events at a time; what a pass did
 //! ([`PassReport`]).
 
+use super::deletes::Placement;
 use super::install::OurCopy;
-use super::remote::{self, FetchDir, Layout};
-use super::safety::{check_event_path, refuse, Refusal};
+use super::progress::Reporter;
+use super::remote::{self, FetchDir, FetchWatch, Layout};
+use super::safety::{blocked_by, check_event_path, refuse, Refusal};
 use super::state::{Failing, Outcome, PendingDelete};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile};
-use crate::rsync::RsyncError;
+use crate::rsync::{Output, RsyncError};
 use crate::signals::Interrupted;
 use crate::tree::IgnoreSet;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::fs;
 use std::time::Instant;
 
 /// A failing path as the pass reports it.
@@ -52,8 +55,11 @@ pub(crate) struct PassReport {
     /// Delete events skipped (`--skip-deletes`) or left pending (`--max-delete`).
     pub deletes_skipped: u64,
     pub deletes_pending: u64,
-    /// `--max-delete` stopped deletes in this run.
+    /// `--max-delete` stopped deletes in this run (or [`Self::mass_deletes_held`]).
     pub max_delete_reached: bool,
+    /// A whole-tree pass stopped before deleting more than 10 % of the
+    /// mirror (`--max-delete N` covering it, or `--accept-deletes`, go on).
+    pub mass_deletes_held: bool,
     pub refused: Vec<Refusal>,
     /// Paths the origin could not send, after this pass.
     pub failing: Vec<FailingReport>,
@@ -116,7 +122,40 @@ impl<'a> Mirror<'a> {
         let remote = self.cfg.remote.clone();
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching {} from {}", names.join(" "), remote.root);
-        self.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names))
+        self.in_flight = Some(dir.finishing());
+        self.watched_fetch(|m, watch| {
+            m.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names, watch))
+        })
+    }
+
+    /// Run `fetch` with a [`FetchWatch`]: `--max-recentfile-size` enforced
+    /// by rsync, and, once rsync has been quiet for a while (a slow link, a
+    /// large principal), progress lines and heartbeats as the bootstrap's
+    /// (module `progress`); a fetch that ends before writes neither.
+    fn watched_fetch<T>(&mut self, fetch: impl FnOnce(&mut Self, &mut FetchWatch<'_>) -> Result<T>) -> Result<T> {
+        let mut hook = self.on_heartbeat.take();
+        let (bar, started) = (self.cfg.progress, self.clock.now());
+        let res = {
+            let mut beat = Some(self.heartbeat_writer(&mut hook));
+            let mut reporter: Option<Reporter<'_>> = None;
+            let res = {
+                let mut on_quiet = |pid: u32| {
+                    let r = reporter.get_or_insert_with(|| {
+                        let beat = beat.take().expect("one reporter");
+                        Reporter::new(bar, "recentfiles", started.clone(), beat)
+                    });
+                    r.output(Output::Quiet { pid });
+                };
+                let mut watch = FetchWatch { max_size: self.cfg.max_recentfile_size, on_quiet: &mut on_quiet };
+                fetch(self, &mut watch)
+            };
+            if let Some(r) = reporter {
+                r.finish();
+            }
+            res
+        };
+        self.on_heartbeat = hook;
+        res
     }
 
     /// Fetch the whole index (link and every recentfile) in one call, with
@@ -127,13 +166,16 @@ impl<'a> Mirror<'a> {
         let remote = self.cfg.remote.clone();
         let settings = self.cfg.rsync.clone();
         let what = format!("fetching the recentfiles of {}", remote.root);
+        self.in_flight = Some(dir.finishing());
         let principal_landed = |d: &FetchDir| {
             if !remote.is_link() {
                 return d.landed(&remote.name);
             }
             matches!(d.link_target(&remote.name), Ok(Some(t)) if d.landed(&t))
         };
-        self.with_retries(&what, || dir.fetch_index_until(&remote, &settings, principal_landed))
+        self.watched_fetch(|m, watch| {
+            m.with_retries(&what, || dir.fetch_index_until(&remote, &settings, watch, principal_landed))
+        })
     }
 
     /// The larger recentfiles a mirror that fell behind needs in this pass,
@@ -479,6 +521,8 @@ impl<'a> Mirror<'a> {
         let mut dels: Vec<usize> = Vec::new();
         let mut safe_dirs = HashSet::new();
         let mut seen_here: HashMap<&str, &Epoch> = HashMap::new();
+        // New events whose place holds something of another type.
+        let mut retyped: Vec<usize> = Vec::new();
         for (ix, e) in f.rf.events.iter().enumerate() {
             if union.covered(&e.epoch) {
                 continue;
@@ -500,12 +544,26 @@ impl<'a> Mirror<'a> {
                 continue;
             }
             if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                refuse(rep, &mut self.state.counters, &f.name, e, reason);
-                mark.push(ix);
+                match (e.kind, blocked_by(&self.cfg.localroot, &e.path, ignore)) {
+                    // The origin replaced a file by a directory: placed below.
+                    (EventKind::New, Some(_)) => retyped.push(ix),
+                    // Nothing of ours can be below a file.
+                    (EventKind::Delete, Some((_, false))) => mark.push(ix),
+                    _ => {
+                        refuse(rep, &mut self.state.counters, &f.name, e, reason);
+                        mark.push(ix);
+                    }
+                }
                 continue;
             }
             match e.kind {
-                EventKind::New => news.push(ix),
+                EventKind::New => {
+                    if fs::symlink_metadata(self.cfg.localroot.join(&e.path)).is_ok_and(|m| m.is_dir()) {
+                        // The origin replaced a directory by a file.
+                        retyped.push(ix);
+                    }
+                    news.push(ix);
+                }
                 EventKind::Delete if self.cfg.skip_deletes => {
                     rep.deletes_skipped += 1;
                     mark.push(ix);
@@ -513,6 +571,41 @@ impl<'a> Mirror<'a> {
                 EventKind::Delete => dels.push(ix),
             }
         }
+        // Type changes: the deletes that stand in the way of a new event
+        // (of the parent it needs as a directory, or below the directory it
+        // replaces), older than it, are applied before the transfers.
+        let newer =
+            |p: &str, e: &Epoch| newest_seen.get(p).is_some_and(|n| n > e) || seen_here.get(p).is_some_and(|n| *n > e);
+        let mut in_the_way: HashSet<usize> = HashSet::new();
+        retyped.retain(|&ix| {
+            let e = &f.rf.events[ix];
+            let below = format!("{}/", e.path);
+            let parent = blocked_by(&self.cfg.localroot, &e.path, ignore);
+            let first: Vec<usize> = dels
+                .iter()
+                .copied()
+                .filter(|&d| {
+                    let de = &f.rf.events[d];
+                    de.epoch < e.epoch
+                        && (parent.as_ref().is_some_and(|(p, _)| *p == de.path) || de.path.starts_with(&below))
+                })
+                .collect();
+            if let Some((p, true)) = &parent {
+                if first.is_empty() && !newer(p, &e.epoch) {
+                    // A symlinked parent the origin did not delete: hostile.
+                    let reason = format!("parent {} is a symlink", shown_path(p));
+                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
+                    mark.push(ix);
+                    return false;
+                }
+            }
+            in_the_way.extend(first);
+            if !news.contains(&ix) {
+                news.push(ix);
+            }
+            true
+        });
+        news.sort_unstable();
         if !self.cfg.dry_run {
             let ds = self.state.done.entry(f.name.clone()).or_default();
             ds.register(&epochs, mark.iter().copied());
@@ -546,16 +639,47 @@ impl<'a> Mirror<'a> {
             }
             return Ok(news.is_empty() && dels.is_empty());
         }
-        let transfers_ok = self.transfer(f, &epochs, &news, ignore, attempted, rep)?;
-        self.check_stop()?;
-        abort_point("before-deletes", 0);
-        // Apply this file's deletes (and mark them done one by one).
         let name = f.name.clone();
         let mut done_ix: Vec<usize> = Vec::new();
         let by_key: HashMap<(String, String), usize> = dels
             .iter()
             .map(|&ix| ((f.rf.events[ix].path.clone(), f.rf.events[ix].epoch.as_str().to_string()), ix))
             .collect();
+        if !retyped.is_empty() {
+            let (first, rest): (Vec<PendingDelete>, Vec<PendingDelete>) =
+                std::mem::take(&mut pending).into_iter().partition(|p| {
+                    by_key
+                        .get(&(p.path.clone(), p.epoch.as_str().to_string()))
+                        .is_some_and(|ix| in_the_way.contains(ix))
+                });
+            self.apply_deletes(ignore, first, newest_seen, rep, &mut |p, _| {
+                if let Some(ix) = by_key.get(&(p.path.clone(), p.epoch.as_str().to_string())) {
+                    done_ix.push(*ix);
+                }
+            })?;
+            // What --max-delete left of them goes with the rest.
+            pending = std::mem::take(&mut self.state.pending_deletes);
+            pending.extend(rest);
+            self.state.pending_deletes = pending.clone();
+            self.state.pending_deletes.extend(carried.iter().cloned());
+            let mut unplaced = Vec::new();
+            for &ix in &retyped {
+                let e = &f.rf.events[ix];
+                let below = format!("{}/", e.path);
+                let under_newer = seen_here.iter().any(|(p, n)| p.starts_with(&below) && **n > e.epoch)
+                    || newest_seen.iter().any(|(p, n)| p.starts_with(&below) && *n > e.epoch);
+                let parent_newer = |p: &str| newer(p, &e.epoch);
+                if self.place(&e.path, &e.epoch, ignore, &parent_newer, under_newer, rep) != Placement::Go {
+                    unplaced.push(ix);
+                }
+            }
+            news.retain(|ix| !unplaced.contains(ix));
+            done_ix.extend(unplaced);
+        }
+        let transfers_ok = self.transfer(f, &epochs, &news, ignore, attempted, rep)?;
+        self.check_stop()?;
+        abort_point("before-deletes", 0);
+        // Apply this file's deletes (and mark them done one by one).
         let all = std::mem::take(&mut pending);
         let left = self.apply_deletes(ignore, all, newest_seen, rep, &mut |p, _| {
             if let Some(ix) = by_key.get(&(p.path.clone(), p.epoch.as_str().to_string())) {

@@ -75,6 +75,12 @@ fn periods() -> (Duration, Duration) {
     (Duration::from_secs(30), Duration::from_secs(10))
 }
 
+/// How long an rsync may be silent before its watcher hears of it
+/// ([`crate::rsync::Output::Quiet`]): often enough for the heartbeat.
+pub(crate) fn quiet_period() -> Duration {
+    periods().1.min(Duration::from_secs(1))
+}
+
 /// Turns a long rsync's output, and its silences, into the bar, log lines
 /// and heartbeats.
 pub(crate) struct Reporter<'a> {
@@ -110,7 +116,7 @@ impl<'a> Reporter<'a> {
     /// How long rsync may be silent before [`Reporter::output`] wants a
     /// [`Output::Quiet`]: often enough for the heartbeat.
     pub fn quiet_period(&self) -> Duration {
-        self.beat_every.min(Duration::from_secs(1))
+        quiet_period()
     }
 
     /// What rsync said (anything but a progress line only counts as time

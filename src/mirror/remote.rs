@@ -25,10 +25,12 @@
 use crate::collection::split_name;
 use crate::interval::Interval;
 use crate::recentfile::Recentfile;
-use crate::rsync::{Rsync, RsyncError};
+use crate::rsync::{Output, Rsync, RsyncError};
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// How rsync reaches the remote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,10 +330,61 @@ pub(crate) struct FetchDir {
     basis: Option<PathBuf>,
     /// An rsync whose files are in place but which is still finishing
     /// ([`FetchDir::fetch_index_until`], [`FetchDir::fetch_until_landed`]);
-    /// joined by `settle`.
-    finishing: std::sync::Mutex<Option<std::thread::JoinHandle<Result<(), RsyncError>>>>,
+    /// joined by `settle`, waited for by [`wait_finished`].
+    finishing: Finishing,
     /// How that rsync ended, if it failed.
     failed: std::sync::Mutex<Option<String>>,
+    /// Names rsync did not fetch because of `--max-size` ([`FetchWatch::max_size`]).
+    oversized: Arc<Mutex<BTreeSet<String>>>,
+}
+
+/// What a fetch of recentfiles is watched with.
+pub(crate) struct FetchWatch<'w> {
+    /// `--max-recentfile-size`: passed to rsync as `--max-size`, so that a
+    /// larger file is refused before its bytes arrive, not after (a hostile
+    /// or broken upstream cannot fill the disk or the link with it).
+    pub max_size: u64,
+    /// Called with rsync's pid whenever it has been quiet for a while
+    /// ([`crate::mirror::progress::quiet_period`]): a long fetch (a slow
+    /// link, a large principal) reports progress and keeps the heartbeat.
+    pub on_quiet: &'w mut dyn FnMut(u32),
+}
+
+impl FetchWatch<'_> {
+    /// rsync's `--max-size`, and its line naming each file it skips for it.
+    fn limit(&self, r: &mut Rsync) {
+        r.arg(format!("--max-size={}", self.max_size));
+        r.arg("--info=skip1");
+    }
+}
+
+/// A fetch still finishing after its files landed, shared with the
+/// [`super::Mirror`] so that it can wait for it ([`wait_finished`]).
+pub(crate) type Finishing = Arc<Mutex<Option<std::thread::JoinHandle<Result<(), RsyncError>>>>>;
+
+/// Wait until the fetch in `f` (if any) has ended, leaving its result to
+/// [`FetchDir::settle`].
+pub(crate) fn wait_finished(f: &Finishing) {
+    while f.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|h| !h.is_finished()) {
+        std::thread::sleep(LANDED_POLL);
+    }
+}
+
+/// The remotes (normalised) whose daemon refused a connection for its
+/// `max connections` while a call of ours was still finishing: for the
+/// rest of the process, their fetches run to their end before anything
+/// else starts, so a pass never competes with itself for the daemon's
+/// slots. Public rsync servers run near their limits.
+static NO_OVERLAP: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Whether a fetch from `remote` may return while its call finishes.
+pub(crate) fn overlap_allowed(remote: &Remote) -> bool {
+    !NO_OVERLAP.lock().unwrap_or_else(|e| e.into_inner()).contains(&remote.normalized())
+}
+
+/// Stop overlapping calls to `remote`; true when they were allowed until now.
+pub(crate) fn forbid_overlap(remote: &Remote) -> bool {
+    NO_OVERLAP.lock().unwrap_or_else(|e| e.into_inner()).insert(remote.normalized())
 }
 
 /// How often a running fetch is looked at for its files.
@@ -351,7 +404,8 @@ impl FetchDir {
             dir,
             whole_index: std::sync::atomic::AtomicBool::new(false),
             basis: None,
-            finishing: std::sync::Mutex::new(None),
+            finishing: Finishing::default(),
+            oversized: Arc::default(),
             failed: std::sync::Mutex::new(None),
         })
     }
@@ -402,11 +456,13 @@ impl FetchDir {
         &self,
         remote: &Remote,
         settings: &RsyncSettings,
+        watch: &mut FetchWatch<'_>,
         mut landed: impl FnMut(&FetchDir) -> bool,
     ) -> Result<bool, RsyncError> {
         let Some(root) = index_root(&remote.name) else { return Ok(false) };
         self.settle_quietly();
         let mut r = self.command(remote, settings);
+        watch.limit(&mut r);
         r.args(["--dirs", "--exclude=*/"]);
         for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json")] {
             r.arg(format!("--include={p}"));
@@ -414,7 +470,7 @@ impl FetchDir {
         r.arg("--exclude=*");
         r.arg(remote.tree_source());
         r.arg(format!("{}/", self.dir.path().display()));
-        self.run_until(r, &mut landed)?;
+        self.run_until(r, overlap_allowed(remote), watch, &mut landed)?;
         self.whole_index.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
@@ -428,27 +484,58 @@ impl FetchDir {
         remote: &Remote,
         settings: &RsyncSettings,
         names: &[&str],
+        watch: &mut FetchWatch<'_>,
     ) -> Result<(), RsyncError> {
         self.settle_quietly();
         let mut r = self.command(remote, settings);
+        watch.limit(&mut r);
         for n in names {
             r.arg(remote.source(n));
         }
         r.arg(format!("{}/", self.dir.path().display()));
-        self.run_until(r, &mut |d: &FetchDir| names.iter().all(|n| d.landed(n)))
+        self.run_until(r, overlap_allowed(remote), watch, &mut |d: &FetchDir| names.iter().all(|n| d.landed(n)))
     }
 
-    /// Run `r` on its own thread until it ends (its error, if it failed) or
-    /// `landed(self)`; in the latter case it goes on finishing, for
-    /// [`FetchDir::settle`].
-    fn run_until(&self, r: Rsync, landed: &mut dyn FnMut(&FetchDir) -> bool) -> Result<(), RsyncError> {
+    /// Run `r` on its own thread until it ends (its error, if it failed) or,
+    /// with `overlap`, `landed(self)`; in the latter case it goes on
+    /// finishing, for [`FetchDir::settle`].
+    ///
+    /// rsync's silences reach `watch` (a long fetch: heartbeat and progress
+    /// lines), and the files `--max-size` kept out are noted for
+    /// [`FetchDir::read_landed`]'s error.
+    fn run_until(
+        &self,
+        r: Rsync,
+        overlap: bool,
+        watch: &mut FetchWatch<'_>,
+        landed: &mut dyn FnMut(&FetchDir) -> bool,
+    ) -> Result<(), RsyncError> {
+        let (quiet_tx, quiet_rx) = std::sync::mpsc::channel::<u32>();
+        let oversized = self.oversized.clone();
+        let quiet = crate::mirror::progress::quiet_period();
         // rsync's death signal follows this thread, which waits for it.
-        let running = std::thread::spawn(move || r.run().map(|_| ()));
+        let running = std::thread::spawn(move || {
+            r.run_watched(Some(quiet), &mut |out| match out {
+                Output::Line(line) => {
+                    if let Some(name) = line.strip_suffix(" is over max-size") {
+                        let name = name.rsplit('/').next().unwrap_or(name).to_string();
+                        oversized.lock().unwrap_or_else(|e| e.into_inner()).insert(name);
+                    }
+                }
+                Output::Quiet { pid } => {
+                    let _ = quiet_tx.send(pid);
+                }
+            })
+            .map(|_| ())
+        });
         loop {
+            for pid in quiet_rx.try_iter() {
+                (watch.on_quiet)(pid);
+            }
             if running.is_finished() {
                 return running.join().unwrap_or_else(|_| Err(internal_error("an rsync thread panicked")));
             }
-            if landed(self) {
+            if overlap && landed(self) {
                 *self.finishing.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
                 return Ok(());
             }
@@ -494,6 +581,11 @@ impl FetchDir {
         let _ = self.settle();
     }
 
+    /// The fetch of this directory that may still be finishing.
+    pub fn finishing(&self) -> Finishing {
+        self.finishing.clone()
+    }
+
     /// Whether a file or link `name` is in place, without waiting for a
     /// finishing fetch.
     pub fn landed(&self, name: &str) -> bool {
@@ -537,6 +629,10 @@ impl FetchDir {
         let len = match fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_file() => m.len(),
             Ok(_) => bail!("remote {name} is not a regular file"),
+            Err(_) if self.oversized.lock().unwrap_or_else(|e| e.into_inner()).contains(name) => bail!(
+                "remote {name} is larger than the limit of {limit} bytes (--max-recentfile-size); rsync \
+                 refused to fetch it (--max-size), nothing of it was read"
+            ),
             Err(_) => return Ok(None),
         };
         if len > limit {

@@ -66,6 +66,34 @@ pub(crate) fn check_event_path(
     None
 }
 
+/// The first parent of `path` under `root` that exists but is not a real
+/// directory (a file, or a symlink, which is never followed), with whether
+/// it is a symlink; the parents above it are real directories. This is
+/// what stands in the way when the origin replaced a file by a directory.
+pub(crate) fn blocking_parent(root: &Path, path: &str) -> Option<(String, bool)> {
+    let mut end = 0;
+    while let Some(i) = path[end..].find('/') {
+        end += i;
+        let parent = &path[..end];
+        end += 1;
+        match fs::symlink_metadata(root.join(parent)) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) => return Some((parent.to_string(), m.file_type().is_symlink())),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// [`blocking_parent`] of a path that passes the pure checks (a hostile
+/// path is refused whatever stands in the tree).
+pub(crate) fn blocked_by(root: &Path, path: &str, ignore: &IgnoreSet) -> Option<(String, bool)> {
+    if check_relative_path(path).is_err() || ignore.is_ignored(path) {
+        return None;
+    }
+    blocking_parent(root, path)
+}
+
 /// One refused event, as reported.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Refusal {
@@ -165,6 +193,8 @@ impl<'a> Mirror<'a> {
             }
             Decision::Adopt => {
                 tracing::info!("adopting {shown} as a mirror of {src} (--adopt)");
+                // Its deletes were asked for (and counted against --max-delete).
+                self.cfg.accept_deletes = true;
                 fresh(&src, &now)
             }
             Decision::NeedPrincipal | Decision::Refuse(_) => unreachable!("handled above"),

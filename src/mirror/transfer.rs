@@ -5,10 +5,10 @@
 //! the paths it could not send recorded as failing, and retries with
 //! backoff.
 
-use super::deletes::{LOST_FOUND, MAX_DELETE_MSG};
+use super::deletes::{Placement, LOST_FOUND, MAX_DELETE_MSG};
 use super::pass::{abort_point, Fetched, PassReport};
 use super::remote::{self, FetchDir, Layout};
-use super::safety::{check_event_path, refuse};
+use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{under_any, Failing};
 use super::Mirror;
 use crate::done;
@@ -75,6 +75,12 @@ impl Index {
     }
 }
 
+/// A whole-tree pass that would delete more than this share of the
+/// mirror's files stops first (DECISIONS.md, "Mass deletes")…
+pub(super) const MASS_DELETE_SHARE: f64 = 0.10;
+/// … when they are at least this many.
+pub(super) const MASS_DELETE_MIN: u64 = 100;
+
 /// rsync's `--out-format` for transfers: item codes, length, name.
 const OUT_FORMAT: &str = "--out-format=%i %l %n";
 
@@ -85,6 +91,8 @@ pub(super) struct Itemized {
     files: u64,
     bytes: u64,
     pub(super) deleted: u64,
+    /// Of those, files (not directories: a dry run names them with a `/`).
+    deleted_files: u64,
     /// Keep [`Itemized::would`] (a dry run).
     listing: bool,
     /// `new PATH` / `delete PATH`.
@@ -103,6 +111,9 @@ impl Itemized {
         if let Some(rest) = line.strip_prefix("*deleting") {
             self.deleted += 1;
             let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
+            if !name.ends_with('/') {
+                self.deleted_files += 1;
+            }
             if self.listing {
                 self.would.push(format!("delete {}", crate::rsync::unescape(name)));
             }
@@ -180,6 +191,21 @@ impl<'a> Mirror<'a> {
         loop {
             match f() {
                 Ok(v) => return Ok(v),
+                Err(e) if e.is_connection_limit() && remote::forbid_overlap(&self.cfg.remote) => {
+                    // Our own fetch, still finishing, most likely holds the
+                    // daemon's last slot: wait for it and try again at once
+                    // (not a failed attempt); from now on no call to this
+                    // remote overlaps another (remote::overlap_allowed).
+                    tracing::info!(
+                        "{}: the daemon refused a connection (max connections reached) while a call of \
+                         ours was finishing; from now on this process runs its calls to it one after another",
+                        self.cfg.remote.root
+                    );
+                    tracing::debug!("{what}: {}", e.details());
+                    if let Some(f) = &self.in_flight {
+                        remote::wait_finished(f);
+                    }
+                }
                 Err(e) => {
                     tracing::debug!("{what}: {}", e.details());
                     if self.stopped() {
@@ -277,6 +303,59 @@ impl<'a> Mirror<'a> {
         Ok(r)
     }
 
+    /// Whether this whole-tree pass would delete a mass of the mirror: more
+    /// than [`MASS_DELETE_SHARE`] of its files and at least
+    /// [`MASS_DELETE_MIN`], not covered by `--max-delete`; then the message
+    /// that names the two ways on. A dirtymark change or a re-bootstrap
+    /// trusts the remote's whole tree, and a module re-pointed at another
+    /// tree by mistake would empty the mirror, so this is asked before
+    /// anything is deleted.
+    ///
+    /// Counted with a dry run of the very rsync that would follow (its
+    /// `*deleting` lines): exact, whatever the recentfiles list (they may
+    /// not name every file, nor directories), at the cost of one more scan
+    /// of both trees, and only on a tree that has enough files to reach
+    /// the minimum. The mirror's files are counted by a walk of the tree.
+    fn mass_deletes(&mut self, layout: &Layout) -> Result<Option<String>> {
+        let root = self.cfg.localroot.clone();
+        let ignore = Self::ignore_set(layout);
+        let ours = |e: &walkdir::DirEntry| {
+            let rel = e.path().strip_prefix(&root).ok().and_then(|r| r.to_str()).unwrap_or("");
+            ignore.is_ignored(rel) || (e.depth() == 1 && e.file_name() == LOST_FOUND)
+        };
+        let files = walkdir::WalkDir::new(&root)
+            .min_depth(1)
+            .into_iter()
+            .filter_entry(|e| !ours(e))
+            .filter(|e| e.as_ref().is_ok_and(|e| !e.file_type().is_dir()))
+            .count() as u64;
+        if files < MASS_DELETE_MIN {
+            return Ok(None);
+        }
+        let r = self.bootstrap_command(layout, true, None, false)?;
+        let mut seen = Itemized::default();
+        self.with_retries("counting the deletes of the whole-tree pass", || {
+            seen = Itemized::default();
+            r.run_with(&mut |l| seen.line(l))
+        })?;
+        let mass =
+            seen.deleted_files >= MASS_DELETE_MIN && seen.deleted_files as f64 > files as f64 * MASS_DELETE_SHARE;
+        if !mass || self.cfg.max_delete.is_some_and(|m| m >= seen.deleted) {
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "the whole-tree pass would delete {} of the mirror's {files} files ({} entries with directories), \
+             more than {:.0} %: stopped before deleting anything (nothing was deleted). If {} really lost \
+             them, run again with --max-delete {} (or more) or --accept-deletes; if it points at the wrong \
+             tree, fix the remote. --dry-run lists the deletes.",
+            seen.deleted_files,
+            seen.deleted,
+            MASS_DELETE_SHARE * 100.0,
+            self.cfg.remote.src,
+            seen.deleted
+        )))
+    }
+
     /// One whole-tree rsync, then everything up to the principal's newest
     /// epoch is done. The recentfiles are fetched before the tree (so they
     /// list nothing the tree lacks), validated, and installed after it
@@ -303,6 +382,16 @@ impl<'a> Mirror<'a> {
             // (Without a done-set the next pass is a whole-tree one anyway.)
             self.state.resync = true;
             self.save()?;
+        }
+        if !dry && !self.cfg.skip_deletes && !std::mem::take(&mut self.cfg.accept_deletes) {
+            if let Some(msg) = self.mass_deletes(layout)? {
+                tracing::warn!("{msg}");
+                rep.mass_deletes_held = true;
+                // Exit 1, as when --max-delete stops deletes; the whole-tree
+                // pass stays owed (a forgotten done-set, or `resync`).
+                rep.max_delete_reached = true;
+                return Ok(());
+            }
         }
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
         // rsync's per-file progress lines only for a bar (mirror::progress).
@@ -382,7 +471,11 @@ impl<'a> Mirror<'a> {
                 );
                 self.state.resync = true;
             }
-            self.record_failures(out, None, fetched, rep);
+            let failed = self.record_failures(out, None, fetched, rep);
+            // The whole tree arrived but what rsync named: a path failing
+            // before (one the origin could not send, or a type change not
+            // placed) is in place now.
+            self.state.failing.retain(|f| failed.contains(&f.path));
         }
         // Leftovers of the Perl client.
         if let Ok(rd) = fs::read_dir(&self.cfg.localroot) {
@@ -520,6 +613,11 @@ impl<'a> Mirror<'a> {
             .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links", "--from0", OUT_FORMAT]);
+        if paths.iter().any(|p| self.replacing.contains_key(*p)) {
+            // A directory the origin replaced by a file (Mirror::place): every
+            // listed path that is a directory here passed the same checks.
+            r.arg("--force");
+        }
         r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
         r.arg(format!("--files-from={}", list.path().display()));
         r.arg(source);
@@ -529,6 +627,7 @@ impl<'a> Mirror<'a> {
             seen = Itemized::default();
             r.run_with(&mut |line| seen.line(line))
         });
+        self.count_replaced(paths, rep);
         // What arrived before a failure arrived too.
         rep.transferred += seen.files;
         rep.bytes += seen.bytes;
@@ -629,16 +728,32 @@ impl<'a> Mirror<'a> {
         let mut safe = HashSet::new();
         let mut todo: Vec<(String, Option<Epoch>)> = Vec::new();
         let mut dropped: Vec<String> = Vec::new();
+        let mut retyped: Vec<(String, Epoch)> = Vec::new();
         for f in &self.state.failing {
             if attempted.contains(&f.path) || superseded(f) {
                 continue;
             }
-            match check_event_path(&self.cfg.localroot, &f.path, ignore, &mut safe) {
-                None => todo.push((f.path.clone(), f.epoch.clone())),
-                Some(why) => {
+            let root = &self.cfg.localroot;
+            let blocked = blocked_by(root, &f.path, ignore).is_some()
+                || fs::symlink_metadata(root.join(&f.path)).is_ok_and(|m| m.is_dir());
+            match (check_event_path(root, &f.path, ignore, &mut safe), &f.epoch) {
+                // A type change not placed yet (Mirror::place).
+                (_, Some(e)) if blocked => retyped.push((f.path.clone(), e.clone())),
+                (None, _) => todo.push((f.path.clone(), f.epoch.clone())),
+                (Some(why), _) => {
                     tracing::info!("no longer retrying {}: {why}", shown_path(&f.path));
                     dropped.push(f.path.clone());
                 }
+            }
+        }
+        for (path, epoch) in retyped {
+            let below = format!("{path}/");
+            let under_newer = seen.iter().any(|(p, n)| p.starts_with(&below) && *n > epoch);
+            let parent_newer = |p: &str| seen.get(p).is_some_and(|n| *n > epoch);
+            match self.place(&path, &epoch, ignore, &parent_newer, under_newer, rep) {
+                Placement::Go => todo.push((path, Some(epoch))),
+                Placement::Superseded => dropped.push(path),
+                Placement::Failing => {}
             }
         }
         self.state.failing.retain(|f| !dropped.contains(&f.path));

@@ -59,6 +59,8 @@ pub struct Options {
     pub options: OptionLayer,
     /// `--loop`: passes until SIGINT/SIGTERM instead of one.
     pub looping: bool,
+    /// `--accept-deletes`: the next whole-tree pass may delete a mass of the tree.
+    pub accept_deletes: bool,
     /// List what would be transferred and deleted; change nothing.
     pub dry_run: bool,
     /// Reconcile once with a whole-tree rsync.
@@ -75,7 +77,7 @@ pub struct Options {
 impl Options {
     /// The run's settings that every tree shares.
     pub(crate) fn flags(&self, progress: bool) -> RunFlags {
-        RunFlags { dry_run: self.dry_run, progress }
+        RunFlags { dry_run: self.dry_run, progress, accept_deletes: self.accept_deletes }
     }
 }
 

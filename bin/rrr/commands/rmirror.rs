@@ -35,6 +35,10 @@ pub struct RmirrorArgs {
     /// Apply at most N deletes in this run; the rest stays pending.
     #[arg(long, value_name = "N")]
     pub max_delete: Option<u64>,
+    /// Let the next whole-tree pass of this run delete more than 10 % of
+    /// the mirror's files (command line only).
+    #[arg(long)]
+    pub accept_deletes: bool,
     /// Paths per rsync call (default 20000).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_files_per_connection: Option<u64>,
@@ -143,6 +147,7 @@ impl From<RmirrorArgs> for Options {
                 full_every: a.full_every,
             },
             looping: a.looping,
+            accept_deletes: a.accept_deletes,
             dry_run: a.dry_run,
             full: a.full,
             adopt: a.adopt,

@@ -10,6 +10,7 @@ mod cli;
 mod demo;
 mod format;
 mod locks;
+mod names;
 mod operator;
 mod origin;
 mod patterns;

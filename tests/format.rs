@@ -172,14 +172,22 @@ fn bad_input_fails_clearly() {
         assert!(!err.contains("panicked"), "{what}: {err}");
         eprintln!("{what}: {err}");
     }
-    // A non-UTF-8 path.
+    // A path that is not UTF-8 is one skipped event, named with its line;
+    // a meta value that is not UTF-8 breaks the file.
     let mut bytes = HEAD.as_bytes().to_vec();
-    bytes.extend_from_slice(b"  - \n    epoch: '1700000001.0'\n    path: caf\xe9\n    type: new\n");
+    bytes.extend_from_slice(b"  - \n    epoch: '1700000002.0'\n    path: caf\xe9\n    type: new\n");
+    bytes.extend_from_slice(ev("1700000001.0", "b").as_bytes());
     let f = dir.path().join("RECENT-1h.yaml");
-    fs::write(&f, bytes).unwrap();
+    fs::write(&f, &bytes).unwrap();
+    let o = rrr(&["news", "--local", dir.path().join("RECENT.recent").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "1700000001.0\tnew\tb\n");
+    assert!(stderr(&o).contains("line 11") && stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+    let bad_meta = [b"--- \nmeta: \n  comment: caf\xe9\n".as_slice(), &bytes[12..]].concat();
+    fs::write(&f, bad_meta).unwrap();
     let o = rrr(&["news", "--local", dir.path().join("RECENT.recent").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("line 13") && stderr(&o).contains("UTF-8"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 3: not valid UTF-8"), "{}", stderr(&o));
 }
 
 #[test]

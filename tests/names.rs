@@ -87,3 +87,99 @@ fn an_unreadable_upstream_event_is_one_refused_event() {
     let again = rmirror(&src, &target);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
 }
+
+/// Names with control characters (valid UTF-8), each as the kernel, the
+/// Perl tools and rsync take it.
+const CONTROL_NAMES: &[&str] = &[
+    "tab\there",
+    "new\nline",
+    "cr\r",
+    "\r",
+    "\rlead",
+    "bell\x07",
+    "esc\x1b[1m",
+    "del\x7f",
+    "c1\u{85}nel\u{9f}",
+    "dir\twith/ctl\x01file",
+    "back\\slash\\n",
+    " lead space",
+    "trail space ",
+    "\u{2028}sep",
+];
+
+/// Every file below `root` (relative, sorted), without rrr's own files.
+fn files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_str().unwrap().to_string();
+            if rel == ".rrr" || rel.starts_with("RECENT") {
+                continue;
+            }
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn names_with_control_characters_are_indexed_and_mirrored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    let (first, later) = CONTROL_NAMES.split_at(CONTROL_NAMES.len() / 2);
+    write(&origin, "plain.txt", "plain\n");
+    for n in first {
+        write(&origin, n, &format!("{n:?}\n"));
+    }
+    let init = rrr(&["init", s(&origin)]);
+    assert_eq!(init.status.code(), Some(0), "{}", stderr(&init));
+    let d = RsyncDaemon::start(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    let o = rmirror(&src, &target);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(files(&target), files(&origin));
+
+    // Later ones through `rrr update` and an incremental pass (a
+    // --files-from list of exactly these names).
+    let mut args: Vec<String> = vec!["update".into(), principal(&origin)];
+    for n in later {
+        write(&origin, n, &format!("{n:?}\n"));
+        args.push(origin.join(n).to_str().unwrap().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&args);
+    let o = rmirror(&src, &target);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
+    assert_eq!(v["transferred"], later.len(), "{v}");
+    assert_eq!(files(&target), files(&origin));
+    for n in CONTROL_NAMES {
+        assert_eq!(fs::read_to_string(target.join(n)).unwrap(), format!("{n:?}\n"), "{n:?}");
+    }
+
+    // news: one line per path, control characters escaped as `ls -b`
+    // does; --json gives every name back exactly.
+    let text = ok(&["news", "--local", &principal(&origin)]);
+    assert_eq!(text.lines().count(), CONTROL_NAMES.len() + 1, "{text}");
+    for (name, shown) in
+        [("new\nline", "new\\nline"), ("esc\x1b[1m", "esc\\033[1m"), ("back\\slash\\n", "back\\\\slash\\\\n")]
+    {
+        assert!(text.contains(&format!("\tnew\t{shown}\n")), "{shown:?} for {name:?} in {text}");
+    }
+    assert!(!text.contains('\r') && !text.contains('\x1b'), "{text:?}");
+    let json = ok(&["news", "--local", &principal(&origin), "--json"]);
+    let mut listed: Vec<String> =
+        json.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["path"].as_str().unwrap().to_string()).collect();
+    listed.sort();
+    assert_eq!(listed, files(&origin));
+    // fsck agrees with the tree.
+    let fsck = rrr(&["fsck", &principal(&origin)]);
+    assert_eq!(fsck.status.code(), Some(0), "{}{}", stdout(&fsck), stderr(&fsck));
+}

@@ -371,10 +371,10 @@ fn racing_updates_lose_nothing() {
 fn update_refuses_paths_outside_the_root() {
     let (tmp, root) = small_origin(1);
     let sibling = tmp.path().join("origin2/file");
-    for bad in [sibling.to_str().unwrap(), "/etc/passwd", "../x", "a\nb"] {
+    for bad in [sibling.to_str().unwrap(), "/etc/passwd", "../x"] {
         let o = rrr(&["update", &principal(&root), bad]);
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
-        assert!(stderr(&o).contains("outside") || stderr(&o).contains("control"), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("outside"), "{bad:?}: {}", stderr(&o));
     }
     let inside = root.join("d/../d/f0");
     ok(&["update", &principal(&root), inside.to_str().unwrap()]);

@@ -51,7 +51,7 @@ pub(crate) enum Finding {
     IntervalMismatch { file: String, meta_interval: String },
     /// An event the reader skipped (unknown type).
     SkippedEvent { file: String, line: Option<usize>, epoch: String, path: String, reason: String },
-    /// A tree entry that cannot be indexed (not UTF-8, control characters).
+    /// A tree entry that cannot be indexed (a name that is not UTF-8).
     Unindexable { path: String, reason: String },
 }
 

@@ -350,7 +350,7 @@ fn strict_events<R: Read>(items: &mut Items<R>, events: &mut Vec<Event>) -> std:
         }
         prev_dot = dot;
         let Some(path) = decode_path(it.path, it.path_special) else { return false };
-        if path.len() > MAX_PATH || path.contains(NOT_UTF8) {
+        if path.len() > MAX_PATH {
             return false;
         }
         events.push(Event { epoch, path, kind: it.kind });
@@ -582,13 +582,15 @@ fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
     v != "null"
 }
 
-/// A path value decoded as the line reader decodes it, or `None`.
+/// A path value decoded as the line reader decodes it, or `None` (also
+/// for a name that is not UTF-8, which only a quoted value can spell:
+/// the line reader and `validate` skip that event).
 fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
     if plain_path_ok_with(v, colon_or_hash) {
         return Some(v.to_string());
     }
     match v.as_bytes().first()? {
-        b'\'' | b'"' => fast_scalar(v),
+        b'\'' | b'"' => fast_scalar(v).filter(|p| !p.contains(NOT_UTF8)),
         _ => None,
     }
 }
@@ -1319,6 +1321,7 @@ mod tests {
             item("'1700000002.5'", "a ", "new"),                              // trailing space
             item("'1700000002.5'", "a #c", "new"),                            // comment
             item("'1700000002.5'", "~", "new"),                               // null
+            item("'1700000002.5'", "\"caf\\xE9\"", "new"),                    // not UTF-8
             item("'1700000002.5'", &"x".repeat(5000), "new"),                 // long path
             ok[..ok.len() - 5].to_string(),                                   // truncated
             ok.clone() + "\n",                                                // blank line

@@ -523,6 +523,24 @@ mod tests {
         }
     }
 
+    /// Items are read one by one only where the whole document fails: an
+    /// alias to another item's anchor is still read.
+    #[test]
+    fn a_valid_document_is_read_whole() {
+        let doc = [
+            HEAD,
+            b"  - epoch: '3.5'\n    path: &p a/x\n    type: new\n  - epoch: '2.5'\n    path: *p\n    type: delete\n",
+        ]
+        .concat();
+        let rf = parse_bytes(&doc, Format::Yaml).unwrap();
+        let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!((paths, rf.skipped.len()), (vec!["a/x", "a/x"], 0));
+        // With a broken item beside them, the others are still read.
+        let broken = [&doc[..], b"  - \n    epoch: '1.5'\n    path: [x\n    type: new\n"].concat();
+        let rf = parse_bytes(&broken, Format::Yaml).unwrap();
+        assert_eq!((rf.events.len(), rf.skipped.len()), (1, 2), "{rf:?}");
+    }
+
     #[test]
     fn json_events_without_a_path_or_type_are_skipped() {
         let json = br#"{"meta":{"interval":"1h"},"recent":[{"epoch":"3.5","path":"a","type":"new"},{"epoch":"2.5","path":null,"type":"new"},{"epoch":"1.5","path":{"x":1},"type":"new"},{"epoch":"1.2","path":"b"},{"epoch":"1.1","path":"c","type":"delete"}]}"#;

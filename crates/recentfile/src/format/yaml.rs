@@ -204,7 +204,18 @@ pub(crate) const MAX_LINE: usize = 1 << 20;
 pub fn parse(text: &str) -> Result<RawDoc, ReadError> {
     match fast_parse(text)? {
         Some(doc) => Ok(doc),
-        None => general_parse(text).or_else(|e| itemwise_parse(text).ok_or(e)),
+        None => match itemwise_parse(text) {
+            // Items that each parse alone, or nothing (no anchor or alias)
+            // that the whole document could read better: the general
+            // parse of a Z file costs seconds.
+            Some(doc)
+                if doc.events.iter().all(|e| e.problem.is_none()) || !(text.contains('&') || text.contains('*')) =>
+            {
+                Ok(doc)
+            }
+            Some(doc) => general_parse(text).or(Ok(doc)),
+            None => general_parse(text),
+        },
     }
 }
 
@@ -1157,7 +1168,15 @@ fn itemwise_parse(text: &str) -> Option<RawDoc> {
         }
     }
     let mut events = Vec::with_capacity(items.len());
+    let crlf = text.split('\n').next().is_some_and(|l| l.ends_with('\r'));
     for (line, lines) in items {
+        // Nearly every item is in a layout the line reader takes.
+        let mut one = Vec::with_capacity(1);
+        let text = lines.join("\n");
+        if let (Ok(true), 1) = (fast_events(&text, line - 1, crlf, &mut one), one.len()) {
+            events.append(&mut one);
+            continue;
+        }
         let block: String = lines.iter().map(|l| format!("{}\n", &l[2..])).collect();
         let parsed: Result<Vec<GeneralEvent>, _> = serde_saphyr::from_str(&resolve_byte_escapes(&block));
         let problem = match parsed {

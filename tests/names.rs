@@ -183,3 +183,43 @@ fn names_with_control_characters_are_indexed_and_mirrored() {
     let fsck = rrr(&["fsck", &principal(&origin)]);
     assert_eq!(fsck.status.code(), Some(0), "{}{}", stdout(&fsck), stderr(&fsck));
 }
+
+/// The paths `news --json` lists for the collection at `root`.
+fn listed(root: &Path) -> Vec<String> {
+    let json = ok(&["news", "--local", &principal(root), "--json"]);
+    let mut out: Vec<String> =
+        json.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["path"].as_str().unwrap().to_string()).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn watch_records_names_with_control_characters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("origin");
+    write(&root, "plain.txt", "plain\n");
+    ok(&["init", s(&root)]);
+    let log = fs::File::create(tmp.path().join("watch.log")).unwrap();
+    let mut child = std::process::Command::new(rrr_bin())
+        .args(["watch", s(&root), "--json-log", "--batch-delay", "200"])
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let read_log = || fs::read_to_string(tmp.path().join("watch.log")).unwrap_or_default();
+    wait_for("the watch daemon to start", std::time::Duration::from_secs(20), || {
+        read_log().contains("\"kind\":\"start\"")
+    });
+    for n in CONTROL_NAMES {
+        write(&root, n, &format!("{n:?}\n"));
+    }
+    let all_listed = poll_until(std::time::Duration::from_secs(20), || listed(&root) == files(&root));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert!(all_listed, "listed {:?}\nfiles {:?}\n{}", listed(&root), files(&root), read_log());
+    assert_eq!(status.code(), Some(0), "{}", read_log());
+    assert!(!read_log().contains("\"level\":\"warn"), "{}", read_log());
+    let fsck = rrr(&["fsck", &principal(&root)]);
+    assert_eq!(fsck.status.code(), Some(0), "{}{}", stdout(&fsck), stderr(&fsck));
+}

@@ -223,3 +223,23 @@ fn watch_records_names_with_control_characters() {
     let fsck = rrr(&["fsck", &principal(&root)]);
     assert_eq!(fsck.status.code(), Some(0), "{}{}", stdout(&fsck), stderr(&fsck));
 }
+
+#[test]
+fn a_writer_never_drops_an_event_it_cannot_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("origin");
+    write(&origin, "a.txt", "a\n");
+    ok(&["--now", "1700000000.5", "init", s(&origin)]);
+    // A Perl writer on the same tree indexed a name that is not UTF-8.
+    prepend_items(&origin, &item("1700000100.5", b"caf\xe9.txt", "new"));
+    let before = fs::read(origin.join("RECENT-1h.yaml")).unwrap();
+    write(&origin, "b.txt", "b\n");
+    let o = rrr(&["update", &principal(&origin), s(&origin.join("b.txt"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("event 1700000100.5 caf\u{FFFD}.txt: the path is not valid UTF-8; rrr would drop it"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read(origin.join("RECENT-1h.yaml")).unwrap(), before, "the file was rewritten");
+}

@@ -319,7 +319,7 @@ fn fsck_finds_each_kind_of_difference_and_repairs() {
     fs::write(&six, rrr::recentfile::serialize(&rf, rrr::recentfile::Format::Yaml, &prod)).unwrap();
     let o = rrr(&["fsck", &principal(&root)]);
     assert!(stdout(&o).contains("gap\tRECENT-6h.yaml") || stdout(&o).contains("gap\tRECENT-1h.yaml"), "{}", stdout(&o));
-    fs::write(&six, text.replace("type: new", "type: new\n    type: new")).unwrap();
+    fs::write(&six, text.replacen("epoch: '", "epoch: 'x", 1)).unwrap();
     let o = rrr(&["fsck", "--repair", &principal(&root)]);
     assert_eq!(o.status.code(), Some(2), "repair refused on an unreadable file");
     assert!(stdout(&o).contains("unreadable\tRECENT-6h.yaml"), "{}", stdout(&o));

@@ -361,8 +361,9 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
         // it out), so the rest of the file is still mirrored.
         let (path, kind) = match event_parts(&ev) {
             Ok(parts) => parts,
-            Err((path, reason)) => {
-                rf.skipped.push(Skipped { line: ev.line, epoch: epoch.into_string(), path, reason });
+            Err((path, reason, keep)) => {
+                let (line, epoch) = (ev.line, epoch.into_string());
+                rf.skipped.push(Skipped { line, epoch, path, reason, keep_on_rewrite: keep });
                 continue;
             }
         };
@@ -385,29 +386,30 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
 }
 
 /// The path and type of an event whose epoch was read, or (the path as
-/// far as it is known, why the event is skipped).
-fn event_parts(ev: &RawEvent) -> Result<(String, EventKind), (String, String)> {
+/// far as it is known, why the event is skipped, whether a rewrite must
+/// keep it: [`Skipped::keep_on_rewrite`]).
+fn event_parts(ev: &RawEvent) -> Result<(String, EventKind), (String, String, bool)> {
     let path = ev.path.clone().unwrap_or_default();
     if let Some(problem) = &ev.problem {
-        return Err((path, problem.clone()));
+        return Err((path, problem.clone(), true));
     }
     let Some(path) = ev.path.clone() else {
         // YAML::Syck loads a path of "\r" as undef, and Perl writes it back as `~`.
-        return Err((path, "the event has no path (`path: ~` or none)".into()));
+        return Err((path, "the event has no path (`path: ~` or none)".into(), false));
     };
     if let Some(at) = path.find(NOT_UTF8) {
         let shown = format!("{}{}", &path[..at], &path[at + NOT_UTF8.len()..]);
-        return Err((shown, "the path is not valid UTF-8".into()));
+        return Err((shown, "the path is not valid UTF-8".into(), true));
     }
     if path.len() > MAX_PATH_BYTES {
-        return Err((path.clone(), format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len())));
+        return Err((path.clone(), format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len()), false));
     }
     let Some(kind) = ev.kind.as_deref() else {
-        return Err((path, "the event has no type".into()));
+        return Err((path, "the event has no type".into(), true));
     };
     match EventKind::parse(kind) {
         Some(kind) => Ok((path, kind)),
-        None => Err((path, format!("unknown event type {kind:?}"))),
+        None => Err((path, format!("unknown event type {kind:?}"), false)),
     }
 }
 

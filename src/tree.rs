@@ -71,8 +71,9 @@ pub struct Entry {
 }
 
 /// Walk `root` and call `each` for every file and symlink not ignored.
-/// Paths that are not UTF-8 or hold control characters cannot be
-/// recorded; they are reported through `skipped` and left out.
+/// Names with any character but NUL are recorded, control characters
+/// included; names that are not UTF-8 cannot be yet: they are reported
+/// through `skipped` and left out.
 ///
 /// Depth first, each directory's entries in the order the directory lists
 /// them, a directory's contents right after the directory itself (the

@@ -172,14 +172,22 @@ fn bad_input_fails_clearly() {
         assert!(!err.contains("panicked"), "{what}: {err}");
         eprintln!("{what}: {err}");
     }
-    // A non-UTF-8 path.
+    // A path that is not UTF-8 is one skipped event, named with its line;
+    // a meta value that is not UTF-8 breaks the file.
     let mut bytes = HEAD.as_bytes().to_vec();
-    bytes.extend_from_slice(b"  - \n    epoch: '1700000001.0'\n    path: caf\xe9\n    type: new\n");
+    bytes.extend_from_slice(b"  - \n    epoch: '1700000002.0'\n    path: caf\xe9\n    type: new\n");
+    bytes.extend_from_slice(ev("1700000001.0", "b").as_bytes());
     let f = dir.path().join("RECENT-1h.yaml");
-    fs::write(&f, bytes).unwrap();
+    fs::write(&f, &bytes).unwrap();
+    let o = rrr(&["news", "--local", dir.path().join("RECENT.recent").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "1700000001.0\tnew\tb\n");
+    assert!(stderr(&o).contains("line 11") && stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+    let bad_meta = [b"--- \nmeta: \n  comment: caf\xe9\n".as_slice(), &bytes[12..]].concat();
+    fs::write(&f, bad_meta).unwrap();
     let o = rrr(&["news", "--local", dir.path().join("RECENT.recent").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("line 13") && stderr(&o).contains("UTF-8"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 3: not valid UTF-8"), "{}", stderr(&o));
 }
 
 #[test]
@@ -414,12 +422,50 @@ fn generated_names(random: usize) -> Vec<String> {
     for _ in 0..random {
         names.push(strategy.new_tree(&mut runner).unwrap().current());
     }
-    // Paths are printable (writers refuse control characters), non-empty,
-    // at most 4096 bytes.
-    names.retain(|n| !n.is_empty() && n.len() <= 4096 && !n.chars().any(|c| (c as u32) < 0x20 || c == '\x7f'));
+    names.extend(control_names());
+    // Paths are non-empty, without NUL, at most 4096 bytes.
+    names.retain(|n| !n.is_empty() && n.len() <= 4096 && !n.contains('\0'));
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
     names
+}
+
+/// Every C0 control character, DEL, a sample of C1 controls and of other
+/// characters that YAML or Syck treat specially (NBSP, NEL, the Unicode
+/// line and paragraph separators, BOM), alone and in every position of a
+/// name: the names the kernel allows that writers once refused.
+fn control_names() -> Vec<String> {
+    let mut chars: Vec<char> = (1u8..0x20).map(char::from).collect();
+    chars.extend(['\x7f', '\u{80}', '\u{85}', '\u{8d}', '\u{9f}', '\u{a0}', '\u{2028}', '\u{2029}', '\u{feff}']);
+    let mut names = Vec::new();
+    for c in chars {
+        for form in [
+            "{}",
+            "{}{}",
+            "a{}",
+            "{}a",
+            "a{}b",
+            "dir/{}/f",
+            "id/A/x{}.tar.gz",
+            "{} ",
+            " {}",
+            "'{}",
+            "\"{}",
+            "a: {}",
+            "{}#",
+        ] {
+            names.push(form.replace("{}", &c.to_string()));
+        }
+    }
+    names.push("\t\n\r\x0b\x0c\x1b[31mred\x1b[0m".into());
+    names
+}
+
+/// Whether YAML::Syck itself loses `name` when it loads its own dump: it
+/// writes a name ending in CR plain (`path: a\r`) and its reader takes that
+/// CR for part of the line end. rrr reads such a name back exactly.
+fn syck_loses(name: &str) -> bool {
+    name.ends_with('\r') && !recentfile::syck::scalar(name).starts_with('"')
 }
 
 /// How many random names the differential tests draw: a few thousand in CI
@@ -504,10 +550,17 @@ fn yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes() {
         match answers[3 * i].strip_prefix("ok") {
             None => problems.push(format!("chunk {i}: YAML::Syck cannot load rrr's file: {}", answers[3 * i])),
             Some(paths) => {
-                let loaded: Vec<String> =
-                    paths.split_whitespace().map(|h| String::from_utf8_lossy(&unhex(h)).into_owned()).collect();
+                let loaded: Vec<String> = paths
+                    .split_whitespace()
+                    .map(|h| if h == "undef" { h.to_string() } else { String::from_utf8_lossy(&unhex(h)).into_owned() })
+                    .collect();
                 for (want, got) in chunk.iter().zip(&loaded) {
-                    if want != got {
+                    if syck_loses(want) {
+                        let lost = &want[..want.len() - 1];
+                        if *got != if lost.is_empty() { "undef" } else { lost } {
+                            problems.push(format!("{want:?}: YAML::Syck loads {got:?}, not even its own loss"));
+                        }
+                    } else if want != got {
                         problems.push(format!("{want:?}: YAML::Syck loads {got:?}"));
                     }
                 }
@@ -518,7 +571,7 @@ fn yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes() {
         }
         let (ours, theirs, own) = &written[i];
         // Syck writes the loaded document back byte for byte as rrr wrote it ...
-        if answers[3 * i + 1] == "ok" {
+        if answers[3 * i + 1] == "ok" && !chunk.iter().any(|n| syck_loses(n)) {
             let syck_bytes = fs::read(theirs).unwrap();
             if syck_bytes != *ours {
                 let a = String::from_utf8_lossy(ours);
@@ -549,6 +602,9 @@ fn yaml_syck_loads_what_rrr_writes_and_rrr_reads_what_yaml_syck_writes() {
                         problems.push(format!("chunk {i}: rrr's {how} reads Syck's file differently: {bad:?}"));
                     }
                 }
+                // The strict reader is a fast path: it may leave a name
+                // ending in CR to the line reader.
+                Err(_) if how == "strict reader" && chunk.iter().any(|n| n.ends_with('\r')) => {}
                 Err(e) => problems.push(format!("chunk {i}: rrr's {how} cannot read Syck's file: {e}")),
             }
         }

@@ -319,7 +319,7 @@ fn fsck_finds_each_kind_of_difference_and_repairs() {
     fs::write(&six, rrr::recentfile::serialize(&rf, rrr::recentfile::Format::Yaml, &prod)).unwrap();
     let o = rrr(&["fsck", &principal(&root)]);
     assert!(stdout(&o).contains("gap\tRECENT-6h.yaml") || stdout(&o).contains("gap\tRECENT-1h.yaml"), "{}", stdout(&o));
-    fs::write(&six, text.replace("type: new", "type: new\n    type: new")).unwrap();
+    fs::write(&six, text.replacen("epoch: '", "epoch: 'x", 1)).unwrap();
     let o = rrr(&["fsck", "--repair", &principal(&root)]);
     assert_eq!(o.status.code(), Some(2), "repair refused on an unreadable file");
     assert!(stdout(&o).contains("unreadable\tRECENT-6h.yaml"), "{}", stdout(&o));
@@ -373,10 +373,10 @@ fn racing_updates_lose_nothing() {
 fn update_refuses_paths_outside_the_root() {
     let (tmp, root) = small_origin(1);
     let sibling = tmp.path().join("origin2/file");
-    for bad in [sibling.to_str().unwrap(), "/etc/passwd", "../x", "a\nb"] {
+    for bad in [sibling.to_str().unwrap(), "/etc/passwd", "../x"] {
         let o = rrr(&["update", &principal(&root), bad]);
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
-        assert!(stderr(&o).contains("outside") || stderr(&o).contains("control"), "{bad:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("outside"), "{bad:?}: {}", stderr(&o));
     }
     let inside = root.join("d/../d/f0");
     ok(&["update", &principal(&root), inside.to_str().unwrap()]);

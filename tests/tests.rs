@@ -13,6 +13,7 @@ mod fleet;
 mod format;
 mod locks;
 mod mixed_writers;
+mod names;
 mod operator;
 mod origin;
 mod packaging;

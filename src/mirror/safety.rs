@@ -408,12 +408,14 @@ mod tests {
         assert_eq!(check("a/b/c"), None);
         assert_eq!(check("new/dir/x"), None);
         assert_eq!(check("link"), None, "a symlink itself may be replaced or deleted");
+        for name in ["a\nb", "tab\there", "cr\r", "\x01\x7f\u{85}"] {
+            assert_eq!(check(name), None, "control characters are part of names: {name:?}");
+        }
         let long = "x".repeat(4097);
         for bad in [
             "../x",
             "/abs",
             "a/../b",
-            "a\nb",
             "a\0b",
             "link/x",
             "f/x",

@@ -49,9 +49,9 @@ pub(crate) enum Finding {
     Gap { file: String, oldest: String, next_file: String, next_newest: String },
     /// meta.interval differs from the file name's interval (a warning).
     IntervalMismatch { file: String, meta_interval: String },
-    /// An event the reader skipped (unknown type).
+    /// An event the reader skipped (unknown type, unreadable path or item).
     SkippedEvent { file: String, line: Option<usize>, epoch: String, path: String, reason: String },
-    /// A tree entry that cannot be indexed (not UTF-8, control characters).
+    /// A tree entry that cannot be indexed (a name that is not UTF-8).
     Unindexable { path: String, reason: String },
 }
 

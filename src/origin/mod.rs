@@ -106,6 +106,18 @@ pub(crate) fn load_after(
         Some((rf, file)) => (rf, true, Some(file)),
         None => (blank(coll, iv), false, None),
     };
+    // A rewrite leaves out what the reader skipped: never an event that
+    // another reader (a Perl tool) still uses.
+    if let Some(s) = rf.skipped.iter().find(|s| s.keep_on_rewrite) {
+        anyhow::bail!(
+            "cannot rewrite {}: {}event {} {}: {}; rrr would drop it (fix or remove that event first)",
+            path.display(),
+            s.line.map(|l| format!("line {l}: ")).unwrap_or_default(),
+            s.epoch,
+            recentfile::shown_path(&s.path),
+            s.reason
+        );
+    }
     let on_disk = if existed {
         Some(MinMax { max: rf.newest().map(|e| e.epoch.clone()), min: rf.oldest().map(|e| e.epoch.clone()), mtime })
     } else {

@@ -148,7 +148,8 @@ fn sort_newest_first(events: &mut [&Event]) {
 }
 
 /// One line of `rrr news`: `EPOCH<TAB>TYPE<TAB>PATH` with control
-/// characters escaped, or with `json` the object
+/// characters escaped as `ls -b` does ([`crate::format::escape_path`]),
+/// or with `json` the object (lossless: JSON's string escapes)
 /// `{"epoch":"…","type":"…","path":"…"}`.
 pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> std::io::Result<()> {
     if json {
@@ -168,7 +169,7 @@ pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> s
     // million lines.
     out.write_all(e.epoch.as_str().as_bytes())?;
     out.write_all(if e.kind == EventKind::New { &b"\tnew\t"[..] } else { &b"\tdelete\t"[..] })?;
-    if e.path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\') {
+    if crate::format::needs_escape(&e.path) {
         out.write_all(crate::format::escape_path(&e.path).as_bytes())?;
     } else {
         out.write_all(e.path.as_bytes())?;

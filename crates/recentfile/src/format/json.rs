@@ -140,6 +140,7 @@ pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
             epoch: e.get("epoch").and_then(scalar_text),
             path: e.get("path").and_then(scalar_text),
             kind: e.get("type").and_then(scalar_text),
+            problem: None,
         })
         .collect();
     Ok(RawDoc { meta, events })

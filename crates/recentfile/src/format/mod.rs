@@ -217,6 +217,12 @@ pub struct Skipped {
     pub path: String,
     /// Why it was skipped.
     pub reason: String,
+    /// Whether a writer that rewrote the file without this event would
+    /// lose one that other readers use (a Perl tool reads a name that is
+    /// not UTF-8, or an item rrr's YAML reader rejects): rrr's writers
+    /// refuse to rewrite such a file. An unknown type, an over-long path
+    /// and a missing path (`path: ~`) are useless to every reader.
+    pub keep_on_rewrite: bool,
 }
 
 /// One recentfile: meta plus events, newest first.
@@ -320,14 +326,17 @@ pub fn serialize(rf: &Recentfile, format: Format, producer: &Producer) -> Vec<u8
     }
 }
 
-/// Why a path may not be written into a recentfile or acted on by a mirror.
-/// Control characters, absolute paths, empty, `.` and `..` components.
+/// Why a path may not be written into a recentfile or acted on by a mirror:
+/// empty, NUL, absolute, over 4096 bytes, empty, `.` and `..` components.
+/// Every other character is allowed, control characters included (tab,
+/// newline, CR, DEL, C1): the kernel, the Perl tools and rsync take them,
+/// and YAML::Syck writes them quoted.
 pub fn check_relative_path(path: &str) -> Result<(), String> {
     if path.is_empty() {
         return Err("empty path".into());
     }
-    if let Some(c) = path.chars().find(|c| (*c as u32) < 0x20 || *c == '\x7f') {
-        return Err(format!("path contains control character {:?}", c));
+    if path.contains('\0') {
+        return Err("path contains NUL".into());
     }
     if path.starts_with('/') {
         return Err("absolute path".into());
@@ -345,19 +354,40 @@ pub fn check_relative_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A path made safe to print on one line: control characters escaped.
+/// A path made safe to print on one line, as `ls -b` (GNU's escape
+/// quoting) shows it: `\\` for a backslash, `\t`, `\n`, `\r`, `\a`,
+/// `\b`, `\f`, `\v`, and every other control character (C0, DEL, C1) as
+/// the octal escapes of its UTF-8 bytes (`\033`, `\177`, `\302\205`).
+/// Unlike `ls -b`, spaces stay as they are (news separates fields by tabs).
 pub fn escape_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {
-        if (c as u32) < 0x20 || c == '\x7f' {
-            out.push_str(&format!("\\x{:02X}", c as u32));
-        } else if c == '\\' {
-            out.push_str("\\\\");
-        } else {
-            out.push(c);
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            '\x0b' => out.push_str("\\v"),
+            c if c.is_control() => {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{b:03o}"));
+                }
+            }
+            c => out.push(c),
         }
     }
     out
+}
+
+/// Whether [`escape_path`] would change `path` (cheap: most paths are
+/// plain ASCII without a backslash).
+pub fn needs_escape(path: &str) -> bool {
+    // 0xC2 starts U+0080..U+00BF, where the C1 controls are.
+    path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\' || b == 0xc2) && escape_path(path) != path
 }
 
 /// [`escape_path`] for messages: a path over 256 bytes (a hostile one can
@@ -398,7 +428,7 @@ mod tests {
         }
         let shown = shown_path(&long);
         assert!(shown.len() < 300 && shown.ends_with("… (5001 bytes)"), "{shown}");
-        assert_eq!(shown_path("a\nb"), "a\\x0Ab");
+        assert_eq!(shown_path("a\nb"), "a\\nb");
     }
 
     fn events(paths: &[&str]) -> Vec<Event> {
@@ -407,6 +437,26 @@ mod tests {
             .enumerate()
             .map(|(i, p)| Event::new(Epoch::from_whole_seconds(1000 - i as i64), *p, EventKind::New))
             .collect()
+    }
+
+    #[test]
+    fn paths_are_escaped_as_ls_b_does() {
+        for (path, shown) in [
+            ("plain/a b", "plain/a b"),
+            ("a\tb", "a\\tb"),
+            ("c\nd", "c\\nd"),
+            ("e\rf", "e\\rf"),
+            ("g\x01h", "g\\001h"),
+            ("i\x7fj", "i\\177j"),
+            ("k\u{85}l", "k\\302\\205l"),
+            ("o\\p", "o\\\\p"),
+            ("q\x1br", "q\\033r"),
+            ("\x07\x08\x0b\x0c", "\\a\\b\\v\\f"),
+            ("ä\u{a0}é", "ä\u{a0}é"),
+        ] {
+            assert_eq!(escape_path(path), shown, "{path:?}");
+            assert_eq!(needs_escape(path), path != shown, "{path:?}");
+        }
     }
 
     #[test]
@@ -435,10 +485,22 @@ mod tests {
 
     #[test]
     fn relative_path_checks() {
-        for ok in ["a", "id/A/AB/x.tar.gz", ".hidden", "a..b", "...", "a b/c: d #e"] {
-            assert!(check_relative_path(ok).is_ok(), "{ok}");
+        for ok in [
+            "a",
+            "id/A/AB/x.tar.gz",
+            ".hidden",
+            "a..b",
+            "...",
+            "a b/c: d #e",
+            "a\nb",
+            "a\tb/\r",
+            "\x01\x1f\x7f",
+            "c1\u{85}\u{9f}",
+            "\r",
+        ] {
+            assert!(check_relative_path(ok).is_ok(), "{ok:?}");
         }
-        for bad in ["", "/abs", "../x", "a/../b", "a/./b", "a//b", "a/", ".", "..", "a\nb", "a\0b", "a\x7fb"] {
+        for bad in ["", "/abs", "../x", "a/../b", "a/./b", "a//b", "a/", ".", "..", "a\0b", "\0"] {
             assert!(check_relative_path(bad).is_err(), "{bad:?}");
         }
     }

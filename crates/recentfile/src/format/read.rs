@@ -181,6 +181,19 @@ pub(crate) struct RawEvent {
     pub epoch: Option<String>,
     pub path: Option<String>,
     pub kind: Option<String>,
+    /// Why the event could not be read, when only its epoch could: it is
+    /// skipped, not fatal (see [`validate`]).
+    pub problem: Option<String>,
+}
+
+/// Put into a decoded path where its bytes were not UTF-8 (followed by
+/// the lossy text, for messages). A path holding it is skipped by
+/// [`validate`]; no real path holds it (NUL is never part of a name).
+pub(crate) const NOT_UTF8: &str = "\0\0";
+
+/// [`NOT_UTF8`] and a lossy rendering of `bytes`.
+pub(crate) fn not_utf8_path(bytes: &[u8]) -> String {
+    format!("{NOT_UTF8}{}", String::from_utf8_lossy(bytes))
 }
 
 /// A document before validation. `meta: None` is protocol 0 (a bare list).
@@ -220,8 +233,11 @@ impl Outline {
 ///
 /// The bytes are hostile until this returns: epochs must be decimal and
 /// strictly decreasing (spec 7.4), paths relative and sane (spec 14), the
-/// size within [`MAX_FILE_BYTES`]. An event of an unknown type is skipped,
-/// not fatal, and listed in [`Recentfile::skipped`] (spec 4.2). A bare
+/// size within [`MAX_FILE_BYTES`]. An event that cannot be used (an
+/// unknown type, no path or type, a path that is not UTF-8 or too long,
+/// an item no YAML reader takes) is skipped, not fatal, and listed in
+/// [`Recentfile::skipped`] (spec 4.2); an event without a readable epoch
+/// breaks the list and so the file. A bare
 /// list is read as protocol 0. Errors carry the line where known; add the
 /// file name with [`ReadError::in_file`].
 ///
@@ -247,20 +263,66 @@ pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(ReadError::general(format!("file is {} bytes (limit {MAX_FILE_BYTES})", bytes.len())));
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
-        ReadError::at(line, "not valid UTF-8 (paths must be UTF-8)".into())
-    })?;
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(e) if format == Format::Yaml => std::borrow::Cow::Owned(mark_non_utf8_paths(bytes, e)?),
+        Err(e) => {
+            let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            return Err(ReadError::at(line, "not valid UTF-8".into()));
+        }
+    };
     if format == Format::Yaml {
-        if let Some(rf) = super::yaml::parse_syck(text) {
+        if let Some(rf) = super::yaml::parse_syck(&text) {
             return Ok(rf);
         }
     }
     let raw = match format {
-        Format::Yaml => super::yaml::parse(text)?,
-        Format::Json => super::json::parse(text)?,
+        Format::Yaml => super::yaml::parse(&text)?,
+        Format::Json => super::json::parse(&text)?,
     };
     validate(raw)
+}
+
+/// The text of a YAML file that is not UTF-8 throughout, where every
+/// event `path:` line that is not UTF-8 has become a double-quoted path
+/// that [`validate`] skips ([`NOT_UTF8`]): a Perl origin writes a file
+/// name's bytes as they are, and such a name is one refused event, not an
+/// unreadable file. Any other line that is not UTF-8 is an error.
+fn mark_non_utf8_paths(bytes: &[u8], first: std::str::Utf8Error) -> Result<String, ReadError> {
+    let mut out = String::with_capacity(bytes.len() + 64);
+    // Lines before the first bad one are UTF-8.
+    let start = bytes[..first.valid_up_to()].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    out.push_str(std::str::from_utf8(&bytes[..start]).expect("valid up to here"));
+    let mut line_no = bytes[..start].iter().filter(|&&b| b == b'\n').count();
+    for line in bytes[start..].split_inclusive(|&b| b == b'\n') {
+        line_no += 1;
+        if let Ok(l) = std::str::from_utf8(line) {
+            out.push_str(l);
+            continue;
+        }
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let indent = body.iter().position(|&b| b != b' ' && b != b'-').unwrap_or(body.len());
+        let (lead, rest) = body.split_at(indent);
+        let Some(value) = rest.strip_prefix(b"path: ") else {
+            return Err(ReadError::at(line_no, "not valid UTF-8 (only an event's path may be)".into()));
+        };
+        let mut shown = String::new();
+        for c in not_utf8_path(value).chars() {
+            match c {
+                '"' | '\\' => shown.push_str(&format!("\\{c}")),
+                c if (c as u32) < 0x20 || c == '\x7f' => shown.push_str(&format!("\\x{:02X}", c as u32)),
+                c => shown.push(c),
+            }
+        }
+        out.push_str(std::str::from_utf8(lead).expect("ASCII"));
+        out.push_str("path: \"");
+        out.push_str(&shown);
+        out.push_str("\"\n");
+    }
+    if !bytes.ends_with(b"\n") {
+        out.pop();
+    }
+    Ok(out)
 }
 
 fn where_(ev: &RawEvent, index: usize) -> ReadError {
@@ -288,29 +350,22 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
     }
     rf.events.reserve(raw.events.len());
     for (i, ev) in raw.events.into_iter().enumerate() {
-        let (Some(epoch), Some(path), Some(kind)) = (ev.epoch.clone(), ev.path.clone(), ev.kind.clone()) else {
-            return Err(err_at(&ev, i, "event lacks one of epoch, path, type".into()));
+        // Without a readable epoch an event cannot be ordered or marked
+        // done: that breaks the list, not one event.
+        let Some(epoch) = ev.epoch.as_deref() else {
+            return Err(err_at(&ev, i, "event has no epoch".into()));
         };
-        let epoch = Epoch::parse(&epoch).map_err(|e| err_at(&ev, i, format!("{e}")))?;
-        if path.len() > MAX_PATH_BYTES {
-            // One hostile event, not a broken file: skipped with why, as an
-            // unknown type is (a mirror refuses it, news leaves it out).
-            rf.skipped.push(Skipped {
-                line: ev.line,
-                epoch: epoch.into_string(),
-                reason: format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len()),
-                path,
-            });
-            continue;
-        }
-        let Some(kind) = EventKind::parse(&kind) else {
-            rf.skipped.push(Skipped {
-                line: ev.line,
-                epoch: epoch.into_string(),
-                path,
-                reason: format!("unknown event type {kind:?}"),
-            });
-            continue;
+        let epoch = Epoch::parse(epoch).map_err(|e| err_at(&ev, i, format!("{e}")))?;
+        // Anything else wrong is one hostile or unreadable event, not a
+        // broken file: skipped with why (a mirror refuses it, news leaves
+        // it out), so the rest of the file is still mirrored.
+        let (path, kind) = match event_parts(&ev) {
+            Ok(parts) => parts,
+            Err((path, reason, keep)) => {
+                let (line, epoch) = (ev.line, epoch.into_string());
+                rf.skipped.push(Skipped { line, epoch, path, reason, keep_on_rewrite: keep });
+                continue;
+            }
         };
         if let Some(prev) = rf.events.last() {
             if epoch >= prev.epoch {
@@ -328,6 +383,34 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
         rf.events.push(Event { epoch, path, kind });
     }
     Ok(rf)
+}
+
+/// The path and type of an event whose epoch was read, or (the path as
+/// far as it is known, why the event is skipped, whether a rewrite must
+/// keep it: [`Skipped::keep_on_rewrite`]).
+fn event_parts(ev: &RawEvent) -> Result<(String, EventKind), (String, String, bool)> {
+    let path = ev.path.clone().unwrap_or_default();
+    if let Some(problem) = &ev.problem {
+        return Err((path, problem.clone(), true));
+    }
+    let Some(path) = ev.path.clone() else {
+        // YAML::Syck loads a path of "\r" as undef, and Perl writes it back as `~`.
+        return Err((path, "the event has no path (`path: ~` or none)".into(), false));
+    };
+    if let Some(at) = path.find(NOT_UTF8) {
+        let shown = format!("{}{}", &path[..at], &path[at + NOT_UTF8.len()..]);
+        return Err((shown, "the path is not valid UTF-8".into(), true));
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return Err((path.clone(), format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len()), false));
+    }
+    let Some(kind) = ev.kind.as_deref() else {
+        return Err((path, "the event has no type".into(), true));
+    };
+    match EventKind::parse(kind) {
+        Some(kind) => Ok((path, kind)),
+        None => Err((path, format!("unknown event type {kind:?}"), false)),
+    }
 }
 
 pub(crate) fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
@@ -365,4 +448,115 @@ pub(crate) fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
         protocol: t(m.protocol),
         serializer_suffix: t(m.serializer_suffix),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &[u8] = b"--- \nmeta: \n  dirtymark: '1700000000.5'\n  interval: 1h\n  protocol: 1\nrecent: \n";
+
+    fn item(epoch: &str, path: &[u8], kind: &str) -> Vec<u8> {
+        [b"  - \n    epoch: '", epoch.as_bytes(), b"'\n    path: ", path, b"\n    type: ", kind.as_bytes(), b"\n"]
+            .concat()
+    }
+
+    /// A file whose middle event is `bad`, between two good ones.
+    fn around(bad: &[u8]) -> Vec<u8> {
+        [HEAD, &item("1700000003.5", b"ok/one", "new"), bad, &item("1700000001.5", b"ok/two", "delete")].concat()
+    }
+
+    /// Each kind of unreadable event is one skipped event (with its line
+    /// and why); the events around it are read.
+    #[test]
+    fn an_unreadable_event_is_one_skipped_event() {
+        for (bad, reason) in [
+            (item("1700000002.5", b"caf\xe9/x", "new"), "not valid UTF-8"),
+            (item("1700000002.5", b"\"caf\\xE9\\tx\"", "new"), "not valid UTF-8"),
+            (item("1700000002.5", b"'caf\xe9 x'", "new"), "not valid UTF-8"),
+            (item("1700000002.5", b"~", "new"), "no path"),
+            (item("1700000002.5", b"", "new"), "no path"),
+            (item("1700000002.5", b"\"unterminated", "new"), "cannot be read"),
+            (item("1700000002.5", b"[a, {b", "new"), "cannot be read"),
+            (item("1700000002.5", b"{a: b}", "new"), "cannot be read"),
+            (item("1700000002.5", b"a: b", "new"), "cannot be read"),
+            (item("1700000002.5", b"x/y", "brandnew"), "unknown event type \"brandnew\""),
+            (item("1700000002.5", b"x/y", "~"), "no type"),
+            (b"  - \n    epoch: '1700000002.5'\n    path: x/y\n".to_vec(), "no type"),
+        ] {
+            let shown = String::from_utf8_lossy(&bad).into_owned();
+            let rf = parse_bytes(&around(&bad), Format::Yaml).unwrap_or_else(|e| panic!("{shown:?}: {e}"));
+            let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+            assert_eq!(paths, ["ok/one", "ok/two"], "{shown:?}");
+            assert_eq!(rf.skipped.len(), 1, "{shown:?}");
+            let s = &rf.skipped[0];
+            assert_eq!((s.line, s.epoch.as_str()), (Some(11), "1700000002.5"), "{shown:?}");
+            assert!(s.reason.contains(reason), "{shown:?}: {s:?}");
+            assert!(!s.path.contains('\0'), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_never_read_as_another_name() {
+        // `\xE9` alone is not UTF-8; read as Latin-1 it would be `é`, a
+        // different file that may exist.
+        for path in [&b"\"caf\\xE9\""[..], b"caf\xe9", b"'caf\xe9'"] {
+            let rf = parse_bytes(&around(&item("1700000002.5", path, "new")), Format::Yaml).unwrap();
+            assert!(rf.events.iter().all(|e| !e.path.starts_with("caf")), "{rf:?}");
+            assert_eq!(rf.skipped[0].path.replace('\'', ""), "caf\u{FFFD}");
+        }
+        // A non-UTF-8 line that is not a path still breaks the file.
+        let bad_meta = [&HEAD[..12], b"  comment: caf\xe9\n", &HEAD[12..], &item("1700000003.5", b"a", "new")].concat();
+        let err = parse_bytes(&bad_meta, Format::Yaml).unwrap_err();
+        assert!(err.to_string().contains("line 3: not valid UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn a_broken_structure_still_refuses_the_file() {
+        for (bad, says) in [
+            (item("17000x", b"x", "new"), "line 11"),
+            (b"  - \n    path: x/y\n    type: new\n".to_vec(), "no epoch"),
+            (item("1700000009.5", b"x", "new"), "strictly decreasing"),
+            (b"  - \n    epoch: [1\n    path: x/y\n    type: new\n".to_vec(), "not a valid recentfile"),
+            (b"oops: 1\n".to_vec(), "not a valid recentfile"),
+        ] {
+            let err = parse_bytes(&around(&bad), Format::Yaml).unwrap_err();
+            assert!(err.to_string().contains(says), "{}: {err}", String::from_utf8_lossy(&bad));
+        }
+    }
+
+    /// Items are read one by one only where the whole document fails: an
+    /// alias to another item's anchor is still read.
+    #[test]
+    fn a_valid_document_is_read_whole() {
+        let doc = [
+            HEAD,
+            b"  - epoch: '3.5'\n    path: &p a/x\n    type: new\n  - epoch: '2.5'\n    path: *p\n    type: delete\n",
+        ]
+        .concat();
+        let rf = parse_bytes(&doc, Format::Yaml).unwrap();
+        let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!((paths, rf.skipped.len()), (vec!["a/x", "a/x"], 0));
+        // With a broken item beside them, the others are still read.
+        let broken = [&doc[..], b"  - \n    epoch: '1.5'\n    path: [x\n    type: new\n"].concat();
+        let rf = parse_bytes(&broken, Format::Yaml).unwrap();
+        assert_eq!((rf.events.len(), rf.skipped.len()), (1, 2), "{rf:?}");
+    }
+
+    #[test]
+    fn json_events_without_a_path_or_type_are_skipped() {
+        let json = br#"{"meta":{"interval":"1h"},"recent":[{"epoch":"3.5","path":"a","type":"new"},{"epoch":"2.5","path":null,"type":"new"},{"epoch":"1.5","path":{"x":1},"type":"new"},{"epoch":"1.2","path":"b"},{"epoch":"1.1","path":"c","type":"delete"}]}"#;
+        let rf = parse_bytes(json, Format::Json).unwrap();
+        let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["a", "c"]);
+        let why: Vec<&str> = rf.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert_eq!(
+            why,
+            ["the event has no path (`path: ~` or none)"; 2]
+                .iter()
+                .copied()
+                .chain(["the event has no type"])
+                .collect::<Vec<_>>()
+        );
+    }
 }

@@ -16,13 +16,19 @@
 //!   checks with line numbers;
 //! - a full serde-saphyr parse of the whole document for anything else
 //!   (flow style, anchors, comments, multi-line scalars), whose budget
-//!   stops alias bombs.
+//!   stops alias bombs; and when that fails, the same structure found
+//!   line by line with each item parsed alone (`itemwise_parse`), so
+//!   that one unreadable event is one skipped event.
+//!
+//! A path that is not UTF-8 (raw bytes, or `\xHH` escapes that spell no
+//! character) is decoded with the `NOT_UTF8` mark, never as the Latin-1
+//! text its bytes also spell, and [`super::read::validate`] skips it.
 //!
 //! `meta` is small and always goes through serde-saphyr. [`outline`] reads
 //! only what `overview` needs (meta, count, newest, oldest) from a stream,
 //! checking the layout of every item without keeping any.
 
-use super::read::{meta_from_raw, Outline, RawDoc, RawEvent, RawMeta, ReadError, Text};
+use super::read::{meta_from_raw, not_utf8_path, Outline, RawDoc, RawEvent, RawMeta, ReadError, Text, NOT_UTF8};
 use super::syck::scalar;
 use super::{Event, EventKind, Merged, Producer, Recentfile};
 use crate::epoch::{cmp_epochs, Epoch};
@@ -198,7 +204,18 @@ pub(crate) const MAX_LINE: usize = 1 << 20;
 pub fn parse(text: &str) -> Result<RawDoc, ReadError> {
     match fast_parse(text)? {
         Some(doc) => Ok(doc),
-        None => general_parse(text),
+        None => match itemwise_parse(text) {
+            // Items that each parse alone, or nothing (no anchor or alias)
+            // that the whole document could read better: the general
+            // parse of a Z file costs seconds.
+            Some(doc)
+                if doc.events.iter().all(|e| e.problem.is_none()) || !(text.contains('&') || text.contains('*')) =>
+            {
+                Ok(doc)
+            }
+            Some(doc) => general_parse(text).or(Ok(doc)),
+            None => general_parse(text),
+        },
     }
 }
 
@@ -576,13 +593,15 @@ fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
     v != "null"
 }
 
-/// A path value decoded as the line reader decodes it, or `None`.
+/// A path value decoded as the line reader decodes it, or `None` (also
+/// for a name that is not UTF-8, which only a quoted value can spell:
+/// the line reader and `validate` skip that event).
 fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
     if plain_path_ok_with(v, colon_or_hash) {
         return Some(v.to_string());
     }
     match v.as_bytes().first()? {
-        b'\'' | b'"' => fast_scalar(v),
+        b'\'' | b'"' => fast_scalar(v).filter(|p| !p.contains(NOT_UTF8)),
         _ => None,
     }
 }
@@ -594,7 +613,7 @@ fn path_ok(v: &str, colon_or_hash: bool) -> bool {
     }
     match v.as_bytes().first() {
         Some(b'\'') if v.len() >= 2 && v.ends_with('\'') && !v[1..v.len() - 1].contains('\'') => true,
-        Some(b'\'' | b'"') => fast_scalar(v).is_some(),
+        Some(b'\'' | b'"') => fast_scalar(v).is_some_and(|p| !p.contains(NOT_UTF8)),
         _ => false,
     }
 }
@@ -836,6 +855,7 @@ fn fast_parse(text: &str) -> Result<Option<RawDoc>, ReadError> {
     let Some((recent_off, recent_line, rest)) = recent_at else {
         return Ok(None);
     };
+    let crlf = text.split('\n').next().is_some_and(|l| l.ends_with('\r'));
     let head = &text[..recent_off];
     if !head.lines().any(|l| l.starts_with("meta:")) {
         return Ok(None);
@@ -851,7 +871,7 @@ fn fast_parse(text: &str) -> Result<Option<RawDoc>, ReadError> {
         if body.lines().any(|l| !l.trim().is_empty()) {
             return Ok(None);
         }
-    } else if !rest.is_empty() || !fast_events(body, recent_line, &mut events)? {
+    } else if !rest.is_empty() || !fast_events(body, recent_line, crlf, &mut events)? {
         return Ok(None);
     }
     Ok(Some(RawDoc { meta: Some(meta.meta), events }))
@@ -864,14 +884,16 @@ struct MetaOnly {
 
 /// Read `  - ` items with `epoch`/`path`/`type` keys at indent 4 (or the
 /// compact `  - key: value` form). Returns false when the layout differs.
-fn fast_events(body: &str, mut line_no: usize, events: &mut Vec<RawEvent>) -> Result<bool, ReadError> {
+fn fast_events(body: &str, mut line_no: usize, crlf: bool, events: &mut Vec<RawEvent>) -> Result<bool, ReadError> {
     let mut cur: Option<RawEvent> = None;
     for line in body.split('\n') {
         line_no += 1;
         if line.len() > MAX_LINE {
             return Err(ReadError::at(line_no, format!("line is {} bytes long (limit {MAX_LINE})", line.len())));
         }
-        let line = line.strip_suffix('\r').unwrap_or(line);
+        // A CR before the newline is part of the value (Syck writes a
+        // path ending in CR plain), unless the file has CRLF line ends.
+        let line = if crlf { line.strip_suffix('\r').unwrap_or(line) } else { line };
         let kv_text = if let Some(item) = line.strip_prefix("  -") {
             if let Some(ev) = cur.take() {
                 if !push_complete(ev, events) {
@@ -901,7 +923,12 @@ fn fast_events(body: &str, mut line_no: usize, events: &mut Vec<RawEvent>) -> Re
         let Some((key, value)) = kv_text.split_once(": ").or_else(|| kv_text.strip_suffix(':').map(|k| (k, ""))) else {
             return Ok(false);
         };
-        let Some(value) = fast_scalar(value) else { return Ok(false) };
+        let value = match fast_scalar(value) {
+            Some(v) => Some(v),
+            // `path: ~` (Perl writes back a path of "\r" so): one event to skip.
+            None if key != "epoch" && matches!(value.trim_end_matches(' '), "" | "~" | "null") => None,
+            None => return Ok(false),
+        };
         let slot = match key {
             "epoch" => &mut ev.epoch,
             "path" => &mut ev.path,
@@ -911,7 +938,7 @@ fn fast_events(body: &str, mut line_no: usize, events: &mut Vec<RawEvent>) -> Re
         if slot.is_some() {
             return Ok(false);
         }
-        *slot = Some(value);
+        *slot = value;
     }
     if let Some(ev) = cur.take() {
         if !push_complete(ev, events) {
@@ -921,8 +948,10 @@ fn fast_events(body: &str, mut line_no: usize, events: &mut Vec<RawEvent>) -> Re
     Ok(true)
 }
 
+/// Keep an item that has an epoch (one without a path or type is skipped
+/// by [`super::read::validate`]).
 fn push_complete(ev: RawEvent, events: &mut Vec<RawEvent>) -> bool {
-    if ev.epoch.is_none() || ev.path.is_none() || ev.kind.is_none() {
+    if ev.epoch.is_none() {
         return false;
     }
     events.push(ev);
@@ -979,7 +1008,8 @@ fn fast_scalar(v: &str) -> Option<String> {
                     c => out.push(c),
                 }
             }
-            String::from_utf8(out).ok()
+            // A name that is not UTF-8 is one event to skip (see `NOT_UTF8`).
+            Some(String::from_utf8(out).unwrap_or_else(|e| not_utf8_path(e.as_bytes())))
         }
         b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
         _ => {
@@ -1017,7 +1047,13 @@ fn resolve_byte_escapes(text: &str) -> std::borrow::Cow<'_, str> {
                 let flush = |run: &mut Vec<u8>, out: &mut String| {
                     match std::str::from_utf8(run) {
                         Ok(s) => out.push_str(s),
-                        Err(_) => run.iter().for_each(|x| out.push_str(&format!("\\x{x:02X}"))),
+                        // Not a character: the scalar is marked as a name
+                        // that is not UTF-8 (`NOT_UTF8`), never read as
+                        // the Latin-1 characters its bytes also spell.
+                        Err(_) => {
+                            out.push_str("\\0\\0");
+                            out.push_str(&String::from_utf8_lossy(run));
+                        }
                     }
                     run.clear();
                 };
@@ -1102,6 +1138,69 @@ fn general_parse(text: &str) -> Result<RawDoc, ReadError> {
     })
 }
 
+/// The last resort for a document that does not parse as a whole: its
+/// structure (a `meta:` mapping, then `recent:` and its items, each
+/// starting with a `  -` line) is found line by line, and each item is
+/// parsed alone, so that one unreadable event is one skipped event
+/// ([`RawEvent::problem`]). `None` when the structure itself is broken or
+/// an unreadable item has no readable `epoch:` line.
+fn itemwise_parse(text: &str) -> Option<RawDoc> {
+    if text.split('\n').any(|l| l.len() > MAX_LINE) {
+        return None;
+    }
+    let (head, rest, body) = split_head(text)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    let meta: MetaOnly = serde_saphyr::from_str(&resolve_byte_escapes(head)).ok()?;
+    let first_line = head.split('\n').count() + 1;
+    // (first line number, lines) of each item.
+    let mut items: Vec<(usize, Vec<&str>)> = Vec::new();
+    for (n, line) in body.split('\n').enumerate() {
+        if line.starts_with("  -") {
+            items.push((first_line + n, vec![line]));
+        } else if line.trim().is_empty() {
+            continue;
+        } else if line.starts_with("  ") {
+            items.last_mut()?.1.push(line);
+        } else {
+            return None;
+        }
+    }
+    let mut events = Vec::with_capacity(items.len());
+    let crlf = text.split('\n').next().is_some_and(|l| l.ends_with('\r'));
+    for (line, lines) in items {
+        // Nearly every item is in a layout the line reader takes.
+        let mut one = Vec::with_capacity(1);
+        let text = lines.join("\n");
+        if let (Ok(true), 1) = (fast_events(&text, line - 1, crlf, &mut one), one.len()) {
+            events.append(&mut one);
+            continue;
+        }
+        let block: String = lines.iter().map(|l| format!("{}\n", &l[2..])).collect();
+        let parsed: Result<Vec<GeneralEvent>, _> = serde_saphyr::from_str(&resolve_byte_escapes(&block));
+        let problem = match parsed {
+            Ok(mut one) if one.len() == 1 => {
+                events.push(RawEvent { line: Some(line), ..one.remove(0).into_raw() });
+                continue;
+            }
+            Ok(_) => "not one event".to_string(),
+            Err(e) => e.to_string().lines().next().unwrap_or_default().to_string(),
+        };
+        let epoch = lines.iter().find_map(|l| {
+            let kv = l.trim_start_matches([' ', '-']);
+            fast_scalar(kv.strip_prefix("epoch:")?.trim())
+        })?;
+        events.push(RawEvent {
+            line: Some(line),
+            epoch: Some(epoch),
+            problem: Some(format!("the event cannot be read: {problem}")),
+            ..RawEvent::default()
+        });
+    }
+    Some(RawDoc { meta: Some(meta.meta), events })
+}
+
 #[derive(Deserialize)]
 struct GeneralDoc {
     meta: Option<RawMeta>,
@@ -1123,6 +1222,7 @@ impl GeneralEvent {
             epoch: self.epoch.map(|t| t.0),
             path: self.path.map(|t| t.0),
             kind: self.kind.map(|t| t.0),
+            problem: None,
         }
     }
 }
@@ -1135,9 +1235,10 @@ mod tests {
     fn byte_escapes_become_characters_for_serde_saphyr() {
         for (text, want) in [
             ("a: \"\\xC3\\xA4: b\"\n", "a: \"ä: b\"\n"),
-            ("- \"x\\x7F\\xE2\\x82\\xAC\\\"\\xC3\"\n", "- \"x\\x7F€\\\"\\xC3\"\n"),
+            // A byte that is no character marks the scalar (`NOT_UTF8`).
+            ("- \"x\\x7F\\xE2\\x82\\xAC\\\"\\xC3\"\n", "- \"x\\x7F€\\\"\\0\\0\u{FFFD}\"\n"),
             ("a: '\\xC3\\xA4'\nb: c\\xC3\\xA4\n", "a: '\\xC3\\xA4'\nb: c\\xC3\\xA4\n"),
-            ("a: \"\\\\xC3\\xA4\"\n", "a: \"\\\\xC3\\xA4\"\n"),
+            ("a: \"\\\\xC3\\xA4\"\n", "a: \"\\\\xC3\\0\\0\u{FFFD}\"\n"),
             ("ä: \"ü\\xC3\\xA4\"", "ä: \"üä\""),
         ] {
             assert_eq!(resolve_byte_escapes(text), want, "{text:?}");
@@ -1154,7 +1255,7 @@ mod tests {
         assert_eq!(fast_scalar("\"a: b\"").as_deref(), Some("a: b"));
         assert_eq!(fast_scalar("\"\\x7F\\0\\n\"").as_deref(), Some("\x7f\0\n"));
         assert_eq!(fast_scalar("\"\\xC3\\xA4: b\"").as_deref(), Some("ä: b"));
-        assert_eq!(fast_scalar("\"\\xC3: b\""), None, "not UTF-8");
+        assert_eq!(fast_scalar("\"\\xC3: b\"").as_deref(), Some("\0\0\u{FFFD}: b"), "not UTF-8");
         assert_eq!(fast_scalar("id/A/x.tar.gz").as_deref(), Some("id/A/x.tar.gz"));
         assert_eq!(fast_scalar("a #comment"), None);
         assert_eq!(fast_scalar("&anchor x"), None);
@@ -1239,6 +1340,7 @@ mod tests {
             item("'1700000002.5'", "a ", "new"),                              // trailing space
             item("'1700000002.5'", "a #c", "new"),                            // comment
             item("'1700000002.5'", "~", "new"),                               // null
+            item("'1700000002.5'", "\"caf\\xE9\"", "new"),                    // not UTF-8
             item("'1700000002.5'", &"x".repeat(5000), "new"),                 // long path
             ok[..ok.len() - 5].to_string(),                                   // truncated
             ok.clone() + "\n",                                                // blank line

@@ -81,6 +81,13 @@ pub fn duration(secs: f64) -> String {
     }
 }
 
+/// A count and its noun in the right number: `1 delete pending`,
+/// `2 deletes pending`, `1,200 passes` (both forms given: English
+/// plurals are not one rule).
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
 /// A count with thousands separators: `264,618`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();

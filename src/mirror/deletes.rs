@@ -146,9 +146,9 @@ impl<'a> Mirror<'a> {
         }
         if !left.is_empty() && self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m) {
             let msg = format!(
-                "{MAX_DELETE_MSG} ({} deletes): {} deletes not applied, kept pending for the next run",
-                self.cfg.max_delete.unwrap_or(0),
-                left.len()
+                "{MAX_DELETE_MSG} ({}): {} not applied, kept pending for the next run",
+                crate::human::plural(self.cfg.max_delete.unwrap_or(0), "delete", "deletes"),
+                crate::human::plural(left.len() as u64, "delete", "deletes")
             );
             tracing::warn!("{msg}");
             rep.max_delete_reached = true;

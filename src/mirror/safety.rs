@@ -337,7 +337,10 @@ impl<'a> Mirror<'a> {
             ))
             .into());
         }
-        tracing::info!("--adopt: {} deletes, within --max-delete {max}", seen.deleted);
+        tracing::info!(
+            "--adopt: {}, within --max-delete {max}",
+            crate::human::plural(seen.deleted, "delete", "deletes")
+        );
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
 //! written) is reported beside it.
 
-use crate::human;
+use crate::human::{self, plural};
 use crate::mirror::state::Outcome;
 use crate::mirror::{Failing, State};
 use serde::Serialize;
@@ -128,16 +128,6 @@ impl Level {
     }
 }
 
-/// `n thing` or `n things`.
-pub(crate) fn plural(n: u64, thing: &str) -> String {
-    let ending = match (n, thing.ends_with('s')) {
-        (1, _) => "",
-        (_, true) => "es",
-        _ => "s",
-    };
-    format!("{} {thing}{ending}", human::count(n))
-}
-
 /// The first line of an error message.
 fn first_line(e: &str) -> &str {
     e.lines().next().unwrap_or("")
@@ -165,7 +155,7 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
     let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
     let failures = || {
         let err = r.last_error.as_deref().map_or(String::new(), |e| format!(": {}", first_line(e)));
-        format!("{} in a row{err}", plural(r.consecutive_failures.max(1), "failed attempt"))
+        format!("{} in a row{err}", plural(r.consecutive_failures.max(1), "failed attempt", "failed attempts"))
     };
     let mut level = if r.last_complete.is_none() {
         match (r.last_outcome, &r.running) {
@@ -208,7 +198,7 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
     }
     if r.pending_deletes > 0 {
         level = worse(level, Level::Warning);
-        notes.push(format!("{} held back (--max-delete)", plural(r.pending_deletes as u64, "delete")));
+        notes.push(format!("{} held back (--max-delete)", plural(r.pending_deletes as u64, "delete", "deletes")));
     }
     if r.resync && r.running.is_none() {
         level = worse(level, Level::Warning);
@@ -218,14 +208,14 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
         level = worse(level, Level::Warning);
         notes.push(format!(
             "{} (e.g. {}: {})",
-            plural(r.failing.len() as u64, "failing path"),
+            plural(r.failing.len() as u64, "failing path", "failing paths"),
             crate::recentfile::shown_path(&f.path),
             f.message
         ));
     }
     if r.future_events > 0 {
         level = worse(level, Level::Warning);
-        notes.push(format!("{} from the future", plural(r.future_events, "event")));
+        notes.push(format!("{} from the future", plural(r.future_events, "event", "events")));
     }
     let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{} ago", human::duration(h)));
     let label = |what: &str| format!("'{what} {}'", r.localroot.replace(['\'', '='], "_"));
@@ -236,7 +226,7 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
         r.localroot,
         human::duration(lag),
         r.remote,
-        plural(r.pending_deletes as u64, "pending delete"),
+        plural(r.pending_deletes as u64, "pending delete", "pending deletes"),
         label("lag"),
         lag,
         label("pending_deletes"),
@@ -424,11 +414,11 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
     let _ = writeln!(
         out,
         "counters         {}, {}, {}, {}, {}, {} refused",
-        plural(r.attempts, "attempt"),
-        plural(r.passes, "pass"),
-        plural(r.files, "file"),
+        plural(r.attempts, "attempt", "attempts"),
+        plural(r.passes, "pass", "passes"),
+        plural(r.files, "file", "files"),
         human::size(r.bytes),
-        plural(r.deletes, "delete"),
+        plural(r.deletes, "delete", "deletes"),
         human::count(r.refused)
     );
     if !r.errors.is_empty() {
@@ -452,7 +442,7 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
             out,
             "  {}  {} since {}: {}",
             crate::recentfile::shown_path(&f.path),
-            plural(f.attempts, "attempt"),
+            plural(f.attempts, "attempt", "attempts"),
             human::time(f.first.to_f64()),
             f.message
         );
@@ -562,7 +552,7 @@ mod tests {
         by.sort_by_key(|l| std::cmp::Reverse(l.severity()));
         assert_eq!(by, [Level::Critical, Level::Warning, Level::Unknown, Level::Ok]);
         assert_eq!(
-            (plural(1, "pass"), plural(2, "pass"), plural(0, "file")),
+            (plural(1, "pass", "passes"), plural(2, "pass", "passes"), plural(0, "file", "files")),
             ("1 pass".into(), "2 passes".into(), "0 files".into())
         );
     }

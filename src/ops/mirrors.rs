@@ -254,7 +254,7 @@ pub(crate) fn run_config(
     if !held.is_empty() {
         tracing::warn!(
             "{} of {} held by another run, not mirrored here: {}",
-            rmirror::plural(held.len() as u64, "tree", "trees"),
+            crate::human::plural(held.len() as u64, "tree", "trees"),
             trees.len(),
             held.join(", ")
         );

@@ -108,10 +108,10 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         crate::human::count(r.deleted),
     );
     if r.deletes_skipped > 0 {
-        s.push_str(&format!(", {}", plural(r.deletes_skipped, "delete skipped", "deletes skipped")));
+        s.push_str(&format!(", {}", crate::human::plural(r.deletes_skipped, "delete skipped", "deletes skipped")));
     }
     if r.deletes_pending > 0 {
-        s.push_str(&format!(", {}", plural(r.deletes_pending, "delete pending", "deletes pending")));
+        s.push_str(&format!(", {}", crate::human::plural(r.deletes_pending, "delete pending", "deletes pending")));
     }
     if !r.refused.is_empty() {
         s.push_str(&format!(", {} refused", r.refused.len()));
@@ -123,7 +123,7 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         s.push_str(&format!(", {} from the future", r.future));
     }
     if !r.errors.is_empty() {
-        s.push_str(&format!(", {}", plural(r.errors.len() as u64, "error", "errors")));
+        s.push_str(&format!(", {}", crate::human::plural(r.errors.len() as u64, "error", "errors")));
     }
     if !r.read.is_empty() {
         s.push_str(&format!("; read {}", r.read.join(" ")));
@@ -136,11 +136,6 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         s.push_str("; complete");
     }
     s
-}
-
-/// `n` and the noun in its number: "1 delete pending", "2 deletes pending".
-pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", crate::human::count(n), if n == 1 { one } else { many })
 }
 
 /// rmirror's run lock, `<localroot>/.rrr/rmirror.flock` (flock: it dies
@@ -543,8 +538,8 @@ mod tests {
 
     #[test]
     fn counts_are_pluralised() {
-        assert_eq!(plural(1, "delete pending", "deletes pending"), "1 delete pending");
-        assert_eq!(plural(2, "delete pending", "deletes pending"), "2 deletes pending");
+        assert_eq!(crate::human::plural(1, "delete pending", "deletes pending"), "1 delete pending");
+        assert_eq!(crate::human::plural(2, "delete pending", "deletes pending"), "2 deletes pending");
         assert_eq!(backoff_line(1, Duration::from_secs(20)), "1 failed pass; next pass in 20 s");
     }
 }

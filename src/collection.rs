@@ -1,7 +1,7 @@
 //! A collection on disk: the principal and the larger recentfiles named by
 //! its aggregator, found from the principal symlink or any file's name.
 //!
-//! Names are `<filenameroot>-<interval><suffix>` (spec 2), split with
+//! Names are `<filenameroot>-<interval><suffix>` (protocol.md 2), split with
 //! `^(.+)-([^-.]+)(\.[^.]+)$`. The principal symlink `<filenameroot>.recent`
 //! names the principal's bare file name; a target with `/` is refused.
 

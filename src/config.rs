@@ -2,7 +2,7 @@
 //! command line or from a config file.
 //!
 //! A tree's options come from four layers, the first that sets an option
-//! wins (DECISIONS.md, "Options"): the command line, the tree's
+//! wins (docs/decisions.md#options): the command line, the tree's
 //! `[[tree]]` table, the file's top-level keys, the built-in defaults.
 //! Each layer is an [`OptionLayer`]; [`merge`] stacks them and
 //! `resolve` turns the result into the one typed per-tree struct the
@@ -50,7 +50,8 @@ pub const MIN_INTERVAL: f64 = 1.0;
 /// Built-in default: paths per rsync call (the reference client's).
 pub const DEFAULT_MAX_FILES_PER_CONNECTION: u64 = 20_000;
 /// Built-in default: seconds an rsync may move no data before it is
-/// stopped (DECISIONS.md: rsync's `--timeout=300`, watched by rrr).
+/// stopped (docs/decisions.md#defaults: 300 s, watched by rrr instead
+/// of rsync's `--timeout`).
 pub const DEFAULT_TIMEOUT: u64 = 300;
 /// rsync's `--contimeout`.
 const CONNECT_TIMEOUT: u64 = 30;

@@ -20,12 +20,15 @@
 //! transfer, delete, install the recentfiles, save the state), with
 //! [`mirror::remote`] (SRC forms, fetching into a hidden temp dir),
 //! `mirror::ownership` (pure: which trees rrr may write into and delete
-//! from), `mirror::status` (what `status` and `check` say) and
-//! `mirror::progress` (a long rsync's bar, log lines and heartbeat).
+//! from), `mirror::status` (what `status` and `check` say),
+//! `mirror::progress` (a long rsync's bar, log lines and heartbeat) and
+//! [`mirror::trigger`] (the pipe through which `rrr trigger` wakes a loop).
 //!
 //! **The commands**, [`ops`]: one module per subcommand, each an `Options`
-//! and `run(&Options, &Ctx) -> Result<Exit>`; the binary (bin/rrr) only
-//! parses arguments into them.
+//! and `run(&Options, &Ctx) -> Result<Exit>` ([`ops::trigger`] among them);
+//! [`ops::mirrors`] is what rmirror, status and check share, and runs
+//! `rmirror --config` with every tree on its own thread. The binary
+//! (bin/rrr) only parses arguments into them.
 //!
 //! **The edges**, each side effect in one place:
 //! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,
@@ -36,8 +39,9 @@
 //!   (`--now`);
 //! - [`log`]: the one channel for messages; [`progress`]: bars, only on a
 //!   terminal; `human`: times and sizes for people; `notify`: sd_notify;
-//!   [`hook`]: `--on-pass`; [`config`]: rmirror's options and TOML file; [`pattern`]:
-//!   `--exclude` with rsync's rules;
+//!   [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command
+//!   line, `[[tree]]` table, top-level keys, built-in default) and its TOML
+//!   file; [`pattern`]: `--exclude` with rsync's rules;
 //! - [`manual`]: help and man page text; [`perl_compat`]: the Perl tools'
 //!   command lines.
 //!

@@ -4,7 +4,7 @@
 //! clap's help and renders it as roff sections (EXAMPLES, EXIT STATUS,
 //! FILES, ENVIRONMENT, SEE ALSO) in the man pages. Pure data.
 
-/// The exit codes (DECISIONS.md, "Exit codes").
+/// The exit codes (docs/decisions.md#exit-codes).
 const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "success; fsck clean; a listing whose reader went away (| head)"),
     ("1", "differences found (fsck), or a pass finished with refused events, failing paths or deletes left pending; a daemon (watch, rmirror --loop) whose log or stdout closed, its state saved"),

@@ -1,6 +1,7 @@
 //! The Perl tools' command lines (`rrr-news -after E -max N -local FILE`,
 //! `rrr-client --source … --target …`) translated into `rrr` invocations,
-//! so an existing crontab keeps working (spec 13, DECISIONS.md).
+//! so an existing crontab keeps working (protocol.md 13,
+//! docs/decisions.md#perl-entry-points).
 //!
 //! Options are parsed as Getopt::Long does by default: `-x` and `--x`,
 //! `--x=v` and `--x v`, unique abbreviations, case-insensitive names
@@ -29,7 +30,7 @@ pub struct Translation {
     /// The steps after the first only follow up what the first one
     /// committed (`rrr-update --epoch`'s aggregates): if one fails, the
     /// change is still recorded, and the run exits 1 saying so
-    /// (DECISIONS.md), not 2 as if nothing had happened.
+    /// (docs/decisions.md#locks, "Durable updates"), not 2 as if nothing had happened.
     pub follow_ups: bool,
 }
 
@@ -109,7 +110,8 @@ const RRR_CLIENT: &[Spec] = &[
     value("tmpdir"),
     value("runstatusfile"),
     negatable("skip-deletes"),
-    // rrr's own: make an existing tree a mirror of --source (DECISIONS.md).
+    // rrr's own: make an existing tree a mirror of --source
+    // (docs/decisions.md#ownership).
     flag("adopt", &[]),
     negatable("verbose"),
     value("verboselog"),

@@ -22,7 +22,7 @@
 //! Exit 24, and exit 23 whose stderr holds nothing but such lines (plus
 //! rsync's closing summary), count as success with
 //! [`RsyncOutcome::vanished`] filled. This is where the reference client
-//! went wrong with rsync >= 3.2 (spec 12.8): its `^rsync: link_stat` pattern
+//! went wrong with rsync >= 3.2 (protocol.md 12.8): its `^rsync: link_stat` pattern
 //! no longer matched and each vanished file cost 72 s of sleeps and a
 //! give-up.
 //!
@@ -485,8 +485,8 @@ impl RsyncError {
     }
 }
 
-/// Failures that are the same on every attempt (DECISIONS.md, "deterministic
-/// failures"): retrying them only delays the error.
+/// Failures that are the same on every attempt
+/// (docs/decisions.md#retries): retrying them only delays the error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
     /// `@ERROR: Unknown module 'x'`.

@@ -1,4 +1,4 @@
-//! The tree on disk: the one ignore set (DECISIONS.md) and the walk that
+//! The tree on disk: the one ignore set (docs/decisions.md#ignore-set) and the walk that
 //! `init`, `fsck` and `watch` share.
 //!
 //! Ignored: the collection's own files (recentfiles, `RECENT.recent`, their

@@ -77,7 +77,7 @@ fn news_equals_index_state_and_live_set_equals_tree() {
     }
 }
 
-/// The reference prints the principal twice (spec 11.2); rrr once.
+/// The reference prints the principal twice (protocol.md 11.4); rrr once.
 fn without_duplicate_rows(table: &str) -> String {
     let mut seen = std::collections::HashSet::new();
     table.split_inclusive('\n').filter(|l| seen.insert(l.to_string())).collect()
@@ -126,7 +126,7 @@ fn cpan_2008_files_read_with_exact_epochs() {
         let read: Vec<&str> = rf.events.iter().map(|e| e.epoch.as_str()).collect();
         assert_eq!(read, epochs_in_text, "{name}");
         assert!(!read.is_empty());
-        // The 2008 principal says `interval: Z` in RECENT-1h.yaml (DECISIONS: fsck warns).
+        // The 2008 principal says `interval: Z` in RECENT-1h.yaml (docs/decisions.md#format: fsck warns).
         let want = if name == "RECENT-1h.yaml" { "Z" } else { "6h" };
         assert_eq!(rf.meta.interval.as_deref(), Some(want));
     }

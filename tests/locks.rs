@@ -1,4 +1,4 @@
-//! Locks under real concurrency (issue 10): the recentfile lock directory
+//! Locks under real concurrency: the recentfile lock directory
 //! shared with the Perl tools, and rrr's own flock locks. Every test runs
 //! real `rrr` processes; the race that lost events is forced with a
 //! failpoint rather than hoped for.
@@ -47,7 +47,7 @@ fn news_paths(root: &Path) -> Vec<String> {
     news.lines().map(|l| l.split('\t').nth(2).unwrap().to_string()).collect()
 }
 
-/// The race of issue 10, on demand: a waiter reads the holder's pid; the
+/// The race that lost events, on demand: a waiter reads the holder's pid; the
 /// holder releases and exits; a third process takes the lock; then the
 /// waiter decides. It must see the third process as the holder and wait,
 /// not "break" a lock that is held.
@@ -381,7 +381,7 @@ fn one_watch_per_tree() {
 
 /// A run lock that cannot be made (`watch.flock` a directory, `.rrr/` on a
 /// read-only filesystem) is reported as what failed, naming the path, exit
-/// 2: never as another watch running (issue 21).
+/// 2: never as another watch running.
 #[test]
 fn a_run_lock_that_cannot_be_made_is_not_another_run() {
     let (_tmp, root) = origin(1);

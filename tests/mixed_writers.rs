@@ -1,4 +1,4 @@
-//! Perl writers beside rrr writers on one tree (DECISIONS.md "Locks"): a
+//! Perl writers beside rrr writers on one tree (docs/decisions.md#locks): a
 //! Perl 0.4.3 writer breaks a lock whose pid is not running by sleeping
 //! a second and writing its own pid into the lock directory, which by then
 //! may be a live rrr holder's. Whatever it does, every event an rrr

@@ -487,9 +487,9 @@ fn init_refuses_existing_collection_and_ignores_own_files() {
 
 #[test]
 fn init_of_2000_same_mtime_files_writes_distinct_decimal_epochs() {
-    // A freshly unpacked tree: every file has one mtime. The bump used to
-    // fall back on `1700000000.00` past about 142 files, the same number
-    // as `1700000000.0` (issue 12).
+    // A freshly unpacked tree: every file has one mtime. Past about 142
+    // files the bump must not fall back on `1700000000.00`, the same
+    // number as `1700000000.0`: the epochs must differ as numbers.
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("t");
     for i in 0..2000 {

@@ -1034,7 +1034,7 @@ fn a_failed_first_pass_leaves_the_localroot_as_it_found_it() {
 }
 
 /// The tree holds nothing but `.rrr/` with a state that records a failed
-/// attempt and owns nothing (DECISIONS.md, "What rrr may delete").
+/// attempt and owns nothing (docs/decisions.md#ownership).
 fn only_a_failed_attempt(target: &Path) -> bool {
     let st = state(target);
     listing(target) == [".rrr/", ".rrr/id", ".rrr/rmirror.flock", ".rrr/state.json"]

@@ -75,7 +75,7 @@
 //!   "filenameroot": "RECENT",                      // the collection …
 //!   "dirtymark": "1700000000.5" | null,            // … and its dirtymark
 //!   "principal": "RECENT-1h.yaml",                 // the link's target last seen
-//!   "done": {"RECENT-1h.yaml": [["high","low"], …], …},   // spec 12.6, see rrr::done
+//!   "done": {"RECENT-1h.yaml": [["high","low"], …], …},   // protocol.md 12.6, see rrr::done
 //!   "installed": {"RECENT-6h.yaml": "newest epoch"},       // our copies of the recentfiles
 //!   "refetch": ["RECENT-6h.yaml"],                 // fetch with the next principal
 //!   "pending_deletes": [{"epoch": "…", "path": "…"}],

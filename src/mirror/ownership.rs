@@ -1,5 +1,6 @@
-//! Which trees a mirror may write into and delete from (DECISIONS.md, "What
-//! rrr may delete"). The decision is pure (`decide`: facts in, a verdict
+//! Which trees a mirror may write into and delete from
+//! (docs/decisions.md#ownership). The decision is pure (`decide`: facts
+//! in, a verdict
 //! out); the facts are gathered at the edge (`tree_kind`, `read_marker`,
 //! `local_collection`) by `Mirror::settle_ownership`, before rrr writes
 //! anything into the target.

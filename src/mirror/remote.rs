@@ -142,7 +142,7 @@ impl Remote {
     }
 
     /// SRC in one spelling per place, to tell whether two remotes are the
-    /// same (DECISIONS.md): `rsync://h/M/p`, `h::M/p` and `rsync://h:873/M/p`
+    /// same (docs/decisions.md#ownership): `rsync://h/M/p`, `h::M/p` and `rsync://h:873/M/p`
     /// are all `rsync://h:873/M/p`; a user name and doubled slashes are
     /// dropped, the host is lower-cased; a local path is made absolute
     /// (its directory resolved when it exists).

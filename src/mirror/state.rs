@@ -333,7 +333,7 @@ impl<'a> Mirror<'a> {
     /// Record an attempt that ended before or outside [`Mirror::pass`]
     /// (the preflight: the remote did not answer, its principal was bad),
     /// so that `status`, `check` and the textfile see a tree that was
-    /// tried (DECISIONS.md, "What rrr may delete"). In a tree that is ours
+    /// tried (docs/decisions.md#ownership). In a tree that is ours
     /// the state is saved as usual. Otherwise only a missing or empty
     /// localroot gets `.rrr/` with an attempts-only state: a filled tree
     /// that is not ours (yet), a refusal or a held lock leave everything
@@ -429,7 +429,8 @@ impl<'a> Mirror<'a> {
         })
     }
 
-    /// No done-set reaches past the clock plus one hour (DECISIONS.md):
+    /// No done-set reaches past the clock plus one hour
+    /// (docs/decisions.md#future-epochs):
     /// a far-future epoch can never poison it, not even an old state's.
     /// Returns whether anything was above the limit.
     pub(super) fn cap_done(&mut self) -> bool {

@@ -2,7 +2,7 @@
 //! a node-exporter textfile) and `rrr check` (Nagios). Pure: a state and
 //! the clock in, a report out.
 //!
-//! Lag (DECISIONS.md): seconds since the mirror was last complete against
+//! Lag (docs/decisions.md#lag-status-check): seconds since the mirror was last complete against
 //! the origin's principal (every event of the principal done). An idle
 //! origin therefore reads about 0 while the mirror runs, and a dead
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
@@ -135,7 +135,7 @@ fn first_line(e: &str) -> &str {
 
 /// Judge a report against lag thresholds: one Nagios line with perfdata
 /// (labels name the tree, so several trees' lines can be told apart).
-/// DECISIONS.md ("Lag"): UNKNOWN only for a tree never tried (no state).
+/// docs/decisions.md#lag-status-check: UNKNOWN only for a tree never tried (no state).
 /// A mirror that never completed a pass is WARNING while its first pass
 /// runs (or was interrupted) with a fresh heartbeat, CRITICAL when a pass
 /// failed or the heartbeat is older than `crit`. A mirror that completed

@@ -76,7 +76,7 @@ impl Index {
 }
 
 /// A whole-tree pass that would delete more than this share of the
-/// mirror's files stops first (DECISIONS.md, "Mass deletes")…
+/// mirror's files stops first (docs/decisions.md#mass-deletes)…
 pub(super) const MASS_DELETE_SHARE: f64 = 0.10;
 /// … when they are at least this many.
 pub(super) const MASS_DELETE_MIN: u64 = 100;
@@ -803,7 +803,8 @@ fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
     Ok(())
 }
 
-/// rsync filter rules for the bootstrap: the ignore set (DECISIONS.md),
+/// rsync filter rules for the bootstrap: the ignore set
+/// (docs/decisions.md#ignore-set),
 /// and a top-level `lost+found` (excluded files are never deleted).
 pub(crate) fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
     let r = filenameroot;

@@ -1,5 +1,5 @@
 //! `rrr aggregate`: the cascade from the principal into the larger files
-//! (spec 10). Cheap when nothing is due: the cascade stops at the first
+//! (protocol.md 10). Cheap when nothing is due: the cascade stops at the first
 //! file whose age does not call for a merge, which it learns from `stat`
 //! alone, so the big files are not read then.
 

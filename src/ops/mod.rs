@@ -8,7 +8,7 @@ use crate::origin::Writer;
 use std::cell::{RefCell, RefMut};
 use std::io::{self, Write};
 
-/// How a command ended, as the process exit status (DECISIONS.md).
+/// How a command ended, as the process exit status (docs/decisions.md#exit-codes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
     /// 0: success, clean.
@@ -49,7 +49,8 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
 }
 
 /// A long-running command stopped because its log stream closed (its
-/// state saved): exit 1, so that a supervisor restarts it (DECISIONS.md).
+/// state saved): exit 1, so that a supervisor restarts it
+/// (docs/decisions.md#exit-codes).
 #[derive(Debug)]
 pub(crate) struct LogClosed;
 

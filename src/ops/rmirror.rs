@@ -1,7 +1,7 @@
 //! `rrr rmirror`: keep a local tree in sync with a remote collection, one
 //! pass or `--loop`. First, writing nothing, it checks what can fail before
 //! the first byte: the remote answers, its principal is valid, and the tree
-//! may be mirrored into (DECISIONS.md, "What rrr may delete"; `--adopt`).
+//! may be mirrored into (docs/decisions.md#ownership; `--adopt`).
 //! Then it creates the localroot and takes its run lock (`take_run_lock`,
 //! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
 //! second one exits 75 at once, naming the holder (a tree that already has
@@ -35,8 +35,9 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Seconds an rsync may move no data before it is stopped (DECISIONS.md:
-/// rsync's `--timeout=300`, now watched by rrr, `rsync::Rsync::stall_limit`).
+/// Seconds an rsync may move no data before it is stopped
+/// (docs/decisions.md#defaults: 300 s, watched by rrr itself,
+/// `rsync::Rsync::stall_limit`, instead of rsync's `--timeout`).
 pub const DEFAULT_TIMEOUT: u64 = config::DEFAULT_TIMEOUT;
 
 /// Which trees a run mirrors.
@@ -65,7 +66,7 @@ pub struct Options {
     pub dry_run: bool,
     /// Reconcile once with a whole-tree rsync.
     pub full: bool,
-    /// Make a tree that is not (yet) a mirror of SRC one (DECISIONS.md).
+    /// Make a tree that is not (yet) a mirror of SRC one (docs/decisions.md#ownership).
     pub adopt: bool,
     /// The node-exporter textfile to rewrite after each pass and heartbeat
     /// (one file for every tree of a config).
@@ -512,7 +513,7 @@ pub(crate) fn backoff_line(failed_passes: u32, pause: Duration) -> String {
 
 /// Seconds between pass starts with `--loop`: the interval, doubled for
 /// each failed pass in a row (the first failure waits the interval), at
-/// most 10 minutes; a good pass resets it (DECISIONS.md).
+/// most 10 minutes; a good pass resets it (docs/decisions.md#retries).
 pub(crate) fn pause_after(interval: Duration, failed_passes: u32) -> Duration {
     let base = interval;
     if failed_passes == 0 {

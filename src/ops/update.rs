@@ -211,8 +211,9 @@ fn syck_dump_events(events: &[&Event]) -> String {
 /// one that arrives later waits until the batch is committed. The watch
 /// daemon's flush after a stop request goes through.
 ///
-/// A Perl writer may take the lock over while it is held (DECISIONS.md
-/// "Locks"). When [`origin::Loaded::save`] reports that, the write may be
+/// A Perl writer may take the lock over while it is held
+/// (docs/decisions.md#locks). When [`origin::Loaded::save`] reports that,
+/// the write may be
 /// lost: wait for the lock again (the intruder holds it until it is
 /// done), look for every event of the batch in the collection, and record
 /// again what is missing, until a write keeps its lock throughout.

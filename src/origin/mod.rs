@@ -2,7 +2,7 @@
 //!
 //! This module is the origin's writer: load a recentfile under its lock,
 //! change it with the pure core, write it back atomically with `minmax`
-//! and `Producers` maintained as the reference does (spec 8.5). `rrr
+//! and `Producers` maintained as the reference does (protocol.md 8.5). `rrr
 //! watch` adds two parts: `watch_rules` (pure: what an inotify event
 //! means, the pending batch, when it is recorded) and `watcher` (the
 //! inotify instance). The commands that drive them are in `ops`
@@ -47,7 +47,7 @@ pub(crate) struct Loaded {
 
 /// The lock of a recentfile was taken over while rrr held it: a Perl
 /// writer that judged an earlier holder dead wrote its own pid into the
-/// lock (DECISIONS.md "Locks"), or the file was replaced by a writer that
+/// lock (docs/decisions.md#locks), or the file was replaced by a writer that
 /// took no lock. The new holder may write the file from what it read.
 #[derive(Debug)]
 pub(crate) struct TakenOver {
@@ -126,7 +126,7 @@ pub(crate) fn load_after(
     Ok(Loaded { path, rf, existed, on_disk, seen, lock })
 }
 
-/// An empty file of the collection: the meta a sparse clone carries (spec 10).
+/// An empty file of the collection: the meta a sparse clone carries (protocol.md 10).
 pub(crate) fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
     let mut rf = Recentfile::default();
     rf.meta.aggregator = coll.aggregator.clone();
@@ -141,7 +141,7 @@ impl Loaded {
     /// Write the file atomically (the lock is held); see [`write_file`].
     ///
     /// A Perl writer may take the lock over while rrr holds it
-    /// (DECISIONS.md "Locks"), so the write is checked on both sides of
+    /// (docs/decisions.md#locks), so the write is checked on both sides of
     /// its rename: just before, the lock must still be this process's and
     /// the file the one read under it, else nothing is renamed; just
     /// after, the lock must still be ours, else the new holder may have

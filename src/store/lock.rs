@@ -2,7 +2,7 @@
 //! locks.
 //!
 //! **The recentfile lock** is the reference's `<recentfile>.lock/`
-//! directory holding `process` = `<pid>\n` (spec 8.1): whoever creates the
+//! directory holding `process` = `<pid>\n` (protocol.md 8.1): whoever creates the
 //! directory holds the lock, so rrr and the Perl tools exclude each other
 //! on one tree. The reference breaks a lock whose pid is not running by
 //! writing its own `process` file into the directory; by then the holder
@@ -246,7 +246,7 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         // Remove only what is ours: a Perl writer that broke this lock
-        // while we held it (it may, DECISIONS.md) removes its own.
+        // while we held it (it may: docs/decisions.md#locks) removes its own.
         match read_holder(&self.handle).0 {
             Holder::Pid(p) if p == std::process::id() => {
                 let _ = unlink_at(&self.handle, "process");

@@ -161,7 +161,7 @@ pub fn format_of(path: &Path) -> Result<Format, String> {
 }
 
 /// `<rfile>.<pid>.new`: the writer's temp file, unique to the process
-/// (DECISIONS.md), so that two writers never write into one temp file,
+/// (docs/decisions.md#format), so that two writers never write into one temp file,
 /// even when a Perl writer broke a lock that rrr held. Its name keeps the
 /// recentfile's as a prefix and ends in `.new`, so both rrr's ignore set
 /// and the Perl `rrr-server` (which ignores names that start with a

@@ -8,7 +8,7 @@
 //! The daemon runs as the current user (`uid`/`gid` set to the numeric ids of
 //! the test process, `use chroot = no`): started as root without them it would
 //! drop to `nobody` and could not read the test's temporary directories.
-//! [`RsyncDaemon::start_as_nobody`] is the exception (DECISIONS.md), for a
+//! [`RsyncDaemon::start_as_nobody`] is the exception (docs/decisions.md#tests), for a
 //! file the daemon cannot read: the modules' paths and their parents must be
 //! world-readable.
 //!

@@ -1,5 +1,5 @@
-//! Merging a smaller recentfile into the next larger one (spec 9) and the
-//! cascade's timing rule (spec 10). Pure: the caller reads, locks, writes.
+//! Merging a smaller recentfile into the next larger one (protocol.md 9) and the
+//! cascade's timing rule (protocol.md 10). Pure: the caller reads, locks, writes.
 //!
 //! Fixed reference bugs (README.mirror):
 //! - 9.4: a delete that reaches Z removes the path's old `new` event from
@@ -17,9 +17,9 @@ use crate::interval::Interval;
 /// must be written (`big` changed, `small.meta.merged` updated).
 ///
 /// `big` takes `small`'s events newer than its last merge, each path once
-/// (the newer event wins, spec 9.3), and drops what falls out of its own
+/// (the newer event wins, protocol.md 9.3), and drops what falls out of its own
 /// window; deletes are dropped on the way into Z unless `keep_deletes`
-/// (spec 9.2).
+/// (protocol.md 9.2).
 ///
 /// ```
 /// use recentfile::aggregate::merge;
@@ -93,7 +93,7 @@ pub fn merge(
         }
         incoming.push(ev.clone());
     }
-    // A delete that reaches Z changes it when Z lists the path (spec 9.4 fixed).
+    // A delete that reaches Z changes it when Z lists the path (protocol.md 9.4, 16).
     if !done && !z_deletes.is_empty() && big.events.iter().any(|e| z_deletes.contains(e.path.as_str())) {
         done = true;
     }
@@ -132,7 +132,7 @@ pub fn merge(
 }
 
 /// Consecutive equal epochs (two inputs that shared an epoch) are bumped,
-/// oldest first, until unused (spec 7.4 "Merge"). Equal as numbers: the
+/// oldest first, until unused (protocol.md 7.4, "A merge"). Equal as numbers: the
 /// reference repairs identical strings only, which leaves `1.5` beside
 /// `1.50`, a duplicate to every reader that takes epochs as numbers.
 fn repair_equal_epochs(list: &mut [Event]) {
@@ -153,13 +153,13 @@ fn repair_equal_epochs(list: &mut [Event]) {
 /// `stat` gives them), as the reference's aggregate measures it:
 /// `local $^T = time; 86400 * -M $file`. Its `time` is the whole-second
 /// clock, and `-M` is `($^T - mtime) / 86400` as a double, so the age is
-/// ⌊now⌋ − mtime through that division (spec 10): a clock step that lands
+/// ⌊now⌋ − mtime through that division (protocol.md 10): a clock step that lands
 /// on an interval length is not yet "older than" it.
 pub fn file_age(now: &Epoch, mtime_secs: i64) -> f64 {
     86400.0 * ((now.whole_seconds() as f64 - mtime_secs as f64) / 86400.0)
 }
 
-/// Whether the cascade goes on from file `i` to file `i + 1` (spec 10):
+/// Whether the cascade goes on from file `i` to file `i + 1` (protocol.md 10):
 /// always from the principal, always with `force`, when the larger file
 /// does not exist, or when its age exceeds the interval one step below.
 pub fn merge_due(i: usize, intervals: &[Interval], force: bool, target_age_secs: Option<f64>) -> bool {

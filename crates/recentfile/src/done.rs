@@ -1,5 +1,5 @@
 //! Which events a mirror already has: the done-set of one recentfile, a list
-//! of closed epoch intervals (spec 12.6). Pure: no filesystem, no clock.
+//! of closed epoch intervals (protocol.md 12.6). Pure: no filesystem, no clock.
 //!
 //! An interval `[high, low]` says "every event of this recentfile with
 //! `low <= epoch <= high` is done". The list is kept descending and

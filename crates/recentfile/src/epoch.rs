@@ -4,20 +4,20 @@
 //! written as a decimal string: digits, optionally followed by `.` and more
 //! digits (`1700000000`, `1700000000.5`, `1700000000.500000476837158203125`).
 //! Every distinct string is an identity: clients compare epochs with `eq`,
-//! and the done-set stores intervals of the strings themselves (spec 7.1).
+//! and the done-set stores intervals of the strings themselves (protocol.md 7.1).
 //! [`Epoch`] therefore keeps the exact text it was read or made with, and it
 //! is never round-tripped through `f64`. An `f64` holds about 16 significant
 //! digits, while a bumped epoch can have 30 and more; two distinct epochs
 //! would collapse into one, and even a harmless-looking re-print turns
 //! `1700000000.0` into `1700000000`, a different string for every client.
 //!
-//! Where epochs come from (spec 7.1):
+//! Where epochs come from (protocol.md 7.1):
 //! - a clock reading, printed like Perl's `%.15g` ([`Epoch::from_clock`]);
 //! - an integer mtime or `--epoch`, stored as `<N>.0`
 //!   ([`Epoch::from_whole_seconds`], [`Epoch::with_dot`]);
 //! - a bump of another epoch ([`Epoch::inc`], [`Epoch::inc_towards`]).
 //!
-//! # Ordering (spec 7.2)
+//! # Ordering (protocol.md 7.2)
 //!
 //! [`cmp_epochs`] is the reference comparator (`_bigfloatcmp` of
 //! File::Rsync::Mirror::Recentfile::FakeBigFloat 0.0.8, as shipped with
@@ -30,7 +30,7 @@
 //! [`Epoch`] are this comparator, so equality is *not* string equality and
 //! there is deliberately no `Hash` impl; key maps by [`Epoch::as_str`].
 //!
-//! # Bump (spec 7.3)
+//! # Bump (protocol.md 7.3)
 //!
 //! [`Epoch::inc`] returns a short string just above an epoch;
 //! [`Epoch::inc_towards`] returns one strictly between an epoch and an
@@ -244,7 +244,7 @@ impl Epoch {
 
     /// This epoch with `.0` appended if it has no dot. This is the in-place
     /// side effect the reference's comparator has on dot-less operands
-    /// (spec 7.1 item 2); it is why integer mtimes end up as `N.0` in files.
+    /// (protocol.md 7.1 item 2); it is why integer mtimes end up as `N.0` in files.
     pub fn with_dot(&self) -> Epoch {
         if self.has_dot() {
             self.clone()
@@ -265,7 +265,7 @@ impl Epoch {
         perl_float(&self.0)
     }
 
-    /// The one-argument bump `inc(l)` of spec 7.3: a short string `s`
+    /// The one-argument bump `inc(l)` of protocol.md 7.3: a short string `s`
     /// above `self` as a decimal number, byte-identical to the reference
     /// (`1700000000.5` → `1700000000.5000001` → `1700000000.50000016`).
     ///
@@ -281,7 +281,7 @@ impl Epoch {
         fallback_above(&self.0)
     }
 
-    /// The two-argument bump `inc(l, r)` of spec 7.3: a short string `s`
+    /// The two-argument bump `inc(l, r)` of protocol.md 7.3: a short string `s`
     /// strictly between `self` and `upper` as decimal numbers,
     /// byte-identical to the reference (`inc(1700000100.5,
     /// 1700000100.5000001)` = `1700000100.50000005`). An `upper` more than
@@ -349,7 +349,7 @@ impl PerlNum {
 /// `List::Util::min(@args)`: compares the doubles and returns the winning
 /// argument itself, so a string keeps its exact text (`1700000060.5000001`
 /// stays that; printed back from a double it would be `1700000060.5`).
-/// The first of equal doubles wins (spec 8.3 step 2, 9 step 4).
+/// The first of equal doubles wins (protocol.md 8.3 step 2, 9 step 4).
 pub(crate) fn perl_min(args: &[PerlNum]) -> Option<Epoch> {
     let mut best: Option<&PerlNum> = None;
     for a in args {
@@ -360,7 +360,7 @@ pub(crate) fn perl_min(args: &[PerlNum]) -> Option<Epoch> {
     best.map(|b| b.text.clone())
 }
 
-/// The reference comparator of spec 7.2 on raw strings (see the module
+/// The reference comparator of protocol.md 7.2 on raw strings (see the module
 /// docs). Meant for decimal strings; for other input it returns some
 /// ordering, not necessarily Perl's.
 ///
@@ -884,7 +884,7 @@ fn increase_a_bit(l_in: &str, r_in: Option<&str>) -> String {
     increase_a_bit_tail(&l, &r)
 }
 
-/// `_increase_a_bit_tail($l, $r)`: the string midpoint (spec 7.3 steps 1–9).
+/// `_increase_a_bit_tail($l, $r)`: the string midpoint (protocol.md 7.3 steps 1–9).
 fn increase_a_bit_tail(l_in: &str, r_in: &str) -> String {
     let mut l = l_in.to_owned();
     let mut r = r_in.to_owned();
@@ -1280,7 +1280,8 @@ mod tests {
         assert_eq!(s.as_str(), "0999.9500000000000454747350886464119");
         assert!(is_valid(s.as_str()));
         // 1.5 and 1.50 are ordered by the comparator, but nothing lies
-        // between them as numbers (the bump used to give 1.500 and 1.50).
+        // between them as numbers: a bump must not give 1.500, the same
+        // number as 1.50.
         let (a, b) = (ep("1.5"), ep("1.50"));
         assert!(a < b);
         assert_eq!(a.cmp_value(&b), Ordering::Equal);
@@ -1365,7 +1366,7 @@ mod tests {
 
     #[test]
     fn inc_from_integer_chain() {
-        // spec 7.4: three updates in one clock tick.
+        // protocol.md 7.4: three updates in one clock tick.
         let a = Epoch::from_clock(1700000100.5);
         let b = a.inc();
         let c = b.inc();

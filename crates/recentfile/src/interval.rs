@@ -1,4 +1,4 @@
-//! Interval specs: `1h`, `6h`, `1d`, `1W`, `1M`, `1Q`, `1Y`, `Z` (spec section 3).
+//! Interval specs: `1h`, `6h`, `1d`, `1W`, `1M`, `1Q`, `1Y`, `Z` (protocol.md 3).
 //!
 //! A spec is a decimal count followed by one unit letter (`s m h d W M Q Y`),
 //! or the bare `Z`, the unbounded window. The spec string is kept as written:
@@ -108,7 +108,7 @@ pub fn parse_list(list: &str) -> Result<Vec<Interval>, String> {
 
 /// The collection's intervals, smallest first: the principal's own interval
 /// plus the aggregator entries, duplicates (by spec) and entries shorter than
-/// the principal dropped (spec section 10 step 1). Two specs of equal length
+/// the principal dropped (protocol.md 10 step 1). Two specs of equal length
 /// (`60s`, `1m`) are an error here rather than a later crash.
 pub fn cascade(principal: &Interval, aggregator: &[Interval]) -> Result<Vec<Interval>, String> {
     let mut out = vec![principal.clone()];

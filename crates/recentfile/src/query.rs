@@ -4,15 +4,15 @@
 //! News reads the collection smallest file first. A path's newest event is
 //! in the smallest file that lists it (events enter at the principal and
 //! flow to larger files), so the first occurrence wins and later ones are
-//! dropped: rrr prints each path once, unlike the reference (spec 11.2).
-//! `after`/`before` compare epochs exactly and strictly (spec 11.1 fixed).
+//! dropped: rrr prints each path once, unlike the reference (protocol.md 11.2).
+//! `after`/`before` compare epochs exactly and strictly (protocol.md 11.1, 16).
 
 use crate::epoch::Epoch;
 use crate::format::read::Outline;
 use crate::format::{first_of_each_path, Event, EventKind, Merged, Recentfile};
 use crate::interval::Interval;
 
-/// Filters of `rrr news`, applied to each path's newest event (spec 11.1).
+/// Filters of `rrr news`, applied to each path's newest event (protocol.md 11.1).
 /// The default filters nothing.
 #[derive(Clone, Debug, Default)]
 pub struct NewsFilter {
@@ -47,7 +47,7 @@ impl NewsFilter {
 ///
 /// The merge (first occurrence of each path, newest first) is done when
 /// asked for, over all files. A path's newest event wins even when it is
-/// a delete that an older `new` in a larger file precedes (spec 11.2).
+/// a delete that an older `new` in a larger file precedes (protocol.md 11.2).
 ///
 /// ```
 /// use recentfile::query::{News, NewsFilter};
@@ -235,7 +235,7 @@ fn f2(s: &str) -> String {
     format!("{:.2}", s.parse::<f64>().unwrap_or(0.0))
 }
 
-/// The reference's overview table (spec 11.4), each interval once.
+/// The reference's overview table (protocol.md 11.4), each interval once.
 pub fn overview_table(rows: &[FileSummary], verbose: bool) -> String {
     let rows: Vec<&FileSummary> = rows.iter().filter(|r| r.count > 0).collect();
     if rows.is_empty() {

@@ -1,4 +1,4 @@
-//! Recording events in a recentfile (spec 8.2–8.4): the pure core of
+//! Recording events in a recentfile (protocol.md 8.2–8.4): the pure core of
 //! `update`, `init`, `fsck --repair` and `watch`.
 //!
 //! Fixed reference bugs (documented in README.mirror):
@@ -31,12 +31,12 @@ pub struct Change {
 pub struct Outcome {
     /// Events added.
     pub inserted: usize,
-    /// Events dropped off the end of the window (spec 8.3 step 6).
+    /// Events dropped off the end of the window (protocol.md 8.3 step 6).
     pub truncated: usize,
     /// Whether an event went in below the newest one, so the dirtymark
-    /// was set (spec 8.4).
+    /// was set (protocol.md 8.4).
     pub dirty: bool,
-    /// Whether the file must be written (spec 8.3 step 7).
+    /// Whether the file must be written (protocol.md 8.3 step 7).
     pub write: bool,
 }
 
@@ -45,9 +45,9 @@ pub struct Outcome {
 /// `aggregate` starts with.
 ///
 /// Each change becomes an event at `now` (bumped above the newest epoch
-/// when that is not older, spec 7.3), or at its own epoch for a dirty
+/// when that is not older, protocol.md 7.3), or at its own epoch for a dirty
 /// insert; an older event of the same path is removed, so each path is
-/// listed once (spec 8.3). The caller locks, reads, calls this and, if
+/// listed once (protocol.md 8.3). The caller locks, reads, calls this and, if
 /// [`Outcome::write`], writes the file atomically.
 ///
 /// ```
@@ -159,12 +159,12 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
 }
 
 /// The clock, or a bump above the newest event when the clock has not
-/// moved past it (spec 7.4). A whole-second reading is stored as `<N>.0`,
-/// as the reference's comparator leaves its `$now` (spec 7.1).
+/// moved past it (protocol.md 7.4). A whole-second reading is stored as `<N>.0`,
+/// as the reference's comparator leaves its `$now` (protocol.md 7.1).
 /// The clock as the reference holds it after comparing it with a dirty
 /// item's caller epoch, which is what it stores as the dirtymark: its
 /// comparator appends `.0` in place to a dot-less operand when the other
-/// has a dot and the two differ (spec 7.2), so a whole-second clock
+/// has a dot and the two differ (protocol.md 7.2), so a whole-second clock
 /// `1700773529` becomes `1700773529.0` beside `--epoch 1700000000.5`,
 /// and stays `1700773529` beside `--epoch 1700000000`.
 fn clock_as_compared(now: &Epoch, caller: &Epoch) -> Epoch {
@@ -183,7 +183,7 @@ fn monotonic(top: Option<&Event>, now: &Epoch) -> Epoch {
 }
 
 /// Insert at the epoch's place, bumping towards the newer neighbour on a
-/// collision (spec 7.4). Returns the epoch used. Collisions and places are
+/// collision (protocol.md 7.4). Returns the epoch used. Collisions and places are
 /// decided by value (`1.5` collides with `1.50`): every epoch written
 /// differs from the others as a decimal number.
 ///
@@ -425,7 +425,7 @@ mod tests {
             assert_eq!(rf.meta.dirtymark.as_ref().unwrap().as_str(), mark, "clock {clock}, --epoch {caller}");
             // Beside a dot-less caller epoch and a whole-second clock the
             // reference's event epoch has no `.0`; rrr's always has one
-            // (spec 7.1 item 2), so only the dotted cases compare.
+            // (protocol.md 7.1 item 2), so only the dotted cases compare.
             if caller.contains('.') {
                 assert_eq!(epochs(&rf), [epoch], "clock {clock}, --epoch {caller}");
             }
@@ -457,7 +457,7 @@ mod tests {
 
     #[test]
     fn same_mtime_files_get_distinct_numbers() {
-        // Past about 142 files of one mtime the bump used to fall back on
+        // Past about 142 files of one mtime the bump must not fall back on
         // `1700000000.00`, the same number as `1700000000.0`.
         for n in [141, 142, 143, 400, 2000] {
             let changes: Vec<Change> = (0..n).map(|i| change(&format!("f{i}"), Some("1700000000"))).collect();
@@ -515,9 +515,9 @@ mod tests {
 
     #[test]
     fn truncation_bound_keeps_merged_epochs_text() {
-        // Issue 12: the bound used to be printed back from a double, so
-        // `1700000060.5000001` became `1700000060.5` and the event at
-        // `1700000060.5` survived where the reference drops it.
+        // The bound keeps its exact text: printed back from a double,
+        // `1700000060.5000001` would become `1700000060.5` and the event
+        // at `1700000060.5` would survive where the reference drops it.
         use crate::aggregate::merge;
         use crate::interval::Interval;
         let (h1, h6) = (Interval::parse("1h").unwrap(), Interval::parse("6h").unwrap());

@@ -1,9 +1,9 @@
-//! JSON recentfiles (spec 6.2): one line, no trailing newline.
+//! JSON recentfiles (protocol.md 6.2): one line, no trailing newline.
 //!
 //! The reference writes clock epochs as JSON numbers and mtime or bumped
 //! epochs as strings, in one file. rrr reads both and keeps a number's
 //! source text (serde_json's `arbitrary_precision`); it writes every epoch
-//! as a string (DECISIONS.md), which the Perl reader accepts.
+//! as a string (docs/decisions.md#format), which the Perl reader accepts.
 
 use super::read::{RawDoc, RawEvent, RawMeta, ReadError, Text, TextMap};
 use super::{Merged, Producer, Recentfile};

@@ -1,4 +1,4 @@
-//! The recentfile model: one index file of the collection (spec section 4).
+//! The recentfile model: one index file of the collection (protocol.md 4).
 //!
 //! A recentfile is a mapping with `meta` and `recent`. `recent` lists events
 //! `{epoch, path, type}` newest first, in strictly decreasing, unique epochs.
@@ -113,9 +113,9 @@ impl fmt::Display for EventKind {
 /// One change event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
-    /// When it happened; unique within a file (spec 7.4).
+    /// When it happened; unique within a file (protocol.md 7.4).
     pub epoch: Epoch,
-    /// Relative to the collection's root, `/`-separated (spec 4.2, 14).
+    /// Relative to the collection's root, `/`-separated (protocol.md 4.2, 14).
     pub path: String,
     /// The `type` key.
     pub kind: EventKind,
@@ -138,7 +138,7 @@ pub enum Merged {
     Absent,
     /// `merged: {}`: after a dirty insertion or straight after init.
     Reset,
-    /// The last merge into the next larger file (spec 4.1, 9).
+    /// The last merge into the next larger file (protocol.md 4.1, 9).
     Into {
         /// The target's newest epoch right after the merge.
         epoch: Option<Epoch>,
@@ -159,7 +159,7 @@ impl Merged {
     }
 }
 
-/// `meta.minmax`, maintained as the reference does (spec 8.5).
+/// `meta.minmax`, maintained as the reference does (protocol.md 8.5).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MinMax {
     /// The newest epoch of `recent` as the writer tracked it (`~` when empty).
@@ -182,10 +182,10 @@ pub struct Meta {
     pub canonize: Option<String>,
     /// Free text; only written if set.
     pub comment: Option<String>,
-    /// Time of the last out-of-order insertion (spec 8.4); a change tells
-    /// mirrors to forget what they have of this collection (spec 12.10).
+    /// Time of the last out-of-order insertion (protocol.md 8.4); a change tells
+    /// mirrors to forget what they have of this collection (protocol.md 12.10).
     pub dirtymark: Option<Epoch>,
-    /// The file names' stem, `RECENT` (spec 2).
+    /// The file names' stem, `RECENT` (protocol.md 2).
     pub filenameroot: Option<String>,
     /// This file's own window, as an interval spec (`1h`, …, `Z`).
     pub interval: Option<String>,
@@ -232,7 +232,7 @@ pub struct Recentfile {
     pub meta: Meta,
     /// The `recent` list, newest first, epochs strictly decreasing.
     pub events: Vec<Event>,
-    /// Events the reader skipped, with why (never fatal: spec 4.2).
+    /// Events the reader skipped, with why (never fatal: protocol.md 4.2).
     pub skipped: Vec<Skipped>,
 }
 
@@ -255,9 +255,9 @@ impl Recentfile {
 /// Serializers rrr reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// `.yaml`, byte-identical to YAML::Syck 1.34 (spec 6.1).
+    /// `.yaml`, byte-identical to YAML::Syck 1.34 (protocol.md 6.1).
     Yaml,
-    /// `.json`, one line (spec 6.2).
+    /// `.json`, one line (protocol.md 6.2).
     Json,
 }
 
@@ -291,7 +291,7 @@ pub struct Producer {
 /// Serialize in the given format (YAML::Syck 1.34 bytes, or one-line JSON).
 ///
 /// `Producers` is rebuilt from `producer`; everything else is written from
-/// `rf` as it is (spec 4.1, 6), so a file read and re-serialized keeps its
+/// `rf` as it is (protocol.md 4.1, 6), so a file read and re-serialized keeps its
 /// bytes apart from `Producers`.
 ///
 /// ```

@@ -232,11 +232,12 @@ impl Outline {
 /// Parse and validate a recentfile's bytes.
 ///
 /// The bytes are hostile until this returns: epochs must be decimal and
-/// strictly decreasing (spec 7.4), paths relative and sane (spec 14), the
-/// size within [`MAX_FILE_BYTES`]. An event that cannot be used (an
+/// strictly decreasing (protocol.md 7.4), paths at most 4096 bytes
+/// (protocol.md 14; the other path rules are the mirror's), the size
+/// within [`MAX_FILE_BYTES`]. An event that cannot be used (an
 /// unknown type, no path or type, a path that is not UTF-8 or too long,
 /// an item no YAML reader takes) is skipped, not fatal, and listed in
-/// [`Recentfile::skipped`] (spec 4.2); an event without a readable epoch
+/// [`Recentfile::skipped`] (protocol.md 4.2); an event without a readable epoch
 /// breaks the list and so the file. A bare
 /// list is read as protocol 0. Errors carry the line where known; add the
 /// file name with [`ReadError::in_file`].

@@ -1,4 +1,4 @@
-//! Scalars exactly as YAML::Syck 1.34 (under Perl 5.36) emits them (spec 6.1).
+//! Scalars exactly as YAML::Syck 1.34 (under Perl 5.36) emits them (protocol.md 6.1).
 //!
 //! This is Syck's own decision, ported from its source rather than guessed
 //! from probes: `perl_syck.h` picks a style from Perl's view of the string,

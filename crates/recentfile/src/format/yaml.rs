@@ -1,6 +1,6 @@
 //! YAML recentfiles: the YAML::Syck 1.34 emitter and a fast reader.
 //!
-//! Writing follows spec 6.1 byte for byte (see [`super::syck`] for scalars):
+//! Writing follows protocol.md 6.1 byte for byte (see [`super::syck`] for scalars):
 //! `--- ` header, sorted keys, two-space indentation, `- ` on its own line
 //! before a list item that is a map, `{}`/`[]` followed by an empty line.
 //!

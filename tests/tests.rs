@@ -17,3 +17,5 @@ mod perl_entry;
 mod props;
 mod rmirror;
 mod watch;
+mod watch_hook;
+mod watch_storm;

@@ -7,8 +7,11 @@ WRITERS processes each work in their own area `wN/` of an indexed tree
 until FILES files were written in all: make a directory, write a batch of
 small files into it (open, write, close), rename it back and forth, move
 every third one out of the tree (to a sibling directory) and, every
-AREA_EVERY directories, rename the whole area back and forth (a directory
-with thousands of indexed files under it moving away and back).
+AREA_EVERY directories, rename the whole area back and forth FLIPS times
+(a directory with thousands of indexed files under it moving away and
+back). Beside them a churn process moves `hot/` (HOT indexed files) out
+of the tree and makes it again, as fast as it can, until the writers are
+done: one directory moved away thousands of times.
 
 The daemon runs with `--json-log`; its VmHWM (peak RSS) is read from
 /proc/PID/status every 100 ms and once more before it is stopped. The
@@ -31,7 +34,7 @@ import time
 
 WRITER = r"""
 import os, sys
-root, attic, tag, n, per_dir, area_every = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+root, attic, tag, n, per_dir, area_every, flips = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 area = os.path.join(root, tag)
 os.makedirs(area, exist_ok=True)
 written, k = 0, 0
@@ -47,9 +50,21 @@ while written < n:
     if k % 3 == 2:
         os.rename(d, os.path.join(attic, "%s-d%05d" % (tag, k)))
     if k % area_every == area_every - 1:
-        os.rename(area, area + ".x")
-        os.rename(area + ".x", area)
+        for _ in range(flips):
+            os.rename(area, area + ".x")
+            os.rename(area + ".x", area)
     k += 1
+"""
+
+CHURN = r"""
+import os, sys
+root, attic, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+k = 0
+while not os.path.exists(stop):
+    os.rename(os.path.join(root, "hot"), os.path.join(attic, "hot-%06d" % k))
+    os.mkdir(os.path.join(root, "hot"))
+    k += 1
+print("churn: hot/ moved out and made again %d times" % k)
 """
 
 
@@ -70,7 +85,10 @@ def main():
     ap.add_argument("--files", type=int, default=100000)
     ap.add_argument("--writers", type=int, default=5)
     ap.add_argument("--per-dir", type=int, default=100)
-    ap.add_argument("--area-every", type=int, default=20)
+    ap.add_argument("--area-every", type=int, default=2)
+    ap.add_argument("--flips", type=int, default=5, help="back-and-forth renames of the area each time")
+    ap.add_argument("--hot", type=int, default=20000, help="indexed files in hot/, moved out by the churn")
+    ap.add_argument("--batch-delay", type=int, default=1000, help="the daemon's --batch-delay (ms)")
     ap.add_argument("--settle", type=float, default=120, help="seconds to wait for fsck clean after the storm")
     ap.add_argument("--limit-gib", type=float, default=0, help="stop the run when the daemon's RSS passes this")
     ap.add_argument("--dir", default=None, help="where to make the tree (default: a temp dir)")
@@ -83,11 +101,15 @@ def main():
     os.makedirs(attic)
     with open(os.path.join(root, "README"), "w") as f:
         f.write("storm\n")
+    os.makedirs(os.path.join(root, "hot"))
+    for i in range(a.hot):
+        with open(os.path.join(root, "hot", "h%06d" % i), "w") as f:
+            f.write("%d\n" % i)
     subprocess.run([rrr, "init", root], check=True, stdout=subprocess.DEVNULL)
     print("load average before: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     log_path = os.path.join(tmp, "watch.log")
     log = open(log_path, "w")
-    daemon = subprocess.Popen([rrr, "watch", root, "--json-log"], stdout=subprocess.DEVNULL, stderr=log)
+    daemon = subprocess.Popen([rrr, "watch", root, "--json-log", "--batch-delay", str(a.batch_delay)], stdout=subprocess.DEVNULL, stderr=log)
     while '"kind":"start"' not in open(log_path).read():
         if daemon.poll() is not None:
             sys.exit("rrr watch exited at start: %s" % open(log_path).read())
@@ -126,16 +148,26 @@ def main():
     per = a.files // a.writers
     t0 = time.time()
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, root, attic, "w%d" % i, str(per), str(a.per_dir), str(a.area_every)])
+        subprocess.Popen([sys.executable, "-c", WRITER, root, attic, "w%d" % i, str(per), str(a.per_dir), str(a.area_every), str(a.flips)])
         for i in range(a.writers)
     ]
+    stop_churn = os.path.join(tmp, "stop-churn")
+    churn = subprocess.Popen([sys.executable, "-c", CHURN, root, attic, stop_churn]) if a.hot else None
     for w in writers:
         w.wait()
+    open(stop_churn, "w").close()
+    if churn:
+        churn.wait()
     t_storm = time.time()
     print("storm: %d files by %d writers in %.1f s" % (per * a.writers, a.writers, t_storm - t0))
     clean_after = None
     while time.time() < t_storm + a.settle and daemon.poll() is None:
-        r = subprocess.run([rrr, "fsck", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            r = subprocess.run([rrr, "fsck", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        except subprocess.TimeoutExpired:
+            print("  fsck took over 60 s")
+            continue
+        print("  fsck at %.1f s after the storm: exit %d" % (time.time() - t_storm, r.returncode), flush=True)
         if r.returncode == 0:
             clean_after = time.time() - t_storm
             break

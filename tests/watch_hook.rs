@@ -17,6 +17,12 @@ fn on_batch_never_delays_recording_and_runs_coalesce() {
         log = log.display(),
         gate = gate.display()
     );
+    // A start in the second the tree was made records its files again (a
+    // record, so a run): start in a later second, so that runs are ours.
+    let made = fs::metadata(root.join("a")).unwrap().modified().unwrap();
+    let made_secs = made.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let next_second = std::time::UNIX_EPOCH + std::time::Duration::from_millis((made_secs + 1) * 1000 + 100);
+    wait_for("the next second", WAIT, || std::time::SystemTime::now() >= next_second);
     let d = Daemon::start(&root, &["--on-batch", &cmd, "--on-batch-timeout", "120"]);
     let lines = || fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>();
     write(&root, "f0", "x");

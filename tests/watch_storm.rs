@@ -49,11 +49,18 @@ fn a_batch_past_its_limit_becomes_a_rescan() {
     let before = news(&root)["keep"].0.clone();
     write(&root, "keep", "changed before the drop");
     let changed = fs::metadata(root.join("keep")).unwrap().modified().unwrap();
-    // A marker whole seconds after the change (rescans compare whole seconds).
+    // A marker in a later second than the change (rescans compare whole
+    // seconds), while the change is still pending: other changes keep the
+    // daemon active (a heartbeat every 2 s) and the batch from going quiet.
     let heartbeat = root.join(".rrr/watch.json");
-    let later = changed + std::time::Duration::from_secs(2);
+    let later = changed + std::time::Duration::from_millis(1200);
+    let mut nudges = 0;
     wait_for("a heartbeat after the change", WAIT, || {
-        fs::metadata(&heartbeat).and_then(|m| m.modified()).is_ok_and(|t| t > later)
+        nudges += 1;
+        write(&root, "nudge", &nudges.to_string());
+        poll_until(std::time::Duration::from_millis(300), || {
+            fs::metadata(&heartbeat).and_then(|m| m.modified()).is_ok_and(|t| t > later)
+        })
     });
     fs::remove_file(root.join("old/a")).unwrap();
     for i in 0..300 {

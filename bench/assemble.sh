@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 {
   cat bench/summary.md
-  for f in format-origin mirror watch ops locks micro; do
+  for f in format-origin mirror watch watch-storm ops locks micro; do
     echo
     echo "---"
     echo

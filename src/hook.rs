@@ -11,11 +11,15 @@
 //! `RRR_BYTES`, `RRR_DELETED`, `RRR_REFUSED`, `RRR_FAILING`,
 //! `RRR_ERRORS`, `RRR_COMPLETE` (`1` or `0`), `RRR_BOOTSTRAP`,
 //! `RRR_SECONDS`, and `RRR_ERROR` (the first error's message, or empty).
+//!
+//! `watch --on-batch CMD` runs CMD the same way after recorded batches,
+//! but beside the daemon ([`Background`]): recording never waits for it.
 
 use crate::mirror::PassReport;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The default time a hook may run.
@@ -145,20 +149,106 @@ pub(crate) fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Ou
 
 /// Run the hook for one pass and log how it went (never an error).
 pub(crate) fn after_pass(cmd: &str, timeout: Duration, env: &[(String, String)]) {
+    run_and_log("on-pass", cmd, timeout, env);
+}
+
+/// Run a hook and log how it went: `label` names the option.
+fn run_and_log(label: &str, cmd: &str, timeout: Duration, env: &[(String, String)]) {
     let (outcome, output) = run(cmd, env, timeout);
     let last = output.lines().last().unwrap_or("");
     let said = if last.is_empty() { String::new() } else { format!("; its last line: {last}") };
     match outcome {
-        Outcome::Ok => tracing::debug!("on-pass hook {cmd:?} succeeded{said}"),
-        Outcome::Failed(Some(code)) => tracing::warn!("on-pass hook {cmd:?} failed with exit status {code}{said}"),
-        Outcome::Failed(None) => tracing::warn!("on-pass hook {cmd:?} was killed by a signal{said}"),
+        Outcome::Ok => tracing::debug!("{label} hook {cmd:?} succeeded{said}"),
+        Outcome::Failed(Some(code)) => tracing::warn!("{label} hook {cmd:?} failed with exit status {code}{said}"),
+        Outcome::Failed(None) => tracing::warn!("{label} hook {cmd:?} was killed by a signal{said}"),
         Outcome::TimedOut => {
             tracing::warn!(
-                "on-pass hook {cmd:?} still ran after {}: killed{said}",
+                "{label} hook {cmd:?} still ran after {}: killed{said}",
                 crate::human::duration(timeout.as_secs_f64())
             )
         }
-        Outcome::NotStarted(e) => tracing::warn!("on-pass hook {cmd:?} could not be started: {e}"),
+        Outcome::NotStarted(e) => tracing::warn!("{label} hook {cmd:?} could not be started: {e}"),
+    }
+}
+
+/// What the batches behind one `--on-batch` run recorded: those recorded
+/// while the previous run went on are added up into one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    pub batches: u64,
+    pub new: u64,
+    pub delete: u64,
+}
+
+impl Recorded {
+    fn add(&mut self, other: Recorded) {
+        self.batches += other.batches;
+        self.new += other.new;
+        self.delete += other.delete;
+    }
+}
+
+/// The `--on-batch` queue: at most one run going and one waiting.
+#[derive(Default)]
+struct Queue {
+    waiting: Option<Recorded>,
+    closed: bool,
+}
+
+/// A hook run by its own thread, so that the caller never waits for it:
+/// one run at a time; what is recorded meanwhile waits as one more run
+/// (however many batches that is), started as soon as the current one
+/// ends.
+pub(crate) struct Background {
+    queue: Arc<(Mutex<Queue>, Condvar)>,
+}
+
+impl Background {
+    /// Start the thread. `env` makes a run's `RRR_*` variables; it runs on
+    /// that thread, so it may read files.
+    pub(crate) fn start(
+        label: &'static str,
+        cmd: String,
+        timeout: Duration,
+        env: impl Fn(Recorded) -> Vec<(String, String)> + Send + 'static,
+    ) -> std::io::Result<Background> {
+        let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
+        let q = Arc::clone(&queue);
+        std::thread::Builder::new().name(label.into()).spawn(move || loop {
+            let next = {
+                let (lock, wake) = &*q;
+                let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while g.waiting.is_none() && !g.closed {
+                    g = wake.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+                if g.closed {
+                    return;
+                }
+                g.waiting.take()
+            };
+            if let Some(rec) = next {
+                run_and_log(label, &cmd, timeout, &env(rec));
+            }
+        })?;
+        Ok(Background { queue })
+    }
+
+    /// Ask for a run after `rec` was recorded; never waits for a run.
+    pub(crate) fn trigger(&self, rec: Recorded) {
+        let (lock, wake) = &*self.queue;
+        let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+        g.waiting.get_or_insert_with(Recorded::default).add(rec);
+        wake.notify_one();
+    }
+}
+
+impl Drop for Background {
+    /// No run starts any more; one going ends by itself (or with rrr's
+    /// stop request, which kills it).
+    fn drop(&mut self) {
+        let (lock, wake) = &*self.queue;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        wake.notify_one();
     }
 }
 
@@ -179,6 +269,38 @@ mod tests {
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!((get("RRR_STATUS"), get("RRR_ERROR")), (Some("failed"), Some("rsync failed with code 5: x")));
         assert!(wanted(None) && wanted(Some(&rep)) && !wanted(Some(&PassReport::default())));
+    }
+
+    #[test]
+    fn background_runs_coalesce_while_one_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, gate) = (dir.path().join("log"), dir.path().join("gate"));
+        let cmd = format!(
+            "echo \"$RRR_N\" >> {log}; while [ ! -e {gate} ]; do sleep 0.02; done",
+            log = log.display(),
+            gate = gate.display()
+        );
+        let env = |r: Recorded| vec![("RRR_N".to_string(), format!("{} {}", r.batches, r.new))];
+        let bg = Background::start("test", cmd, DEFAULT_TIMEOUT, env).unwrap();
+        let lines = || std::fs::read_to_string(&log).unwrap_or_default();
+        let wait = |n: usize| {
+            let t = Instant::now();
+            while lines().lines().count() < n {
+                assert!(t.elapsed() < Duration::from_secs(60), "{}", lines());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        bg.trigger(Recorded { batches: 1, new: 1, delete: 0 });
+        wait(1);
+        // The first run is held at the gate: these return at once and wait as one run.
+        for _ in 0..5 {
+            bg.trigger(Recorded { batches: 1, new: 2, delete: 0 });
+        }
+        assert_eq!(lines(), "1 1\n");
+        std::fs::write(&gate, "").unwrap();
+        wait(2);
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(lines(), "1 1\n5 10\n", "one more run for the five");
     }
 
     #[test]

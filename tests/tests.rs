@@ -24,3 +24,5 @@ mod rmirror;
 mod trigger;
 mod visible;
 mod watch;
+mod watch_hook;
+mod watch_storm;

@@ -10,16 +10,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A running `rrr watch`, killed when dropped.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Option<Child>,
     log: PathBuf,
 }
 
 impl Daemon {
-    fn start(root: &Path, extra: &[&str]) -> Daemon {
+    pub(crate) fn start(root: &Path, extra: &[&str]) -> Daemon {
+        Daemon::start_under(&[], root, extra)
+    }
+
+    /// Start it through `wrapper` (e.g. `prlimit --as=N --`), which execs it.
+    pub(crate) fn start_under(wrapper: &[&str], root: &Path, extra: &[&str]) -> Daemon {
         let log = root.parent().unwrap().join(format!("watch-{}.log", std::process::id()));
         let log = unique(log);
         let err = fs::File::create(&log).unwrap();
@@ -28,23 +33,35 @@ impl Daemon {
             args.extend_from_slice(&["--batch-delay", "200"]);
         }
         args.extend_from_slice(extra);
-        let child =
-            Command::new(rrr_bin()).args(&args).stdout(Stdio::null()).stderr(err).spawn().expect("spawn rrr watch");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(rrr_bin());
+                c
+            }
+            None => Command::new(rrr_bin()),
+        };
+        let child = cmd.args(&args).stdout(Stdio::null()).stderr(err).spawn().expect("spawn rrr watch");
         let d = Daemon { child: Some(child), log };
         d.wait_log("\"kind\":\"start\"");
         d
+    }
+
+    /// Whether it still runs (it did not crash or abort).
+    pub(crate) fn running(&mut self) -> bool {
+        self.child.as_mut().unwrap().try_wait().unwrap().is_none()
     }
 
     fn pid(&self) -> i32 {
         self.child.as_ref().unwrap().id() as i32
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     #[track_caller]
-    fn wait_log(&self, needle: &str) {
+    pub(crate) fn wait_log(&self, needle: &str) {
         let ok = poll_until(WAIT, || self.log().contains(needle));
         assert!(ok, "log never showed {needle}:\n{}", self.log());
     }
@@ -55,7 +72,7 @@ impl Daemon {
     }
 
     /// SIGTERM and wait: returns the exit code.
-    fn stop(mut self) -> (i32, String) {
+    pub(crate) fn stop(mut self) -> (i32, String) {
         self.signal(libc::SIGTERM);
         let mut child = self.child.take().unwrap();
         let t0 = Instant::now();
@@ -91,7 +108,7 @@ fn unique(p: PathBuf) -> PathBuf {
 }
 
 /// A temp dir holding `root/` with an indexed tree.
-fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
     fs::create_dir(&root).unwrap();
@@ -103,7 +120,7 @@ fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Each path's newest event: path -> (epoch, type).
-fn news(root: &Path) -> HashMap<String, (String, String)> {
+pub(crate) fn news(root: &Path) -> HashMap<String, (String, String)> {
     let out = ok(&["news", "--json", "--local", root.to_str().unwrap()]);
     out.lines()
         .map(|l| {
@@ -114,12 +131,12 @@ fn news(root: &Path) -> HashMap<String, (String, String)> {
         .collect()
 }
 
-fn kind_of(root: &Path, path: &str) -> Option<String> {
+pub(crate) fn kind_of(root: &Path, path: &str) -> Option<String> {
     news(root).get(path).map(|(_, t)| t.clone())
 }
 
 #[track_caller]
-fn wait_kind(root: &Path, path: &str, kind: &str) {
+pub(crate) fn wait_kind(root: &Path, path: &str, kind: &str) {
     let ok = poll_until(WAIT, || kind_of(root, path).as_deref() == Some(kind));
     assert!(ok, "{path} never became {kind}: {:?}", news(root).get(path));
 }
@@ -140,12 +157,12 @@ fn differences_excluding(root: &Path, extra: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn fsck_clean(root: &Path) -> bool {
+pub(crate) fn fsck_clean(root: &Path) -> bool {
     rrr(&["fsck", root.to_str().unwrap()]).status.success()
 }
 
 #[track_caller]
-fn wait_fsck_clean(root: &Path) {
+pub(crate) fn wait_fsck_clean(root: &Path) {
     let ok = poll_until(WAIT, || fsck_clean(root));
     let o = rrr(&["fsck", root.to_str().unwrap()]);
     assert!(ok, "fsck never clean:\n{}{}", stdout(&o), stderr(&o));

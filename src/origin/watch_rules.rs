@@ -7,7 +7,7 @@
 //! created file looks like on disk at flush time, which indexed paths lie
 //! under a directory that moved away) and the time.
 //!
-//! The rules (DECISIONS.md, issues 5 and 14):
+//! The rules (docs/decisions.md#watch):
 //! - inotify reports only what can change the index ([`MASK`]): no opens,
 //!   reads or read-only closes, so the mirrors' reads of the tree cost the
 //!   daemon nothing;
@@ -159,6 +159,14 @@ impl OnDisk {
 /// quarter of the daemon's time.
 pub const SIZE_REST: u32 = 3;
 
+/// The most paths and directories a batch holds (pending changes, created
+/// and half-written files, directories moved away). A storm that goes past
+/// it costs a rescan of the tree instead: the batch is discarded and the
+/// tree compared with the index, which finds the same changes in memory
+/// bounded by the tree, not by the events (about 150 bytes an entry: some
+/// 30 MB at the limit).
+pub const MAX_BATCH_ENTRIES: usize = 200_000;
+
 /// When batches are recorded (see the module documentation).
 #[derive(Clone, Copy, Debug)]
 pub struct Pace {
@@ -199,8 +207,9 @@ pub struct Batch {
     /// Files with data written and not yet closed: the marker time current
     /// when the first write was seen (a lower bound of the file's mtime).
     writing: HashMap<String, f64>,
-    /// Directories that moved away, with the sequence number of the move.
-    forgotten: Vec<(u64, String)>,
+    /// Directories that moved away, each with the sequence number of its
+    /// latest move: one entry per directory however often it moves.
+    forgotten: HashMap<String, u64>,
     /// When the oldest pending change arrived.
     since: Option<Instant>,
     /// When the newest change arrived.
@@ -218,9 +227,10 @@ pub struct Flush {
     changes: Vec<(u64, String, EventKind)>,
     /// Created and neither written nor closed since, with their creation time.
     unwritten: Vec<(u64, String, Instant)>,
-    /// Directories moved away: their indexed files are deleted.
-    pub forgotten: Vec<String>,
-    forgotten_seq: Vec<u64>,
+    /// Directories moved away (with the sequence number of the latest
+    /// move): their indexed files, and the changes made under them before
+    /// the move, are deletes.
+    pub forgotten: HashMap<String, u64>,
     pub since: Option<Instant>,
     pub events: usize,
 }
@@ -270,24 +280,35 @@ impl Batch {
         }
     }
 
-    /// A directory moved away: pending news under it become deletes, and
-    /// at flush every indexed file under it is deleted.
+    /// A directory moved away: at flush, every indexed file under it and
+    /// every pending change under it older than the move is a delete
+    /// ([`moved_away_at`]). A directory moved back and forth a thousand
+    /// times in one batch costs one entry, not a thousand, and the pending
+    /// changes are not rewritten here (a storm of moves would rewrite them
+    /// all at each move).
     pub fn forget_dir(&mut self, dir: &str, now: Instant) {
         let seq = self.next(now);
-        for (p, v) in self.changes.iter_mut() {
-            if is_under(p, dir) {
-                *v = (seq, EventKind::Delete);
-            }
-        }
         self.created.retain(|p, _| !is_under(p, dir));
         self.writing.retain(|p, _| !is_under(p, dir));
-        self.forgotten.push((seq, dir.to_string()));
+        self.forgotten.insert(dir.to_string(), seq);
     }
 
     /// Changes waiting to be recorded (created files not known to be
     /// fresh included).
     pub fn pending(&self) -> usize {
         self.changes.len() + self.created.values().filter(|c| c.fresh_until.is_none()).count() + self.forgotten.len()
+    }
+
+    /// Everything the batch holds in memory (see [`MAX_BATCH_ENTRIES`]).
+    pub fn entries(&self) -> usize {
+        self.changes.len() + self.created.len() + self.writing.len() + self.forgotten.len()
+    }
+
+    /// Drop everything the batch holds, for a rescan that finds it again
+    /// (the raw event count stays, for the log).
+    pub fn discard(&mut self) {
+        let events = self.events;
+        *self = Batch { seq: self.seq, last_record: self.last_record, events, ..Batch::default() };
     }
 
     /// When the next fresh file is to be looked at again.
@@ -366,12 +387,10 @@ impl Batch {
         for (_, p, _) in &un {
             self.created.remove(p);
         }
-        let (seqs, dirs): (Vec<u64>, Vec<String>) = self.forgotten.drain(..).unzip();
         Flush {
             changes: self.changes.drain().map(|(p, (s, k))| (s, p, k)).collect(),
             unwritten: un,
-            forgotten: dirs,
-            forgotten_seq: seqs,
+            forgotten: std::mem::take(&mut self.forgotten),
             since: self.since.take(),
             events: std::mem::take(&mut self.events),
         }
@@ -397,8 +416,9 @@ impl Batch {
         for (s, p, at) in f.unwritten {
             self.created.entry(p).or_insert(Created { seq: s, at, fresh_until: None });
         }
-        for (s, d) in f.forgotten_seq.into_iter().zip(f.forgotten) {
-            self.forgotten.push((s, d));
+        for (d, s) in f.forgotten {
+            let e = self.forgotten.entry(d).or_insert(s);
+            *e = (*e).max(s);
         }
         self.since = match (self.since, f.since) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -413,15 +433,40 @@ impl Flush {
         self.changes.is_empty() && self.unwritten.is_empty() && self.forgotten.is_empty()
     }
 
+    /// Whether the indexed file `path` is deleted by a directory moved away.
+    pub fn forgets(&self, path: &str) -> bool {
+        moved_away_at(path, &self.forgotten).is_some()
+    }
+}
+
+/// The sequence number of the latest move away of a directory above
+/// `path`, if one moved: a lookup per ancestor, so that resolving a batch
+/// costs its changes times the tree's depth, not times its moves.
+fn moved_away_at(path: &str, forgotten: &HashMap<String, u64>) -> Option<u64> {
+    if forgotten.is_empty() {
+        return None;
+    }
+    let mut newest = None;
+    let mut end = path.len();
+    while let Some(slash) = path[..end].rfind('/') {
+        if let Some(&s) = forgotten.get(&path[..slash]) {
+            newest = newest.max(Some(s));
+        }
+        end = slash;
+    }
+    newest
+}
+
+impl Flush {
     /// The changes to record, in event order, and the fresh files to keep.
-    /// `look`: what the disk shows of an unwritten path; `indexed_under`:
-    /// the live indexed paths under each forgotten directory, in the order
-    /// of `self.forgotten`; `now` and `fresh_wait` decide whether a fresh
+    /// `look`: what the disk shows of an unwritten path; `indexed`: live
+    /// indexed paths, at least those under a forgotten directory (see
+    /// [`Flush::forgets`]); `now` and `fresh_wait` decide whether a fresh
     /// file waited long enough.
     pub fn resolve(
         &self,
         look: impl Fn(&str) -> OnDisk,
-        indexed_under: &[Vec<String>],
+        indexed: &[String],
         now: Instant,
         fresh_wait: Duration,
     ) -> Resolved {
@@ -436,14 +481,20 @@ impl Flush {
             }
         }
         for (s, p, k) in self.changes.iter().map(|(s, p, k)| (s, p, k)).chain(unwritten) {
-            if last.get(p.as_str()).is_none_or(|(s0, _)| s0 < s) {
-                last.insert(p, (*s, *k));
+            // A change older than a move of a directory above it: that
+            // path is gone with the directory.
+            let (s, k) = match moved_away_at(p, &self.forgotten) {
+                Some(m) if m > *s => (m, EventKind::Delete),
+                _ => (*s, *k),
+            };
+            if last.get(p.as_str()).is_none_or(|(s0, _)| *s0 < s) {
+                last.insert(p, (s, k));
             }
         }
-        for (i, seq) in self.forgotten_seq.iter().enumerate() {
-            for p in indexed_under.get(i).map(Vec::as_slice).unwrap_or(&[]) {
-                if last.get(p.as_str()).is_none_or(|(s0, _)| s0 < seq) {
-                    last.insert(p, (*seq, EventKind::Delete));
+        for p in indexed {
+            if let Some(seq) = moved_away_at(p, &self.forgotten) {
+                if last.get(p.as_str()).is_none_or(|(s0, _)| *s0 < seq) {
+                    last.insert(p, (seq, EventKind::Delete));
                 }
             }
         }
@@ -459,7 +510,7 @@ impl Flush {
 /// larger files; in the middle of a burst it would only hold the batches
 /// up), but no later than the principal's `window` after the last run:
 /// from then on the principal would pass its window, since its truncation
-/// bound is min(now − window, merged.epoch) (spec 8.3) and merged.epoch
+/// bound is min(now − window, merged.epoch) (docs/protocol.md 8.3) and merged.epoch
 /// moves only with an aggregate.
 pub fn aggregate_at(
     last: Instant,
@@ -514,7 +565,7 @@ mod tests {
         now: Instant,
         linked: &[&str],
         fresh: &[&str],
-        under: &[Vec<String>],
+        under: &[String],
     ) -> Vec<(String, EventKind)> {
         let f = b.take(now);
         let look = |p: &str| {
@@ -531,7 +582,7 @@ mod tests {
         r.changes.into_iter().map(|c| (c.path, c.kind)).collect()
     }
 
-    fn changes(b: &mut Batch, linked: &[&str], under: &[Vec<String>]) -> Vec<(String, EventKind)> {
+    fn changes(b: &mut Batch, linked: &[&str], under: &[String]) -> Vec<(String, EventKind)> {
         flush_at(b, Instant::now(), linked, &[], under)
     }
 
@@ -691,8 +742,8 @@ mod tests {
         b.forget_dir("d", t);
         b.on_file(Happening::MovedIn { dir: false }, "d/back", 0.0, t);
         let f = b.take(t);
-        assert_eq!(f.forgotten, vec!["d".to_string()]);
-        let under = vec![vec!["d/old".to_string(), "d/back".to_string()]];
+        assert_eq!(f.forgotten.keys().collect::<Vec<_>>(), ["d"]);
+        let under = vec!["d/old".to_string(), "d/back".to_string(), "dx/other".to_string()];
         let r = f.resolve(|_| OnDisk::Linked, &under, t, PACE.fresh_wait);
         let got: Vec<_> = r.changes.into_iter().map(|c| (c.path, c.kind)).collect();
         assert_eq!(got.len(), 4, "{got:?}");
@@ -719,8 +770,30 @@ mod tests {
         let f = b.take(t);
         b.restore(f);
         assert_eq!(b.pending(), 3);
-        let under = vec![vec!["d/x".to_string()]];
+        let under = vec!["d/x".to_string()];
         assert_eq!(changes(&mut b, &["l"], &under), s(&[("a", New), ("l", New), ("d/x", Delete)]));
+    }
+
+    #[test]
+    fn a_directory_moved_back_and_forth_is_one_entry() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.on_file(Happening::ClosedWrite, "d/sub/early", 0.0, t);
+        for _ in 0..1000 {
+            b.forget_dir("d", t);
+            b.forget_dir("e", t);
+        }
+        b.forget_dir("d/sub", t);
+        b.on_file(Happening::ClosedWrite, "d/late", 0.0, t);
+        assert_eq!(b.pending(), 5, "two files and three directories, however often they moved");
+        let under = ["d/sub/old", "e/x", "f/y"].map(String::from);
+        let got = changes(&mut b, &[], &under);
+        let kind = |p: &str| got.iter().find(|(q, _)| q == p).map(|(_, k)| *k);
+        assert_eq!(kind("d/sub/early"), Some(Delete), "written before its directory moved away");
+        assert_eq!(kind("d/sub/old"), Some(Delete));
+        assert_eq!(kind("e/x"), Some(Delete));
+        assert_eq!(kind("f/y"), None, "not under a moved directory");
+        assert_eq!(got.last(), Some(&("d/late".to_string(), New)), "written after the last move");
     }
 
     #[test]

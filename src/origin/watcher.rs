@@ -5,6 +5,10 @@
 //! is short: 16384 events by default, a few seconds of a burst), and the
 //! map from watch descriptors to directories.
 //!
+//! The channel holds at most [`READS_QUEUED`] reads: a daemon that falls
+//! behind lets the kernel queue fill and overflow (a rescan) rather than
+//! hold a storm's events in memory without limit.
+//!
 //! Directories are relative to the root, "" being the root itself. An
 //! event names its directory by watch descriptor; a directory that moved
 //! has its watches removed by the caller and added again under the new
@@ -17,8 +21,13 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
+
+/// The reads waiting in the channel at most: each is up to 64 KiB of
+/// events (some 1000), so the backlog held beside the kernel's queue stays
+/// within a few tens of MB.
+pub const READS_QUEUED: usize = 128;
 
 /// One event as read from the kernel.
 #[derive(Clone, Debug)]
@@ -57,7 +66,7 @@ impl Watcher {
     pub fn start(root: &Path) -> io::Result<Watcher> {
         let mut inotify = Inotify::init()?;
         let watches = inotify.watches();
-        let (tx, rx) = channel();
+        let (tx, rx) = sync_channel(READS_QUEUED);
         std::thread::Builder::new().name("inotify".into()).spawn(move || {
             // Room for hundreds of events per read.
             let mut buf = vec![0u8; 64 * 1024];

@@ -35,6 +35,18 @@ pub struct WatchArgs {
     /// Rewrite this node-exporter textfile at every heartbeat.
     #[arg(long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
+    /// Run CMD through /bin/sh -c after recorded batches, beside the
+    /// daemon: one run at a time, batches recorded meanwhile make one more
+    /// run; the batch in RRR_* variables (README.mirror).
+    #[arg(long, value_name = "CMD")]
+    pub on_batch: Option<String>,
+    /// Seconds an --on-batch run may take before it is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = rrr::hook::DEFAULT_TIMEOUT.as_secs_f64())]
+    pub on_batch_timeout: f64,
+    /// The most paths a batch holds before it is dropped for a rescan of
+    /// the tree (a test knob: the default bounds memory at some 30 MB).
+    #[arg(long, value_name = "N", default_value_t = rrr::ops::watch::MAX_BATCH_ENTRIES, hide = true)]
+    pub max_batch_entries: usize,
 }
 
 impl From<WatchArgs> for Options {
@@ -47,6 +59,9 @@ impl From<WatchArgs> for Options {
             excludes: a.exclude,
             keep_deletes: a.keep_deletes,
             prometheus: a.prometheus,
+            on_batch: a.on_batch,
+            on_batch_timeout: Duration::from_secs_f64(a.on_batch_timeout.max(0.0)),
+            max_batch_entries: a.max_batch_entries.max(1),
         }
     }
 }

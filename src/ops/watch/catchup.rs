@@ -64,6 +64,7 @@ impl Daemon<'_> {
         drop(report);
         if !changes.is_empty() {
             record(&self.coll, &changes, self.w)?;
+            self.recorded(news, changes.len() - news);
         }
         release_memory();
         Ok((news, changes.len() - news))
@@ -107,7 +108,8 @@ impl Daemon<'_> {
     /// compare the tree with the index.
     pub(super) fn rescan(&mut self, why: &str) -> Result<()> {
         let t0 = Instant::now();
-        let since = (self.last_marker - CLOCK_SLACK).floor() as i64;
+        let floor = self.rescan_floor.map_or(self.last_marker, |f| f.min(self.last_marker));
+        let since = (floor - CLOCK_SLACK).floor() as i64;
         self.flush();
         self.degraded = false;
         self.batch.clear_in_flight();
@@ -119,6 +121,7 @@ impl Daemon<'_> {
                 return Ok(());
             }
         };
+        self.rescan_floor = None;
         let ms = t0.elapsed().as_millis() as u64;
         let watches = self.watcher.count();
         self.log.emit(

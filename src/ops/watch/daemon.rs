@@ -6,7 +6,7 @@
 use super::{release_memory, Daemon};
 use crate::ops::fsck::{Finding, Index};
 use crate::ops::update::record;
-use crate::origin::watch_rules::{aggregate_at, OnDisk};
+use crate::origin::watch_rules::{aggregate_at, Flush, OnDisk};
 use crate::recentfile::EventKind;
 use anyhow::{bail, Result};
 use serde_json::json;
@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 /// How often the loop looks at the signal flag when nothing happens.
 const SIGNAL_POLL: Duration = Duration::from_millis(200);
+
+/// The longest a daemon busy with a backlog of events stays silent.
+const BUSY_LOG: Duration = Duration::from_secs(5);
 
 impl Daemon<'_> {
     pub(super) fn main_loop(&mut self) -> Result<()> {
@@ -35,14 +38,26 @@ impl Daemon<'_> {
                 wake = wake.min(t);
             }
             if let Some(read) = self.watcher.recv_timeout(wake.saturating_duration_since(now)) {
-                self.on_events(read)?;
+                self.on_read(read)?;
                 // While a backlog is read, only the delay flushes: each record
                 // rewrites the whole principal, so a daemon that fell behind
                 // catches up with fewer, larger batches.
+                let backlog = Instant::now();
                 while let Some(read) = self.watcher.try_recv() {
-                    self.on_events(read)?;
-                    if self.flush_allowed() && self.batch.overdue(Instant::now(), &self.pace) {
+                    self.on_read(read)?;
+                    let now = Instant::now();
+                    if now >= backlog + BUSY_LOG && self.log.silent_for() >= BUSY_LOG {
+                        let (events, pending, watches) =
+                            (self.batch.events, self.batch.pending(), self.watcher.count());
+                        self.log.emit("busy", json!({ "events": events, "pending": pending, "watches": watches }), || {
+                            format!("reading a backlog: {events} events since the last batch, {pending} changes pending")
+                        });
+                    }
+                    if self.flush_allowed() && self.batch.overdue(now, &self.pace) {
                         self.flush();
+                    }
+                    if now >= self.next_heartbeat() {
+                        self.heartbeat();
                     }
                     if crate::signals::stop_requested() {
                         break;
@@ -69,6 +84,25 @@ impl Daemon<'_> {
         }
     }
 
+    /// One read of events, then the bound: a batch past its limit is
+    /// traded for a rescan.
+    fn on_read(&mut self, read: crate::origin::watcher::Read) -> Result<()> {
+        self.on_events(read)?;
+        let held = self.batch.entries();
+        if held > self.opts.max_batch_entries {
+            self.batch.discard();
+            // Every change since synced-to was in the discarded batch or is
+            // still to come: the rescan looks at files modified since then.
+            self.rescan_floor = Some(self.rescan_floor.map_or(self.synced_to, |f| f.min(self.synced_to)));
+            self.rescan.get_or_insert_with(|| "too many changes for one batch".into());
+            self.log.warn(format!(
+                "a batch held {held} paths (more than {}): dropped, the tree will be rescanned",
+                self.opts.max_batch_entries
+            ));
+        }
+        Ok(())
+    }
+
     pub(super) fn flush_allowed(&self) -> bool {
         self.retry_at.is_none_or(|t| Instant::now() >= t)
     }
@@ -93,8 +127,9 @@ impl Daemon<'_> {
         release_memory();
     }
 
-    /// The live indexed paths under each directory.
-    pub(super) fn indexed_under(&self, dirs: &[String]) -> Result<Vec<Vec<String>>> {
+    /// The live indexed paths that a flush's moved-away directories
+    /// delete: one pass over the index, whatever the number of moves.
+    pub(super) fn indexed_forgotten(&self, f: &Flush) -> Result<Vec<String>> {
         let mut findings = Vec::new();
         let index = Index::read(&self.coll, &mut findings);
         if let Some(Finding::Unreadable { file, error }) =
@@ -102,7 +137,9 @@ impl Daemon<'_> {
         {
             bail!("cannot read recentfile {file}: {error}");
         }
-        Ok(dirs.iter().map(|d| index.live_under(d)).collect())
+        let mut live = index.live_under("");
+        live.retain(|p| f.forgets(p));
+        Ok(live)
     }
 
     /// What the disk shows of a created file that saw no write.
@@ -135,7 +172,7 @@ impl Daemon<'_> {
             }
             return;
         }
-        let under = if f.forgotten.is_empty() { Ok(Vec::new()) } else { self.indexed_under(&f.forgotten) };
+        let under = if f.forgotten.is_empty() { Ok(Vec::new()) } else { self.indexed_forgotten(&f) };
         let res = under.and_then(|under| {
             let r = f.resolve(|p| self.look(p), &under, t0, self.pace.fresh_wait);
             if !r.changes.is_empty() {
@@ -175,6 +212,7 @@ impl Daemon<'_> {
                     },
                 );
                 self.batch.recorded(Instant::now(), took);
+                self.recorded(news, deletes);
                 release_memory();
             }
             Err(e) => {
@@ -191,11 +229,11 @@ impl Daemon<'_> {
         let until = Instant::now() + Duration::from_secs(3);
         while !self.markers.is_empty() && Instant::now() < until {
             if let Some(read) = self.watcher.recv_timeout(Duration::from_millis(50)) {
-                self.on_events(read)?;
+                self.on_read(read)?;
             }
         }
         while let Some(read) = self.watcher.try_recv() {
-            self.on_events(read)?;
+            self.on_read(read)?;
         }
         if let Some(why) = self.rescan.take() {
             self.rescan(&why)?;

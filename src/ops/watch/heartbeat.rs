@@ -85,7 +85,7 @@ impl Daemon<'_> {
 
     pub(super) fn advance_synced(&mut self) {
         let t = self.batch.writing_floor().map_or(self.last_marker, |f| f.min(self.last_marker));
-        self.synced_to = t;
+        self.synced_to = self.rescan_floor.map_or(t, |f| f.min(t));
     }
 
     /// Write the heartbeat (also a marker).

@@ -1,10 +1,12 @@
 //! The watch daemon's log: one line per batch (and per start, rescan,
-//! aggregate, stop, warning, error) through the common channel, and the
+//! aggregate, stop, warning, error, and every few seconds while a backlog
+//! is read) through the common channel, and the
 //! counters since the start that the `--prometheus` textfile reports.
 
 use super::wall;
 use serde_json::Value;
 use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 /// The log: one line per batch (and per start, rescan, aggregate, stop,
 /// warning, error) through the common channel ([`crate::log`]: text or
@@ -20,9 +22,16 @@ pub(super) struct Log {
     pub(super) errors: Cell<u64>,
     pub(super) last_batch: Cell<Option<f64>>,
     pub(super) last_aggregate: Cell<Option<f64>>,
+    /// When the last line was written.
+    last_line: Cell<Option<Instant>>,
 }
 
 impl Log {
+    /// How long since the last line (since ever: no line yet).
+    pub(super) fn silent_for(&self) -> Duration {
+        self.last_line.get().map_or(Duration::MAX, |t| t.elapsed())
+    }
+
     pub(super) fn emit(&self, kind: &str, fields: Value, plain: impl FnOnce() -> String) {
         let add = |c: &Cell<u64>, key: &str| c.set(c.get() + fields[key].as_u64().unwrap_or(0));
         match kind {
@@ -38,16 +47,19 @@ impl Log {
             add(&self.news, "new");
             add(&self.deletes, "delete");
         }
+        self.last_line.set(Some(Instant::now()));
         crate::log::emit(tracing::Level::INFO, kind, &fields, &plain());
     }
 
     pub(super) fn warn(&self, message: String) {
         self.warnings.set(self.warnings.get() + 1);
+        self.last_line.set(Some(Instant::now()));
         tracing::warn!("{message}");
     }
 
     pub(super) fn error(&self, message: String) {
         self.errors.set(self.errors.get() + 1);
+        self.last_line.set(Some(Instant::now()));
         tracing::error!("{message}");
     }
 }

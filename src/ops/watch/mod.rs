@@ -39,6 +39,7 @@ use self::heartbeat::parse_heartbeat;
 use self::log::Log;
 use crate::clock::Clock;
 use crate::collection::Collection;
+use crate::hook::{Background, Recorded};
 use crate::ops::{Ctx, Exit};
 use crate::origin::watch_rules::{Batch, Pace};
 use crate::origin::watcher::Watcher;
@@ -46,8 +47,10 @@ use crate::origin::Writer;
 use crate::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub use crate::origin::watch_rules::MAX_BATCH_ENTRIES;
 
 /// What `rrr watch` is asked to do (its command line, converted).
 pub struct Options {
@@ -65,6 +68,14 @@ pub struct Options {
     pub keep_deletes: bool,
     /// Rewrite this node-exporter textfile at every heartbeat.
     pub prometheus: Option<PathBuf>,
+    /// Run this through `/bin/sh -c` after recorded batches, beside the
+    /// daemon ([`crate::hook::Background`]).
+    pub on_batch: Option<String>,
+    /// How long an `--on-batch` run may take before it is killed.
+    pub on_batch_timeout: Duration,
+    /// The most paths a batch holds before it is traded for a rescan
+    /// ([`MAX_BATCH_ENTRIES`] by default).
+    pub max_batch_entries: usize,
 }
 
 /// Give the heap that a comparison or a batch used back to the system:
@@ -105,6 +116,11 @@ struct Daemon<'a> {
     last_heartbeat: Instant,
     active: bool,
     rescan: Option<String>,
+    /// A batch was discarded: the pending rescan looks at files modified
+    /// since this time, and synced-to stays below it until then.
+    rescan_floor: Option<f64>,
+    /// The `--on-batch` hook's thread.
+    on_batch: Option<Background>,
     /// Some directory could not be watched (limit): rescan periodically.
     degraded: bool,
     limit_reported: bool,
@@ -132,6 +148,10 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
             None
         }
     };
+    let hook = match &opts.on_batch {
+        None => None,
+        Some(cmd) => Some(on_batch(cmd, opts.on_batch_timeout, &root.join(coll.file_name(coll.principal())), &root)?),
+    };
     let started = wall();
     let watcher = Watcher::start(&root).context("cannot start the inotify watcher")?;
     let now = Instant::now();
@@ -152,6 +172,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         last_heartbeat: now,
         active: false,
         rescan: None,
+        rescan_floor: None,
+        on_batch: hook,
         degraded: false,
         limit_reported: false,
         last_aggregate: now,
@@ -163,7 +185,45 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// The `--on-batch` hook's thread. Its variables: `RRR_ROOT`,
+/// `RRR_PRINCIPAL` (the principal recentfile), `RRR_BATCHES` (how many
+/// records this run stands for: more than 1 when they came while the last
+/// run went on), `RRR_BATCH_SIZE` (their changes), `RRR_NEW`,
+/// `RRR_DELETE`, and `RRR_NEWEST_EPOCH` (the principal's newest event
+/// when the run starts: a mirror that has it has everything recorded so
+/// far; empty if it cannot be read).
+fn on_batch(cmd: &str, timeout: Duration, principal: &Path, root: &Path) -> Result<Background> {
+    let (principal, root) = (principal.to_path_buf(), root.to_path_buf());
+    let env = move |r: Recorded| {
+        let newest = crate::store::read_file(&principal)
+            .ok()
+            .flatten()
+            .and_then(|rf| rf.events.first().map(|e| e.epoch.to_string()))
+            .unwrap_or_default();
+        [
+            ("RRR_ROOT", root.display().to_string()),
+            ("RRR_PRINCIPAL", principal.display().to_string()),
+            ("RRR_BATCHES", r.batches.to_string()),
+            ("RRR_BATCH_SIZE", (r.new + r.delete).to_string()),
+            ("RRR_NEW", r.new.to_string()),
+            ("RRR_DELETE", r.delete.to_string()),
+            ("RRR_NEWEST_EPOCH", newest),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    };
+    Background::start("on-batch", cmd.to_string(), timeout, env).context("cannot start the --on-batch thread")
+}
+
 impl Daemon<'_> {
+    /// Ask for an `--on-batch` run: `new` and `delete` changes were recorded.
+    fn recorded(&self, new: usize, delete: usize) {
+        if let (Some(hook), true) = (&self.on_batch, new + delete > 0) {
+            hook.trigger(Recorded { batches: 1, new: new as u64, delete: delete as u64 });
+        }
+    }
+
     /// The absolute path of `rel` ("" is the root).
     fn abs(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {

@@ -1,0 +1,79 @@
+//! `rrr watch` under storms: its memory stays bounded (a real address-space
+//! limit on the daemon, `prlimit --as`) and the index is complete after.
+
+use crate::util::*;
+use crate::watch::{fsck_clean, news, tree, wait_fsck_clean, Daemon, WAIT};
+use std::fs;
+
+/// The daemon's address-space limit: an idle debug daemon maps some
+/// 220 MB (its binary, two threads' stacks and malloc arenas).
+const AS_LIMIT: &str = "--as=536870912";
+
+/// A directory of 3000 indexed files moved out of the tree and made again,
+/// 4000 times within one batch: the batch must hold one entry for it, not
+/// one copy of its 3000 indexed paths per move (12 million paths, over
+/// 600 MB: past the limit, the daemon aborts).
+#[test]
+fn a_directory_moved_out_thousands_of_times_keeps_memory_bounded() {
+    let files: Vec<String> = (0..3000).map(|i| format!("big/f{i:04}")).collect();
+    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (tmp, root) = tree(&refs);
+    let attic = tmp.path().join("attic");
+    fs::create_dir(&attic).unwrap();
+    let mut d = Daemon::start_under(&["prlimit", AS_LIMIT, "--"], &root, &["--batch-delay", "10000"]);
+    for i in 0..4000 {
+        fs::rename(root.join("big"), attic.join(format!("big{i}"))).unwrap();
+        fs::create_dir(root.join("big")).unwrap();
+    }
+    write(&root, "big/last", "x");
+    let done = poll_until(WAIT, || !d.running() || fsck_clean(&root));
+    assert!(done && d.running(), "the daemon died under its memory limit:\n{}", d.log());
+    wait_fsck_clean(&root);
+    let n = news(&root);
+    assert_eq!(n["big/f0000"].1, "delete");
+    assert_eq!(n["big/f2999"].1, "delete");
+    assert_eq!(n["big/last"].1, "new");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+/// A batch past `--max-batch-entries` is dropped and the tree rescanned:
+/// every change of the storm is in the index all the same, news and
+/// deletes, including a file changed before a heartbeat marker that came
+/// before the drop (the rescan looks back to synced-to, not the marker).
+#[test]
+fn a_batch_past_its_limit_becomes_a_rescan() {
+    let (_tmp, root) = tree(&["old/a", "old/b", "keep"]);
+    let d = Daemon::start(&root, &["--batch-delay", "100000", "--max-batch-entries", "50"]);
+    // After the start, which may record files of its first second again.
+    let before = news(&root)["keep"].0.clone();
+    write(&root, "keep", "changed before the drop");
+    let changed = fs::metadata(root.join("keep")).unwrap().modified().unwrap();
+    // A marker in a later second than the change (rescans compare whole
+    // seconds), while the change is still pending: other changes keep the
+    // daemon active (a heartbeat every 2 s) and the batch from going quiet.
+    let heartbeat = root.join(".rrr/watch.json");
+    let later = changed + std::time::Duration::from_millis(1200);
+    let mut nudges = 0;
+    wait_for("a heartbeat after the change", WAIT, || {
+        nudges += 1;
+        write(&root, "nudge", &nudges.to_string());
+        poll_until(std::time::Duration::from_millis(300), || {
+            fs::metadata(&heartbeat).and_then(|m| m.modified()).is_ok_and(|t| t > later)
+        })
+    });
+    fs::remove_file(root.join("old/a")).unwrap();
+    for i in 0..300 {
+        write(&root, &format!("storm/f{i:03}"), "x");
+    }
+    d.wait_log("too many changes for one batch");
+    wait_fsck_clean(&root);
+    let n = news(&root);
+    assert_eq!(n["old/a"].1, "delete");
+    assert_eq!(n["storm/f000"].1, "new");
+    assert_eq!(n["storm/f299"].1, "new");
+    assert!(rrr::epoch::cmp_epochs(&n["keep"].0, &before).is_gt(), "the change of keep was lost with the batch");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("\"kind\":\"rescan\""), "{log}");
+}

@@ -158,8 +158,11 @@ fn concurrent_writers_and_aggregates_lose_nothing() {
         assert!(lost.is_empty(), "round {round}: acknowledged but lost: {lost:?}");
         for (rel, out) in &results {
             assert!(out.status.success(), "update {rel}: {}", String::from_utf8_lossy(&out.stderr));
+            // Ordinary contention breaks and takes over nothing. A writer
+            // that waited 5 s (a loaded machine) says so, and only that.
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(!err.contains("lock"), "ordinary contention is silent: {rel}: {err}");
+            let said: Vec<&str> = err.lines().filter(|l| !l.contains("waiting for lock")).collect();
+            assert!(!said.iter().any(|l| l.contains("lock")), "ordinary contention is silent: {rel}: {err}");
         }
         assert_eq!(got, want, "round {round}: every update is in news");
     }

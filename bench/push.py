@@ -15,8 +15,11 @@ and at tier 2 (polled every 5 ms). Medians and maxima per mode.
   bench/push.py [WRITES] [MODES...]     e.g. bench/push.py 20 push poll1 poll20
   bench/push.py --poll-cost [N]         daemon CPU per idle principal fetch
 
-RRR=path/to/rrr (default target/release/rrr). The files are written at
-random moments (0.5-3 s apart) so that polling's phase is not fixed.
+RRR=path/to/rrr (default target/release/rrr). Each file is written a
+random 0.5 s to GAP_MAX s (default 3) after the previous one arrived at
+tier 2. A write soon after an arrival is soon after a pass, so with a short
+GAP_MAX polling's latencies sit near their worst case (interval minus the
+gap); GAP_MAX at least the interval spreads the writes over its phase.
 """
 import os
 import random
@@ -115,7 +118,7 @@ def run_mode(mode, writes):
     time.sleep(2)
     lat1, lat2 = [], []
     for i in range(writes):
-        time.sleep(random.uniform(0.5, 3.0))
+        time.sleep(random.uniform(0.5, float(os.environ.get("GAP_MAX", "3"))))
         rel = f"new/w{i}.txt"
         os.makedirs(os.path.join(origin, "new"), exist_ok=True)
         t0 = time.time()
@@ -139,10 +142,11 @@ def run_mode(mode, writes):
 
 def poll_cost(n):
     """Daemon-side CPU (its forked children, reaped by the daemon) per idle
-    principal fetch: n one-shot passes on an idle 10k-file origin."""
+    principal fetch: n one-shot passes on an idle origin of POLL_FILES files
+    (default 10000)."""
     work = tempfile.mkdtemp(prefix="push-cost-")
     origin, t = os.path.join(work, "origin"), os.path.join(work, "t")
-    make_origin(origin, 10000)
+    make_origin(origin, int(os.environ.get("POLL_FILES", "10000")))
     port, pid = daemon(work, "0", origin)
     src = f"rsync://127.0.0.1:{port}/m/RECENT.recent"
     subprocess.run([RRR, "-q", "rmirror", "--remote", src, "--localroot", t], check=True)
@@ -171,7 +175,9 @@ def main():
         return
     writes = int(args[0]) if args else 20
     modes = args[1:] or ["push", "poll1", "poll20"]
-    print(f"rrr {RRR}; {writes} writes per mode; load before {open('/proc/loadavg').read().split()[:3]}")
+    gap = os.environ.get("GAP_MAX", "3")
+    print(f"rrr {RRR}; {writes} writes per mode, 0.5-{gap} s after the previous arrival; "
+          f"load before {open('/proc/loadavg').read().split()[:3]}")
     for mode in modes:
         l1, l2 = run_mode(mode, writes)
         print(f"{mode:7} tier1 median {statistics.median(l1):6.3f} s max {max(l1):6.3f} s | "

@@ -13,7 +13,7 @@
 //! `RRR_SECONDS`, and `RRR_ERROR` (the first error's message, or empty).
 //!
 //! `watch --on-batch CMD` runs CMD the same way after recorded batches,
-//! but beside the daemon ([`Background`]): recording never waits for it.
+//! but beside the daemon (`Background`): recording never waits for it.
 
 use crate::mirror::PassReport;
 use std::io::Read;

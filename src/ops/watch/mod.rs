@@ -69,7 +69,7 @@ pub struct Options {
     /// Rewrite this node-exporter textfile at every heartbeat.
     pub prometheus: Option<PathBuf>,
     /// Run this through `/bin/sh -c` after recorded batches, beside the
-    /// daemon ([`crate::hook::Background`]).
+    /// daemon (`hook::Background`).
     pub on_batch: Option<String>,
     /// How long an `--on-batch` run may take before it is killed.
     pub on_batch_timeout: Duration,

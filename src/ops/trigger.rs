@@ -49,7 +49,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
             writeln!(out, "{v}")?;
         } else if sent == Sent::Woken {
             match &holder {
-                Some(h) => writeln!(out, "woke the loop on {} ({h})", root.display())?,
+                Some(h) => writeln!(out, "woke the loop on {}: {h}", root.display())?,
                 None => writeln!(out, "woke the loop on {}", root.display())?,
             }
         } else {
@@ -78,21 +78,13 @@ fn localroots(target: &Target) -> Result<Vec<PathBuf>> {
     }
 }
 
-/// Whether two spellings name one directory (`/srv/x` and `/srv/x/`, a link).
+/// Whether two spellings name one directory (`/srv/x` and `/srv/x/`, `..`, a link).
 fn same_dir(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a.components().eq(b.components()),
-    }
+    crate::config::canonical(a) == crate::config::canonical(b)
 }
 
-/// The run lock's record of its holder, `process PID (command line)`.
+/// The holder the tree's run lock records (`process PID (command line)`).
 fn holder(state_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(state_dir.join("rmirror.flock")).ok()?;
-    let mut lines = text.lines();
-    let pid: u32 = lines.next()?.trim().parse().ok()?;
-    Some(match lines.next().filter(|c| !c.is_empty()) {
-        Some(cmd) => format!("process {pid}: {cmd}"),
-        None => format!("process {pid}"),
-    })
+    let file = std::fs::File::open(state_dir.join("rmirror.flock")).ok()?;
+    crate::store::lock::describe_holder(&file)
 }

@@ -664,16 +664,7 @@ impl RunLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                let mut text = String::new();
-                let _ = (&file).take(4096).read_to_string(&mut text);
-                let mut lines = text.lines();
-                let holder = match lines.next().and_then(|p| p.trim().parse::<u32>().ok()) {
-                    Some(pid) => match lines.next() {
-                        Some(cmd) if !cmd.is_empty() => format!("process {pid} ({cmd})"),
-                        _ => format!("process {pid}"),
-                    },
-                    None => "another process".to_string(),
-                };
+                let holder = describe_holder(&file).unwrap_or_else(|| "another process".to_string());
                 return Err(LockError::Busy { lock: path.to_path_buf(), holder });
             }
             Err(fs::TryLockError::Error(err)) => return Err(io_err(err)),
@@ -683,6 +674,19 @@ impl RunLock {
         file.set_len(0).and_then(|()| file.write_all(record.as_bytes())).map_err(io_err)?;
         Ok(RunLock { _file: file })
     }
+}
+
+/// The holder a run lock's file records, `process PID (command line)`;
+/// `None` when it records none (a holder that has not written it yet).
+pub(crate) fn describe_holder(file: &fs::File) -> Option<String> {
+    let mut text = String::new();
+    let _ = file.take(4096).read_to_string(&mut text);
+    let mut lines = text.lines();
+    let pid = lines.next()?.trim().parse::<u32>().ok()?;
+    Some(match lines.next() {
+        Some(cmd) if !cmd.is_empty() => format!("process {pid} ({cmd})"),
+        _ => format!("process {pid}"),
+    })
 }
 
 /// Remove a lock directory left by an older rrr (`.rrr/rmirror.lock/`),

@@ -241,6 +241,41 @@ fn a_hung_upstream_delays_only_its_own_tree() {
     assert!(!hung.exists(), "the hung tree wrote nothing");
 }
 
+/// `rrr trigger --config` beside a hung tree: the healthy tree's loop (its
+/// own thread, its own pipe) is woken and passes at once with a 300 s
+/// interval; the hung one, still waiting for its upstream, runs no loop yet.
+#[test]
+fn trigger_wakes_the_healthy_tree_of_a_config_beside_a_hung_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    origin(&o, 3);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let hole = BlackHole::start();
+    let (good, hung) = (tmp.path().join("m/good"), tmp.path().join("m/hung"));
+    let file = tmp.path().join("fleet.toml");
+    let hole_src = format!("rsync://127.0.0.1:{}/M/RECENT.recent", hole.port);
+    config(
+        &file,
+        "interval = 300",
+        &[(&hole_src, &hung, ""), (&format!("{}/RECENT.recent", daemon.url("M")), &good, "")],
+    );
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["rmirror", "--loop", "--config", s(&file)], &log);
+    wait_for("the healthy tree's first pass", LIMIT, || passes(&good) >= 1);
+    wait_for("the hung tree's connection", LIMIT, || hole.accepted.load(Ordering::SeqCst) >= 1);
+    write(&o, "id/B/pushed.tar.gz", "pushed\n");
+    ok(&["update", &format!("{}/RECENT.recent", o.display()), "id/B/pushed.tar.gz"]);
+    let out = rrr(&["trigger", "--config", s(&file)]);
+    assert_eq!(out.status.code(), Some(0), "one loop woken: {}", stderr(&out));
+    assert!(stdout(&out).contains(&format!("woke the loop on {}", good.display())), "{}", stdout(&out));
+    assert!(stderr(&out).contains(&format!("no rmirror --loop runs on {}", hung.display())), "{}", stderr(&out));
+    wait_for("the triggered pass", LIMIT, || passes(&good) >= 2);
+    assert!(good.join("id/B/pushed.tar.gz").exists());
+    let out = rrr(&["trigger", "--config", s(&file), "--tree", s(&hung)]);
+    assert_eq!(out.status.code(), Some(3), "the hung tree runs no loop yet: {}", stderr(&out));
+    assert_eq!(sigterm(&mut child).code(), Some(130));
+}
+
 #[test]
 fn options_come_from_the_command_line_the_table_and_the_defaults() {
     let tmp = tempfile::tempdir().unwrap();

@@ -7,7 +7,6 @@ use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -43,13 +42,7 @@ impl Origin {
 
     /// Record `lines` ("new PATH" / "delete PATH") in the origin's index.
     fn record(&self, lines: &str) {
-        let mut child = Command::new(rrr_bin())
-            .args(["update", "--stdin", &principal(&self.origin)])
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
-        assert!(child.wait().unwrap().success(), "rrr update {lines:?}");
+        Rrr::new().args(["update", "--stdin", &principal(&self.origin)]).stdin(lines).assert_ok();
     }
 
     /// One pass with `--json`, asserting its exit code; its report and stderr.
@@ -328,11 +321,10 @@ fn a_daemon_with_one_connection_slot_serves_every_pass_at_the_first_attempt() {
     let src = limited.src();
     let wrapper = slow_teardown_wrapper(&t.daemon_dir());
     let pass = |n: usize| {
-        let o = Command::new(rrr_bin())
+        let o = Rrr::new()
             .args(["rmirror", "--remote", &src, "--localroot", s(&t.target), "--json"])
             .env("RRR_RSYNC", &wrapper)
-            .output()
-            .unwrap();
+            .output();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(0), "pass {n}: {err}");
         // No attempt failed, no backoff: the one refusal a run sees is of
@@ -420,12 +412,11 @@ fn a_slow_recentfile_fetch_keeps_the_heartbeat_and_reports_progress() {
     // The principal grows to 200 KB of old events and one new file.
     write(&origin, "c", "c\n");
     json_principal(&origin, &[("1700000300.5", "c"), ("1700000100.5", "a")], 1400);
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["rmirror", "--remote", &slow.src(), "--localroot", s(&target)])
         .env("RRR_TEST_PROGRESS_MS", "100")
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // The state while the fetch runs: its heartbeat names the running phase.
     let mut phases = std::collections::BTreeSet::new();
     while child.try_wait().unwrap().is_none() {
@@ -436,7 +427,7 @@ fn a_slow_recentfile_fetch_keeps_the_heartbeat_and_reports_progress() {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(phases.contains("recentfiles"), "no heartbeat during the fetch: {phases:?}\n{err}");

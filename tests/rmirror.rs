@@ -33,24 +33,17 @@ fn change(root: &Path, new: &[&str], delete: &[&str]) {
     for p in delete {
         stdin.push_str(&format!("delete {p}\n"));
     }
-    let mut child = Command::new(rrr_bin())
-        .args(["update", "--stdin", &principal(root)])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success());
+    Rrr::new().args(["update", "--stdin", &principal(root)]).stdin(stdin).assert_ok();
     ok(&["aggregate", &principal(root)]);
 }
 
 fn rmirror_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(rrr_bin());
-    c.arg("rmirror").args(args).env("TERM", "dumb");
+    let mut c = Rrr::new();
+    c.arg("rmirror").args(args);
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().unwrap()
+    c.output()
 }
 
 fn rmirror(args: &[&str]) -> Output {
@@ -196,12 +189,11 @@ fn relative_localroot_bootstraps_and_updates() {
     let t = Setup::new(10);
     let cwd = t.target.parent().unwrap();
     let run = || {
-        let o = Command::new(rrr_bin())
+        let o = Rrr::new()
             .current_dir(cwd)
             .args(["rmirror", "--remote", &t.src(), "--localroot", "target", "--json"])
             .env("TERM", "dumb")
-            .output()
-            .unwrap();
+            .output();
         assert_eq!(o.status.code(), Some(0), "stdout: {}\nstderr: {}", stdout(&o), stderr(&o));
     };
     run();
@@ -449,11 +441,10 @@ fn an_interrupted_whole_tree_pass_is_owed() {
     for i in 0..10 {
         write(&t.origin, &format!("slow/s{i}.bin"), &"y".repeat(200_000));
     }
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["rmirror", "--full", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
         .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let started = || fs::read_dir(t.target.join("slow")).is_ok_and(|mut rd| rd.next().is_some());
     while !started() {
@@ -802,12 +793,11 @@ fn lock_loop_and_signals() {
 
     // --loop survives passes; SIGTERM stops it cleanly (130) with the state saved.
     let before = state_passes(&t.target);
-    let child = Command::new(rrr_bin())
+    let child = Rrr::new()
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--loop", "--interval", "1", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while state_passes(&t.target) < before + 2 {
         assert!(std::time::Instant::now() < deadline, "loop made no passes");
@@ -815,7 +805,7 @@ fn lock_loop_and_signals() {
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let o = child.wait_with_output().unwrap();
+    let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stdout(&o).lines().count() >= 2);
     assert!(fs::File::open(&lock).unwrap().try_lock().is_ok(), "lock released");
@@ -838,7 +828,6 @@ fn covered(st: &Value, epoch: &str) -> bool {
 
 #[test]
 fn real_kill_9_mid_transfer_resumes_without_recopying() {
-    use std::os::unix::process::CommandExt;
     let t = Setup::new(3);
     pass(&t.src(), &t.target, &[], 0);
     let news: Vec<String> = (0..30).map(|i| format!("slow/s{i:02}.bin")).collect();
@@ -851,23 +840,15 @@ fn real_kill_9_mid_transfer_resumes_without_recopying() {
         for p in &refs {
             stdin.push_str(&format!("new {p}\n"));
         }
-        let mut c = Command::new(rrr_bin())
-            .args(["update", "--stdin", &principal(&t.origin)])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        assert!(c.wait().unwrap().success());
+        Rrr::new().args(["update", "--stdin", &principal(&t.origin)]).stdin(stdin).assert_ok();
     }
     // 5 files of 20 kB per chunk at 250 kB/s: about 0.4 s per chunk.
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--max-files-per-connection", "5"])
         .arg("--rsync-option=--bwlimit=250")
         .stderr(std::process::Stdio::null())
         .process_group(0)
-        .spawn()
-        .unwrap();
+        .spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let done_before_kill = loop {
         assert!(std::time::Instant::now() < deadline, "no chunk finished");
@@ -912,13 +893,12 @@ fn loop_survives_a_failing_pass() {
     make_origin(&origin, 4);
     let good = fs::read(origin.join("RECENT-1h.yaml")).unwrap();
     fs::write(origin.join("RECENT-1h.yaml"), "--- {not: [a recentfile\n").unwrap();
-    let child = Command::new(rrr_bin())
+    let child = Rrr::new()
         .args(["rmirror", "--remote", &principal(&origin), "--localroot", s(&target), "--loop", "--interval", "1"])
         .arg("--json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Failing before the first byte: only the attempts are recorded, and
     // the passes back off (1 s, 2 s, 4 s, …: about 2 in 2.5 s, not 25).
     std::thread::sleep(std::time::Duration::from_millis(2500));
@@ -937,7 +917,7 @@ fn loop_survives_a_failing_pass() {
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let o = child.wait_with_output().unwrap();
+    let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let kinds: Vec<String> = stdout(&o)
         .lines()
@@ -1429,16 +1409,7 @@ fn chmod(p: &Path, mode: u32) {
 /// Record events at the origin without touching the files (`new` for
 /// paths that may not be readable, or not even exist as files).
 fn record(root: &Path, lines: &str) {
-    let mut child = Command::new(rrr_bin())
-        .args(["update", "--stdin", &principal(root)])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    Rrr::new().args(["update", "--stdin", &principal(root)]).stdin(lines).assert_ok();
 }
 
 #[test]
@@ -1611,7 +1582,7 @@ fn wait_no_processes(needle: &str, secs: u64) {
 
 /// An origin with 10 files of 200 kB changed after the first pass, and an
 /// rmirror started on it at 100 kB/s; returns once rsync is transferring.
-fn slow_transfer(t: &Setup) -> std::process::Child {
+fn slow_transfer(t: &Setup) -> Running {
     pass(&t.src(), &t.target, &[], 0);
     let mut lines = String::new();
     for i in 0..10 {
@@ -1619,11 +1590,10 @@ fn slow_transfer(t: &Setup) -> std::process::Child {
         lines.push_str(&format!("new slow/s{i}.bin\n"));
     }
     record(&t.origin, &lines);
-    let child = Command::new(rrr_bin())
+    let child = Rrr::new()
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
         .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while fs::read_dir(t.target.join(".rrr/tmp")).map_or(0, |rd| rd.count()) == 0 {
         assert!(std::time::Instant::now() < deadline, "the transfer did not start");
@@ -1694,14 +1664,13 @@ fn two_first_runs_racing_for_one_new_target() {
     for _ in 0..3 {
         let _ = fs::remove_dir_all(&t.target);
         let spawn = || {
-            Command::new(rrr_bin())
+            Rrr::new()
                 .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target)])
                 .stderr(std::process::Stdio::piped())
                 .spawn()
-                .unwrap()
         };
         let (a, b) = (spawn(), spawn());
-        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let (a, b) = (a.wait_with_output(), b.wait_with_output());
         let mut codes = [a.status.code(), b.status.code()];
         codes.sort();
         // One mirrors; the other finds the lock held (75), or comes after

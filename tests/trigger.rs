@@ -7,7 +7,7 @@ use crate::util::*;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 fn passes(target: &Path) -> u64 {
@@ -47,9 +47,9 @@ impl Push {
 
     /// `rmirror --loop` with a long interval: only a trigger makes it pass
     /// again soon. rsync runs through `wrapper` when given.
-    fn start_loop(&self, wrapper: Option<&Path>) -> Child {
+    fn start_loop(&self, wrapper: Option<&Path>) -> Running {
         let src = format!("{}/RECENT.recent", self.daemon.url("origin"));
-        let mut cmd = Command::new(rrr_bin());
+        let mut cmd = Rrr::new();
         cmd.args([
             "rmirror",
             "--loop",
@@ -66,7 +66,7 @@ impl Push {
         if let Some(w) = wrapper {
             cmd.env("RRR_RSYNC", w);
         }
-        cmd.spawn().unwrap()
+        cmd.spawn()
     }
 
     fn trigger(&self) -> std::process::Output {
@@ -74,10 +74,9 @@ impl Push {
     }
 }
 
-fn stop(child: Child) -> std::process::Output {
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    child.wait_with_output().unwrap()
+fn stop(child: Running) -> std::process::Output {
+    child.signal(libc::SIGTERM);
+    child.wait_with_output()
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::util::*;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 /// An origin of `n` small files, indexed and aggregated, served by a daemon
@@ -148,11 +148,10 @@ fn an_interrupted_first_pass_is_recorded_as_interrupted() {
     for i in 0..10 {
         write(&t.origin, &format!("slow/s{i}.bin"), &"y".repeat(200_000));
     }
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for("the bootstrap to transfer", Duration::from_secs(20), || {
         fs::read_dir(t.target.join("slow")).is_ok_and(|mut rd| rd.next().is_some())
     });

@@ -3,60 +3,43 @@
 //! the reverse (README.mirror, "Type changes"); a new event that cannot be
 //! placed stays failing and `check` warns.
 
+use crate::util::fixture;
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
+/// An origin (the fixture) and its mirror, as these tests name them.
 struct Origin {
-    _tmp: tempfile::TempDir,
-    origin: PathBuf,
-    target: PathBuf,
-    daemon: RsyncDaemon,
+    origin: fixture::Origin,
+    target: fixture::Mirror,
 }
 
 impl Origin {
     /// An origin holding `files` (path, content), indexed, served by a daemon.
     fn new(files: &[(&str, &str)]) -> Origin {
-        let tmp = tempfile::tempdir().unwrap();
-        let origin = tmp.path().join("origin");
-        let target = tmp.path().join("target");
-        for (p, c) in files {
-            write(&origin, p, c);
-        }
-        ok(&["init", s(&origin)]);
-        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
-        Origin { _tmp: tmp, origin, target, daemon }
+        let origin = fixture::Origin::new(files.iter().copied(), &["init"]);
+        let target = origin.mirror();
+        Origin { origin, target }
     }
 
     /// A scratch directory beside the trees.
     fn daemon_dir(&self) -> PathBuf {
-        self._tmp.path().to_path_buf()
-    }
-
-    fn src(&self) -> String {
-        format!("{}/RECENT.recent", self.daemon.url("origin"))
+        self.origin.dir().to_path_buf()
     }
 
     /// Record `lines` ("new PATH" / "delete PATH") in the origin's index.
     fn record(&self, lines: &str) {
-        Rrr::new().args(["update", "--stdin", &principal(&self.origin)]).stdin(lines).assert_ok();
+        self.origin.record(lines)
     }
 
     /// One pass with `--json`, asserting its exit code; its report and stderr.
     #[track_caller]
     fn pass(&self, extra: &[&str], code: i32) -> (Value, String) {
-        let src = self.src();
-        let mut args = vec!["rmirror", "--remote", &src, "--localroot", s(&self.target), "--json"];
-        args.extend_from_slice(extra);
-        let o: Output = rrr(&args);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(code), "rrr {args:?}\nstdout: {}\nstderr: {err}", stdout(&o));
-        let line = stdout(&o).lines().last().unwrap_or_default().to_string();
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}\n{err}"));
-        (v, err)
+        let (v, o) = self.target.pass_output(extra, code);
+        (v, stderr(&o))
     }
 
     /// A pass that converged at once: exit 0, no error, no retry, nothing failing.

@@ -3,6 +3,8 @@
 //! ([`rsyncd`]) a real `rsync --daemon` on 127.0.0.1.
 
 pub mod cmd;
+pub mod fixture;
+pub mod mirror;
 pub mod rsyncd;
 
 pub use cmd::{Rrr, Running};

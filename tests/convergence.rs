@@ -9,7 +9,7 @@ use crate::util::*;
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// An origin (the fixture) and its mirror, as these tests name them.
 struct Origin {
@@ -223,54 +223,20 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
 /// with `module` lines added (e.g. `max connections = 1`: a public server
 /// at its limit) and `args` on its command line (e.g. `--bwlimit`), as the
 /// current user; killed when dropped.
-struct LimitedDaemon {
-    port: u16,
-    child: std::process::Child,
-    dir: tempfile::TempDir,
-}
+struct LimitedDaemon(RsyncDaemon);
 
 impl LimitedDaemon {
     fn start(path: &Path, module: &str, args: &[&str]) -> LimitedDaemon {
-        let dir = tempfile::tempdir().unwrap();
-        // SAFETY: getuid and getgid cannot fail and have no preconditions.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let d = dir.path().display();
-        let conf = format!(
-            "pid file = {d}/pid\nlog file = {d}/log\nlock file = {d}/lock\nuse chroot = no\nuid = {uid}\n\
-             gid = {gid}\nread only = yes\nreverse lookup = no\n\n[origin]\n    path = {}\n    {module}\n",
-            path.display()
-        );
-        fs::write(dir.path().join("rsyncd.conf"), conf).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("rsync")
-            .args(["--daemon", "--no-detach", "--address=127.0.0.1", &format!("--port={port}")])
-            .arg(format!("--config={d}/rsyncd.conf"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for("the limited rsync daemon", std::time::Duration::from_secs(5), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        LimitedDaemon { port, child, dir }
+        LimitedDaemon(RsyncDaemon::start_limited(&[("origin", path)], module, args))
     }
 
     fn src(&self) -> String {
-        format!("rsync://127.0.0.1:{}/origin/RECENT.recent", self.port)
+        format!("{}/RECENT.recent", self.0.url("origin"))
     }
 
     /// How many connections the daemon refused for its limit.
     fn refusals(&self) -> usize {
-        fs::read_to_string(self.dir.path().join("log")).unwrap_or_default().matches("max connections").count()
-    }
-}
-
-impl Drop for LimitedDaemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.log_file().matches("max connections").count()
     }
 }
 

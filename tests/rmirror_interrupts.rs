@@ -111,8 +111,8 @@ fn an_interrupted_whole_tree_pass_is_owed() {
         assert!(std::time::Instant::now() < deadline, "the transfer did not start");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // SAFETY: signalling our own child (rrr only: its rsync must follow).
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    // rrr only: its rsync must follow.
+    child.signal(libc::SIGKILL);
     child.wait().unwrap();
     wait_no_processes(s(&t.target), 5);
     assert_eq!(state(&t.target)["resync"], true, "an interrupted --full pass is not owed");
@@ -223,8 +223,8 @@ fn sigterm_stops_the_running_rsync_at_once() {
     let t = Setup::new(2);
     let mut child = slow_transfer(&t);
     let sent = std::time::Instant::now();
-    // SAFETY: signalling our own child (rrr only, not its process group).
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    // rrr only, not its process group.
+    child.signal(libc::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(sent.elapsed() < std::time::Duration::from_secs(5), "rrr took {:?} to stop", sent.elapsed());
@@ -240,8 +240,8 @@ fn sigterm_stops_the_running_rsync_at_once() {
 fn kill_9_of_rrr_leaves_no_rsync_behind() {
     let t = Setup::new(2);
     let mut child = slow_transfer(&t);
-    // SAFETY: signalling our own child (rrr only: its rsync must follow).
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    // rrr only: its rsync must follow.
+    child.signal(libc::SIGKILL);
     child.wait().unwrap();
     wait_no_processes(s(&t.target), 5);
     pass(&t.src(), &t.target, &[], 0);

@@ -42,8 +42,7 @@ fn lock_loop_and_signals() {
         assert!(std::time::Instant::now() < deadline, "loop made no passes");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stdout(&o).lines().count() >= 2);
@@ -88,8 +87,7 @@ fn loop_survives_a_failing_pass() {
         assert!(std::time::Instant::now() < deadline, "timed out waiting for a good pass");
         std::thread::sleep(std::time::Duration::from_millis(30));
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let kinds: Vec<String> = stdout(&o)

@@ -82,8 +82,7 @@ fn trigger_and_sigusr1_wake_the_loop() {
     assert!(p.target.join("d/pushed.txt").exists(), "the triggered pass took the new file");
 
     p.publish("d/signalled.txt");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGUSR1) };
+    child.signal(libc::SIGUSR1);
     wait_for("the pass after SIGUSR1", Duration::from_secs(60), || passes(&p.target) >= 3);
     assert!(p.target.join("d/signalled.txt").exists(), "the signalled pass took the new file");
 

@@ -147,8 +147,7 @@ fn an_interrupted_first_pass_is_recorded_as_interrupted() {
     wait_for("the bootstrap to transfer", Duration::from_secs(20), || {
         fs::read_dir(t.target.join("slow")).is_ok_and(|mut rd| rd.next().is_some())
     });
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.signal(libc::SIGINT);
     assert_eq!(child.wait().unwrap().code(), Some(130));
 
     let st = t.state();

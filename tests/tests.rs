@@ -11,6 +11,7 @@ mod convergence;
 mod demo;
 mod fleet;
 mod format;
+mod harness;
 mod locks;
 mod mixed_writers;
 mod names;

@@ -142,20 +142,18 @@ fn closed_stdout_ends_a_listing_quietly() {
     ok(&["init", root.to_str().unwrap()]);
     let p = root.join("RECENT.recent");
     for args in [vec!["news", "--json"], vec!["news"], vec!["news", "--perl-format"]] {
-        let mut child = Command::new(rrr_bin())
+        let mut child = Rrr::new()
             .args(&args)
             .args(["--local", p.to_str().unwrap()])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn();
         let mut line = String::new();
         use std::io::BufRead;
         std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         assert!(!line.is_empty());
         // The reader is gone (dropped above): the next writes fail with EPIPE.
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = child.assert_exit(0);
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
     }
 }

@@ -3,67 +3,43 @@
 //! the reverse (README.mirror, "Type changes"); a new event that cannot be
 //! placed stays failing and `check` warns.
 
+use crate::util::fixture;
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
+/// An origin (the fixture) and its mirror, as these tests name them.
 struct Origin {
-    _tmp: tempfile::TempDir,
-    origin: PathBuf,
-    target: PathBuf,
-    daemon: RsyncDaemon,
+    origin: fixture::Origin,
+    target: fixture::Mirror,
 }
 
 impl Origin {
     /// An origin holding `files` (path, content), indexed, served by a daemon.
     fn new(files: &[(&str, &str)]) -> Origin {
-        let tmp = tempfile::tempdir().unwrap();
-        let origin = tmp.path().join("origin");
-        let target = tmp.path().join("target");
-        for (p, c) in files {
-            write(&origin, p, c);
-        }
-        ok(&["init", s(&origin)]);
-        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
-        Origin { _tmp: tmp, origin, target, daemon }
+        let origin = fixture::Origin::new(files.iter().copied(), &["init"]);
+        let target = origin.mirror();
+        Origin { origin, target }
     }
 
     /// A scratch directory beside the trees.
     fn daemon_dir(&self) -> PathBuf {
-        self._tmp.path().to_path_buf()
-    }
-
-    fn src(&self) -> String {
-        format!("{}/RECENT.recent", self.daemon.url("origin"))
+        self.origin.dir().to_path_buf()
     }
 
     /// Record `lines` ("new PATH" / "delete PATH") in the origin's index.
     fn record(&self, lines: &str) {
-        let mut child = Command::new(rrr_bin())
-            .args(["update", "--stdin", &principal(&self.origin)])
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(lines.as_bytes()).unwrap();
-        assert!(child.wait().unwrap().success(), "rrr update {lines:?}");
+        self.origin.record(lines)
     }
 
     /// One pass with `--json`, asserting its exit code; its report and stderr.
     #[track_caller]
     fn pass(&self, extra: &[&str], code: i32) -> (Value, String) {
-        let src = self.src();
-        let mut args = vec!["rmirror", "--remote", &src, "--localroot", s(&self.target), "--json"];
-        args.extend_from_slice(extra);
-        let o: Output = rrr(&args);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(code), "rrr {args:?}\nstdout: {}\nstderr: {err}", stdout(&o));
-        let line = stdout(&o).lines().last().unwrap_or_default().to_string();
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}\n{err}"));
-        (v, err)
+        let (v, o) = self.target.pass_output(extra, code);
+        (v, stderr(&o))
     }
 
     /// A pass that converged at once: exit 0, no error, no retry, nothing failing.
@@ -247,54 +223,20 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
 /// with `module` lines added (e.g. `max connections = 1`: a public server
 /// at its limit) and `args` on its command line (e.g. `--bwlimit`), as the
 /// current user; killed when dropped.
-struct LimitedDaemon {
-    port: u16,
-    child: std::process::Child,
-    dir: tempfile::TempDir,
-}
+struct LimitedDaemon(RsyncDaemon);
 
 impl LimitedDaemon {
     fn start(path: &Path, module: &str, args: &[&str]) -> LimitedDaemon {
-        let dir = tempfile::tempdir().unwrap();
-        // SAFETY: getuid and getgid cannot fail and have no preconditions.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let d = dir.path().display();
-        let conf = format!(
-            "pid file = {d}/pid\nlog file = {d}/log\nlock file = {d}/lock\nuse chroot = no\nuid = {uid}\n\
-             gid = {gid}\nread only = yes\nreverse lookup = no\n\n[origin]\n    path = {}\n    {module}\n",
-            path.display()
-        );
-        fs::write(dir.path().join("rsyncd.conf"), conf).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new("rsync")
-            .args(["--daemon", "--no-detach", "--address=127.0.0.1", &format!("--port={port}")])
-            .arg(format!("--config={d}/rsyncd.conf"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for("the limited rsync daemon", std::time::Duration::from_secs(5), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        LimitedDaemon { port, child, dir }
+        LimitedDaemon(RsyncDaemon::start_limited(&[("origin", path)], module, args))
     }
 
     fn src(&self) -> String {
-        format!("rsync://127.0.0.1:{}/origin/RECENT.recent", self.port)
+        format!("{}/RECENT.recent", self.0.url("origin"))
     }
 
     /// How many connections the daemon refused for its limit.
     fn refusals(&self) -> usize {
-        fs::read_to_string(self.dir.path().join("log")).unwrap_or_default().matches("max connections").count()
-    }
-}
-
-impl Drop for LimitedDaemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.log_file().matches("max connections").count()
     }
 }
 
@@ -328,11 +270,10 @@ fn a_daemon_with_one_connection_slot_serves_every_pass_at_the_first_attempt() {
     let src = limited.src();
     let wrapper = slow_teardown_wrapper(&t.daemon_dir());
     let pass = |n: usize| {
-        let o = Command::new(rrr_bin())
+        let o = Rrr::new()
             .args(["rmirror", "--remote", &src, "--localroot", s(&t.target), "--json"])
             .env("RRR_RSYNC", &wrapper)
-            .output()
-            .unwrap();
+            .output();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(0), "pass {n}: {err}");
         // No attempt failed, no backoff: the one refusal a run sees is of
@@ -420,12 +361,11 @@ fn a_slow_recentfile_fetch_keeps_the_heartbeat_and_reports_progress() {
     // The principal grows to 200 KB of old events and one new file.
     write(&origin, "c", "c\n");
     json_principal(&origin, &[("1700000300.5", "c"), ("1700000100.5", "a")], 1400);
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["rmirror", "--remote", &slow.src(), "--localroot", s(&target)])
         .env("RRR_TEST_PROGRESS_MS", "100")
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // The state while the fetch runs: its heartbeat names the running phase.
     let mut phases = std::collections::BTreeSet::new();
     while child.try_wait().unwrap().is_none() {
@@ -436,7 +376,7 @@ fn a_slow_recentfile_fetch_keeps_the_heartbeat_and_reports_progress() {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(phases.contains("recentfiles"), "no heartbeat during the fetch: {phases:?}\n{err}");

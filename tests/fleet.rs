@@ -10,7 +10,7 @@ use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,14 +35,8 @@ fn config(file: &Path, top: &str, trees: &[(&str, &Path, &str)]) {
 }
 
 /// `rrr ARGS` in the background, its log in `log`.
-fn spawn(args: &[&str], log: &Path) -> Child {
-    Command::new(rrr_bin())
-        .args(args)
-        .env("TERM", "dumb")
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap()
+fn spawn(args: &[&str], log: &Path) -> Running {
+    Rrr::new().args(args).stdout(Stdio::null()).stderr(fs::File::create(log).unwrap()).spawn()
 }
 
 fn sigterm(child: &mut Child) -> ExitStatus {
@@ -307,7 +301,7 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
             .collect()
     };
     let run = |args: &[&str]| {
-        let out = Command::new(rrr_bin()).args(args).current_dir(tmp.path()).output().unwrap();
+        let out = Rrr::new().args(args).current_dir(tmp.path()).output();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
     };
     run(&["rmirror", "--config", s(&file)]);

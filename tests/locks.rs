@@ -59,12 +59,11 @@ fn waiter_never_breaks_a_lock_taken_again_meanwhile() {
     fs::create_dir(&fp).unwrap();
     let mut first = sleeper();
     perl_take(&lock, first.id());
-    let mut waiter = Command::new(rrr_bin())
+    let mut waiter = Rrr::new()
         .args(["update", &principal(&root), root.join("d/f0").to_str().unwrap()])
         .env("RRR_FAILPOINT_LOCK_DECIDE", &fp)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for("the waiter to read the holder", Duration::from_secs(20), || {
         fs::read_dir(&fp).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("reached."))
     });
@@ -82,7 +81,7 @@ fn waiter_never_breaks_a_lock_taken_again_meanwhile() {
     perl_release(&lock);
     third.kill().unwrap();
     third.wait().unwrap();
-    let out = waiter.wait_with_output().unwrap();
+    let out = waiter.wait_with_output();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!lock.exists());
 }
@@ -99,11 +98,7 @@ fn update_loop(p: &str, root: &Path, names: Vec<String>) -> Vec<(String, std::pr
     names
         .into_iter()
         .map(|rel| {
-            let out = Command::new(rrr_bin())
-                .args(["update", p, root.join(&rel).to_str().unwrap()])
-                .env("TERM", "dumb")
-                .output()
-                .unwrap();
+            let out = Rrr::new().args(["update", p, root.join(&rel).to_str().unwrap()]).env("TERM", "dumb").output();
             (rel, out)
         })
         .collect()
@@ -186,17 +181,11 @@ fn dead_holder_and_eight_waiters() {
         }
         let children: Vec<_> = names
             .iter()
-            .map(|rel| {
-                Command::new(rrr_bin())
-                    .args(["update", &p, root.join(rel).to_str().unwrap()])
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|rel| Rrr::new().args(["update", &p, root.join(rel).to_str().unwrap()]).stderr(Stdio::piped()).spawn())
             .collect();
         let mut breaks = 0;
         for c in children {
-            let out = c.wait_with_output().unwrap();
+            let out = c.wait_with_output();
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{err}");
             breaks += err.matches("removed stale lock").count();
@@ -274,11 +263,10 @@ fn leftover_claim_costs_one_short_wait_once() {
     let p = principal(&root);
     let fp = tmp.path().join("failpoint");
     fs::create_dir(&fp).unwrap();
-    let mut victim = Command::new(rrr_bin())
+    let mut victim = Rrr::new()
         .args(["update", &p, root.join("d/f0").to_str().unwrap()])
         .env("RRR_FAILPOINT_LOCK_CLAIM", &fp)
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for("the claim failpoint", Duration::from_secs(20), || fs::read_dir(&fp).unwrap().next().is_some());
     victim.kill().unwrap();
     victim.wait().unwrap();
@@ -304,7 +292,6 @@ fn leftover_claim_costs_one_short_wait_once() {
 #[test]
 fn stale_lock_of_another_user_names_the_fix() {
     use std::os::unix::fs::{chown, PermissionsExt};
-    use std::os::unix::process::CommandExt;
     if unsafe { libc::geteuid() } != 0 {
         panic!("this test needs root (CI runs as root) to create a lock of another user");
     }
@@ -316,12 +303,10 @@ fn stale_lock_of_another_user_names_the_fix() {
     }
     perl_take(&lock_of(&root), dead_pid()); // owned by root, 0755
     let before = fs::read(root.join("RECENT-1h.yaml")).unwrap();
-    let o = Command::new(rrr_bin())
+    let o = Rrr::new()
         .args(["update", &principal(&root), root.join("d/f0").to_str().unwrap()])
-        .uid(nobody)
-        .gid(nobody)
-        .output()
-        .unwrap();
+        .user(nobody, nobody)
+        .output();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("belongs to root") && err.contains("rm -r -- '"), "{err}");
@@ -336,15 +321,14 @@ fn signal_ends_a_lock_wait_without_writing() {
     let mut holder = sleeper();
     perl_take(&lock_of(&root), holder.id());
     let before = fs::read(root.join("RECENT-1h.yaml")).unwrap();
-    let child = Command::new(rrr_bin())
+    let child = Rrr::new()
         .args(["update", &principal(&root), root.join("d/f0").to_str().unwrap()])
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let o = child.wait_with_output().unwrap();
+    let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(fs::read(root.join("RECENT-1h.yaml")).unwrap(), before);
     assert_eq!(fs::read_to_string(lock_of(&root).join("process")).unwrap(), format!("{}\n", holder.id()));
@@ -367,7 +351,7 @@ fn update_is_all_or_nothing() {
 #[test]
 fn one_watch_per_tree() {
     let (_tmp, root) = origin(2);
-    let mut first = Command::new(rrr_bin()).args(["watch", &principal(&root)]).stderr(Stdio::null()).spawn().unwrap();
+    let mut first = Rrr::new().args(["watch", &principal(&root)]).stderr(Stdio::null()).spawn();
     wait_for("the first watch's heartbeat", Duration::from_secs(20), || root.join(".rrr/watch.json").exists());
     let start = Instant::now();
     let o = rrr(&["watch", &principal(&root)]);
@@ -428,15 +412,11 @@ fn init_force_under_sigterm_always_leaves_an_index() {
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let delay = Duration::from_millis(rng % 400);
-        let child = Command::new(rrr_bin())
-            .args(["init", "--force", root.to_str().unwrap()])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = Rrr::new().args(["init", "--force", root.to_str().unwrap()]).stderr(Stdio::piped()).spawn();
         std::thread::sleep(delay);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let o = child.wait_with_output().unwrap();
+        let o = child.wait_with_output();
         *outcomes.entry(o.status.code()).or_insert(0) += 1;
         let news = rrr(&["news", "--local", &principal(&root)]);
         assert!(news.status.success(), "after SIGTERM at {delay:?}: no index: {}", stderr(&news));

@@ -77,12 +77,11 @@ fn forced_takeover(failpoint: &str, round: usize, init: bool) {
         true => vec!["init".to_string(), "--force".to_string(), s(&root).to_string()],
         false => vec!["update".to_string(), principal(&root), s(&root.join(&ours)).to_string()],
     };
-    let mut rrr_update = Command::new(rrr_bin())
+    let mut rrr_update = Rrr::new()
         .args(&args)
         .env(format!("RRR_FAILPOINT_{failpoint}"), &fp)
         .stderr(fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for("rrr to hold the lock", Duration::from_secs(20), || reached(&fp));
     fs::write(marks.join("wake"), "").unwrap();
     wait_for("the Perl writer to take the lock over and read", Duration::from_secs(20), || marks.join("read").exists());
@@ -179,11 +178,7 @@ fn perl_and_rrr_writer_loops() {
                     names
                         .iter()
                         .map(|rel| {
-                            let out = Command::new(rrr_bin())
-                                .args(["update", &p, s(&root.join(rel))])
-                                .env("TERM", "dumb")
-                                .output()
-                                .unwrap();
+                            let out = Rrr::new().args(["update", &p, s(&root.join(rel))]).env("TERM", "dumb").output();
                             (rel.clone(), out)
                         })
                         .collect::<Vec<_>>()

@@ -200,12 +200,11 @@ fn watch_records_names_with_control_characters() {
     write(&root, "plain.txt", "plain\n");
     ok(&["init", s(&root)]);
     let log = fs::File::create(tmp.path().join("watch.log")).unwrap();
-    let mut child = std::process::Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["watch", s(&root), "--json-log", "--batch-delay", "200"])
         .stdout(std::process::Stdio::null())
         .stderr(log)
-        .spawn()
-        .unwrap();
+        .spawn();
     let read_log = || fs::read_to_string(tmp.path().join("watch.log")).unwrap_or_default();
     wait_for("the watch daemon to start", std::time::Duration::from_secs(20), || {
         read_log().contains("\"kind\":\"start\"")

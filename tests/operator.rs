@@ -144,13 +144,13 @@ fn log_line_ok(line: &str) -> bool {
     ts && level && line[31..].contains(": ")
 }
 
-fn spawn_rrr(args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
-    let mut c = std::process::Command::new(rrr_bin());
+fn spawn_rrr(args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut c = Rrr::new();
     c.args(args).env("TERM", "dumb").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     for (k, v) in env {
         c.env(k, v);
     }
-    c.spawn().unwrap()
+    c.spawn()
 }
 
 fn stop(child: &mut std::process::Child) -> std::process::Output {
@@ -317,14 +317,14 @@ fn a_closed_log_ends_the_loop_with_1() {
     json_one.push("--json");
     let json_config = vec!["rmirror", "--loop", "--interval", "1", "--json", "--config", s(&config)];
     for (args, closed_stdout, tree) in [(one, false, &m), (json_one, true, &m), (json_config, true, &m2)] {
-        let mut c = std::process::Command::new(rrr_bin());
+        let mut c = Rrr::new();
         c.args(&args);
         if closed_stdout {
             c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
         } else {
             c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
         }
-        let mut child = c.spawn().unwrap();
+        let mut child = c.spawn();
         {
             use std::io::BufRead;
             let stream: Box<dyn std::io::Read> = if closed_stdout {
@@ -381,7 +381,7 @@ fn status_and_check_during_a_slow_bootstrap() {
     let c = rrr(&["check", "--warn", "60", "--crit", "600", "--localroot", s(&m)]);
     assert_eq!(c.status.code(), Some(1), "{}", stdout(&c));
     assert!(stdout(&c).contains("first pass running: bootstrap"), "{}", stdout(&c));
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
     assert!(out.status.success(), "{}", stderr(&out));
     let log = stderr(&out);
     assert!(

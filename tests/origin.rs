@@ -217,10 +217,9 @@ fn aggregate_takes_locks_smallest_first() {
     let lock = root.join("RECENT-1d.yaml.lock");
     fs::create_dir(&lock).unwrap();
     fs::write(lock.join("process"), format!("{}\n", holder.id())).unwrap();
-    let mut agg = std::process::Command::new(rrr_bin())
+    let mut agg = Rrr::new()
         .args(["--now", "1700000101.5", "--locktimeout", "60", "aggregate", "--force", &principal(&root)])
-        .spawn()
-        .unwrap();
+        .spawn();
     let z_lock = root.join("RECENT-Z.yaml.lock");
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(50));
@@ -340,19 +339,10 @@ fn racing_updates_lose_nothing() {
     let children: Vec<_> = (0..4)
         .map(|w| {
             let input: String = (0..50).map(|i| format!("new w{w}/f{i}\n")).collect();
-            let mut c = std::process::Command::new(rrr_bin())
-                .args(["update", "--stdin", &p])
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-            (w, c)
+            (w, Rrr::new().args(["update", "--stdin", &p]).stdin(input).spawn())
         })
         .collect();
-    let more: Vec<_> = (0..20)
-        .map(|i| std::process::Command::new(rrr_bin()).args(["update", &p, &format!("single/s{i}")]).spawn().unwrap())
-        .collect();
+    let more: Vec<_> = (0..20).map(|i| Rrr::new().args(["update", &p, &format!("single/s{i}")]).spawn()).collect();
     for (_, mut c) in children {
         assert!(c.wait().unwrap().success());
     }
@@ -418,15 +408,7 @@ fn update_refuses_what_would_record_nonsense() {
     }
     refused(&["--epoch", "abc", &p, "d/f0"], "not a decimal number");
     // A whole batch is refused for one bad line.
-    let mut c = std::process::Command::new(rrr_bin())
-        .args(["update", "--stdin", &p])
-        .stdin(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    c.stdin.take().unwrap().write_all(b"new d/f0\n0 new d/f0\n").unwrap();
-    let o = c.wait_with_output().unwrap();
+    let o = Rrr::new().args(["update", "--stdin", &p]).stdin("new d/f0\n0 new d/f0\n").output();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("stdin line 2: epoch 0"), "{}", stderr(&o));
     // A path relative to the current directory, not the root: named with
@@ -436,7 +418,7 @@ fn update_refuses_what_would_record_nonsense() {
         let (raw, principal_arg) = (format!("{origin_name}/{wanted}"), format!("{origin_name}/RECENT.recent"));
         let mut a = args.clone();
         a.extend([&*principal_arg, &*raw]);
-        let o = std::process::Command::new(rrr_bin()).args(&a).current_dir(tmp.path()).output().unwrap();
+        let o = Rrr::new().args(&a).current_dir(tmp.path()).output();
         assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(&format!("give {wanted} or an absolute path")), "{}", stderr(&o));
     }

@@ -114,11 +114,10 @@ fn watch_skips_a_missing_default_textfile_directory_silently() {
         write(&root, "id/A/a.tar.gz", "a\n");
         ok(&["init", s(&root)]);
         let log = tmp.path().join(format!("{name}.log"));
-        let mut child = std::process::Command::new(rrr_bin())
+        let mut child = Rrr::new()
             .args(["--quiet", "watch", s(&root), "--prometheus", s(prom)])
             .stderr(fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+            .spawn();
         wait_for("the start-up heartbeat", std::time::Duration::from_secs(60), || {
             root.join(".rrr/watch.json").exists()
         });

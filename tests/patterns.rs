@@ -1,6 +1,7 @@
 //! `--exclude` patterns mean what they mean to rsync: a table of patterns
 //! over one tree, rrr's matcher against `rsync --dry-run` itself.
 
+use crate::util::Rrr;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
@@ -139,16 +140,13 @@ fn pathological_exclude_finishes() {
     let root = tmp.path().join("root");
     fs::create_dir_all(&root).unwrap();
     fs::write(root.join("a".repeat(200)), "x").unwrap();
-    let rrr = env!("CARGO_BIN_EXE_rrr");
-    let st = Command::new(rrr).args(["--now", "1700000000.5", "init", "--aggregate"]).arg(&root).status().unwrap();
-    assert!(st.success());
+    Rrr::new().args(["--now", "1700000000.5", "init", "--aggregate"]).arg(&root).assert_ok();
     let pattern = format!("{}b", "*a".repeat(20));
-    let mut child = Command::new(rrr)
+    let mut child = Rrr::new()
         .args(["fsck", "--exclude", &pattern])
         .arg(root.join("RECENT.recent"))
         .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let start = std::time::Instant::now();
     loop {
         if let Some(st) = child.try_wait().unwrap() {

@@ -2,12 +2,12 @@
 //! against a real rsync daemon; triggers during a pass coalesce into one
 //! more pass; without a loop, exit 3.
 
-use crate::util::rsyncd::RsyncDaemon;
+use crate::util::fixture::{Mirror, Origin};
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 fn passes(target: &Path) -> u64 {
@@ -20,23 +20,15 @@ fn passes(target: &Path) -> u64 {
 
 /// An origin of `n` files served by a daemon, and where the mirror goes.
 struct Push {
-    tmp: tempfile::TempDir,
-    origin: std::path::PathBuf,
-    target: std::path::PathBuf,
-    daemon: RsyncDaemon,
+    origin: Origin,
+    target: Mirror,
 }
 
 impl Push {
     fn new(n: usize) -> Push {
-        let tmp = tempfile::tempdir().unwrap();
-        let origin = tmp.path().join("origin");
-        for i in 0..n {
-            write(&origin, &format!("d/f{i}.txt"), &format!("file {i}\n"));
-        }
-        ok(&["init", "--aggregate", s(&origin)]);
-        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
-        let target = tmp.path().join("target");
-        Push { tmp, origin, target, daemon }
+        let origin = Origin::numbered(n, |i| format!("d/f{i}.txt"));
+        let target = origin.mirror();
+        Push { origin, target }
     }
 
     /// A new file at the origin, recorded.
@@ -47,26 +39,18 @@ impl Push {
 
     /// `rmirror --loop` with a long interval: only a trigger makes it pass
     /// again soon. rsync runs through `wrapper` when given.
-    fn start_loop(&self, wrapper: Option<&Path>) -> Child {
-        let src = format!("{}/RECENT.recent", self.daemon.url("origin"));
-        let mut cmd = Command::new(rrr_bin());
-        cmd.args([
-            "rmirror",
-            "--loop",
-            "--interval",
-            "300",
-            "--json",
-            "--remote",
-            &src,
-            "--localroot",
-            s(&self.target),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    fn start_loop(&self, wrapper: Option<&Path>) -> Running {
+        // `rmirror --loop` first: the run lock records this command line,
+        // and the trigger test finds the holder named by it.
+        let t = &self.target;
+        let mut cmd = Rrr::new();
+        cmd.args(["rmirror", "--loop", "--interval", "300", "--json", "--remote", &t.remote, "--localroot", s(t)])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if let Some(w) = wrapper {
             cmd.env("RRR_RSYNC", w);
         }
-        cmd.spawn().unwrap()
+        cmd.spawn()
     }
 
     fn trigger(&self) -> std::process::Output {
@@ -74,10 +58,9 @@ impl Push {
     }
 }
 
-fn stop(child: Child) -> std::process::Output {
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    child.wait_with_output().unwrap()
+fn stop(child: Running) -> std::process::Output {
+    child.signal(libc::SIGTERM);
+    child.wait_with_output()
 }
 
 #[test]
@@ -99,8 +82,7 @@ fn trigger_and_sigusr1_wake_the_loop() {
     assert!(p.target.join("d/pushed.txt").exists(), "the triggered pass took the new file");
 
     p.publish("d/signalled.txt");
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGUSR1) };
+    child.signal(libc::SIGUSR1);
     wait_for("the pass after SIGUSR1", Duration::from_secs(60), || passes(&p.target) >= 3);
     assert!(p.target.join("d/signalled.txt").exists(), "the signalled pass took the new file");
 
@@ -108,7 +90,6 @@ fn trigger_and_sigusr1_wake_the_loop() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let o = p.trigger();
     assert_eq!(o.status.code(), Some(3), "the loop is gone: {}", stdout(&o));
-    drop(p.tmp);
 }
 
 #[test]
@@ -116,9 +97,9 @@ fn triggers_during_a_pass_make_exactly_one_more_pass() {
     let p = Push::new(3);
     // rsync through a wrapper that, while `slow` exists, records each call
     // and holds it for 2 s: a pass long enough to trigger during it.
-    let marks = p.tmp.path().join("marks");
+    let marks = p.origin.dir().join("marks");
     fs::create_dir(&marks).unwrap();
-    let wrapper = p.tmp.path().join("rsync");
+    let wrapper = p.origin.dir().join("rsync");
     fs::write(
         &wrapper,
         format!(

@@ -4,43 +4,35 @@
 //! cannot use, and log lines that name their tree at every level. Each
 //! against a real `rsync --daemon` on 127.0.0.1 and real signals.
 
-use crate::util::rsyncd::RsyncDaemon;
+use crate::util::fixture::{Mirror, Origin};
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 /// An origin of `n` small files, indexed and aggregated, served by a daemon
 /// as module `origin`; the mirror's target (not created).
 struct Setup {
-    _tmp: tempfile::TempDir,
-    origin: PathBuf,
-    target: PathBuf,
-    daemon: RsyncDaemon,
+    origin: Origin,
+    target: Mirror,
 }
 
 impl Setup {
     fn new(n: usize) -> Setup {
-        let tmp = tempfile::tempdir().unwrap();
-        let origin = tmp.path().join("origin");
-        let target = tmp.path().join("target");
-        for i in 0..n {
-            write(&origin, &format!("id/f{i:03}.txt"), &format!("file {i}\n"));
-        }
-        ok(&["init", "--aggregate", s(&origin)]);
-        let daemon = RsyncDaemon::start(&[("origin", &origin)]);
-        Setup { _tmp: tmp, origin, target, daemon }
+        let origin = Origin::numbered(n, |i| format!("id/f{i:03}.txt"));
+        let target = origin.mirror();
+        Setup { origin, target }
     }
 
     fn src(&self) -> String {
-        format!("{}/RECENT.recent", self.daemon.url("origin"))
+        self.origin.src()
     }
 
     /// SRC in a module the daemon does not have: it refuses every attempt.
     fn refused_src(&self) -> String {
-        format!("{}/RECENT.recent", self.daemon.url("nosuch"))
+        format!("{}/RECENT.recent", self.origin.daemon.url("nosuch"))
     }
 
     fn rmirror(&self, src: &str, extra: &[&str]) -> Output {
@@ -68,7 +60,7 @@ impl Setup {
     }
 
     fn state(&self) -> Value {
-        serde_json::from_slice(&fs::read(self.target.join(".rrr/state.json")).unwrap()).unwrap()
+        self.target.state()
     }
 }
 
@@ -148,16 +140,14 @@ fn an_interrupted_first_pass_is_recorded_as_interrupted() {
     for i in 0..10 {
         write(&t.origin, &format!("slow/s{i}.bin"), &"y".repeat(200_000));
     }
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--rsync-option=--bwlimit=100"])
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for("the bootstrap to transfer", Duration::from_secs(20), || {
         fs::read_dir(t.target.join("slow")).is_ok_and(|mut rd| rd.next().is_some())
     });
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.signal(libc::SIGINT);
     assert_eq!(child.wait().unwrap().code(), Some(130));
 
     let st = t.state();

@@ -7,14 +7,14 @@ use crate::util::*;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A running `rrr watch`, killed when dropped.
 pub(crate) struct Daemon {
-    child: Option<Child>,
+    child: Option<Running>,
     log: PathBuf,
 }
 
@@ -33,15 +33,7 @@ impl Daemon {
             args.extend_from_slice(&["--batch-delay", "200"]);
         }
         args.extend_from_slice(extra);
-        let mut cmd = match wrapper.split_first() {
-            Some((program, rest)) => {
-                let mut c = Command::new(program);
-                c.args(rest).arg(rrr_bin());
-                c
-            }
-            None => Command::new(rrr_bin()),
-        };
-        let child = cmd.args(&args).stdout(Stdio::null()).stderr(err).spawn().expect("spawn rrr watch");
+        let child = Rrr::wrapped(wrapper).args(&args).stdout(Stdio::null()).stderr(err).spawn();
         let d = Daemon { child: Some(child), log };
         d.wait_log("\"kind\":\"start\"");
         d
@@ -518,12 +510,11 @@ fn a_closed_log_stops_the_daemon_with_1() {
     let root = tmp.path().join("t");
     fs::create_dir_all(&root).unwrap();
     ok(&["init", root.to_str().unwrap()]);
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["watch", root.to_str().unwrap(), "--batch-delay", "100"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     {
         use std::io::BufRead;
         let mut line = String::new();

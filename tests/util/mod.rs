@@ -1,8 +1,13 @@
-//! The integration tests' harness: run the real `rrr` binary, find
-//! fixtures, build and compare temp trees, wait for a condition, and
+//! The integration tests' harness: run the real `rrr` binary ([`cmd`]),
+//! find fixtures, build and compare temp trees, wait for a condition, and
 //! ([`rsyncd`]) a real `rsync --daemon` on 127.0.0.1.
 
+pub mod cmd;
+pub mod fixture;
+pub mod mirror;
 pub mod rsyncd;
+
+pub use cmd::{Rrr, Running};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,7 +23,7 @@ pub fn fixtures() -> PathBuf {
 
 /// Run rrr with args; returns the output (never panics on non-zero exit).
 pub fn rrr(args: &[&str]) -> Output {
-    Command::new(rrr_bin()).args(args).env("TERM", "dumb").output().expect("run rrr")
+    Rrr::new().args(args).output()
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -32,9 +37,7 @@ pub fn stderr(o: &Output) -> String {
 /// Assert success and return stdout.
 #[track_caller]
 pub fn ok(args: &[&str]) -> String {
-    let o = rrr(args);
-    assert!(o.status.success(), "rrr {args:?} failed: {}\n{}", o.status, stderr(&o));
-    stdout(&o)
+    stdout(&Rrr::new().args(args).assert_ok())
 }
 
 /// Every step directory of the Perl reference fixtures.

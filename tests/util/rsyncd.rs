@@ -12,6 +12,10 @@
 //! file the daemon cannot read: the modules' paths and their parents must be
 //! world-readable.
 //!
+//! [`RsyncDaemon::start_limited`] adds lines to every module (`max
+//! connections = 1`) and arguments to the daemon (`--bwlimit=100`): an
+//! upstream with limits.
+//!
 //! The rsync program is `rsync` from `PATH`, or `RRR_RSYNC` if set.
 
 use std::fs;
@@ -36,7 +40,16 @@ impl RsyncDaemon {
     pub fn start(modules: &[(&str, &Path)]) -> RsyncDaemon {
         // SAFETY: getuid and getgid cannot fail and have no preconditions.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        RsyncDaemon::start_with(modules, &uid.to_string(), &gid.to_string())
+        RsyncDaemon::start_with(modules, &uid.to_string(), &gid.to_string(), "", &[])
+    }
+
+    /// A daemon as [`start`](RsyncDaemon::start) with `module_lines` (e.g.
+    /// `max connections = 1`) in every module and `daemon_args` (e.g.
+    /// `--bwlimit=100`) given to `rsync --daemon`.
+    pub fn start_limited(modules: &[(&str, &Path)], module_lines: &str, daemon_args: &[&str]) -> RsyncDaemon {
+        // SAFETY: getuid and getgid cannot fail and have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        RsyncDaemon::start_with(modules, &uid.to_string(), &gid.to_string(), module_lines, daemon_args)
     }
 
     /// A daemon whose transfers run as `nobody`: it cannot read a file of
@@ -44,13 +57,19 @@ impl RsyncDaemon {
     /// file its owner forgot to publish. Every module path, and each of its
     /// parents, must be world-readable (chmod the temp dirs 0755).
     pub fn start_as_nobody(modules: &[(&str, &Path)]) -> RsyncDaemon {
-        RsyncDaemon::start_with(modules, "nobody", "nogroup")
+        RsyncDaemon::start_with(modules, "nobody", "nogroup", "", &[])
     }
 
-    fn start_with(modules: &[(&str, &Path)], uid: &str, gid: &str) -> RsyncDaemon {
+    fn start_with(
+        modules: &[(&str, &Path)],
+        uid: &str,
+        gid: &str,
+        module_lines: &str,
+        daemon_args: &[&str],
+    ) -> RsyncDaemon {
         let dir = tempfile::Builder::new().prefix("rrr-rsyncd-").tempdir().expect("create temp dir for rsyncd");
         let conf = dir.path().join("rsyncd.conf");
-        fs::write(&conf, config(dir.path(), modules, uid, gid)).expect("write rsyncd.conf");
+        fs::write(&conf, config(dir.path(), modules, uid, gid, module_lines)).expect("write rsyncd.conf");
         let program = std::env::var_os("RRR_RSYNC").filter(|p| !p.is_empty()).unwrap_or_else(|| "rsync".into());
 
         let mut last_failure = String::new();
@@ -63,6 +82,7 @@ impl RsyncDaemon {
                 .arg("--address=127.0.0.1")
                 .arg(format!("--port={port}"))
                 .arg(format!("--config={}", conf.display()))
+                .args(daemon_args)
                 .env("LANG", "C")
                 .env("LC_ALL", "C")
                 .stdin(Stdio::null())
@@ -92,8 +112,12 @@ impl RsyncDaemon {
     /// How many transfers (client connections that asked for files) the
     /// daemon has served: its log's `rsync on MODULE/PATH` lines.
     pub fn transfers(&self) -> usize {
-        let log = fs::read_to_string(self.dir.path().join("rsyncd.log")).unwrap_or_default();
-        log.lines().filter(|l| l.contains("] rsync on ")).count()
+        self.log_file().lines().filter(|l| l.contains("] rsync on ")).count()
+    }
+
+    /// The daemon's log file alone, for counting what it logged.
+    pub fn log_file(&self) -> String {
+        fs::read_to_string(self.dir.path().join("rsyncd.log")).unwrap_or_default()
     }
 
     /// The daemon's pid (e.g. to SIGSTOP it: a hung upstream).
@@ -114,15 +138,21 @@ impl Drop for RsyncDaemon {
     }
 }
 
-fn config(dir: &Path, modules: &[(&str, &Path)], uid: &str, gid: &str) -> String {
+/// The daemon's config. Its own `lock file` keeps `max connections`
+/// counts apart from every other daemon's (the default is system-wide).
+fn config(dir: &Path, modules: &[(&str, &Path)], uid: &str, gid: &str, module_lines: &str) -> String {
     let mut conf = format!(
-        "pid file = {}\nlog file = {}\nuse chroot = no\nuid = {uid}\ngid = {gid}\n\
+        "pid file = {}\nlog file = {}\nlock file = {}\nuse chroot = no\nuid = {uid}\ngid = {gid}\n\
          read only = yes\nreverse lookup = no\n",
         dir.join("rsyncd.pid").display(),
         dir.join("rsyncd.log").display(),
+        dir.join("rsyncd.lock").display(),
     );
     for (name, path) in modules {
         conf.push_str(&format!("\n[{name}]\n    path = {}\n", path.display()));
+        for line in module_lines.lines() {
+            conf.push_str(&format!("    {line}\n"));
+        }
     }
     conf
 }

@@ -35,14 +35,14 @@
 //!   reading recentfiles from disk, the principal symlink;
 //! - `tree`: the walk and the one ignore set; `collection`: a collection on
 //!   disk; `rsync`: the subprocess (bounded stderr, failure classes,
-//!   PDEATHSIG); [`signals`]: SIGINT/SIGTERM; [`clock`]: the one clock
+//!   PDEATHSIG); [`sys::signals`]: SIGINT/SIGTERM; [`sys::clock`]: the one clock
 //!   (`--now`);
-//! - [`log`]: the one channel for messages; [`progress`]: bars, only on a
+//! - [`output::log`]: the one channel for messages; [`output::progress`]: bars, only on a
 //!   terminal; `human`: times and sizes for people; `notify`: sd_notify;
 //!   [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command
 //!   line, `[[tree]]` table, top-level keys, built-in default) and its TOML
 //!   file; [`pattern`]: `--exclude` with rsync's rules;
-//! - [`manual`]: help and man page text; [`perl_compat`]: the Perl tools'
+//! - [`output::manual`]: help and man page text; [`perl_compat`]: the Perl tools'
 //!   command lines.
 //!
 //! Modules shown without a link are internal (`pub(crate)`).
@@ -52,21 +52,15 @@
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
 
-pub mod clock;
 pub(crate) mod collection;
 pub mod config;
 pub mod hook;
-pub(crate) mod human;
-pub mod log;
-pub mod manual;
 pub mod mirror;
-pub(crate) mod notify;
 pub mod ops;
 pub mod origin;
+pub mod output;
 pub mod pattern;
 pub mod perl_compat;
-pub mod progress;
 pub(crate) mod rsync;
-pub mod signals;
 pub mod store;
-pub(crate) mod tree;
+pub mod sys;

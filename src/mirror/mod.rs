@@ -125,8 +125,8 @@ pub(crate) use pass::PassReport;
 pub(crate) use safety::Refused;
 pub(crate) use state::{load_state, Failing, State};
 
-use crate::clock::Clock;
-use crate::signals::Interrupted;
+use crate::sys::clock::Clock;
+use crate::sys::signals::Interrupted;
 use anyhow::Result;
 use pass::Fetched;
 use remote::{FetchDir, Layout, Remote, RsyncSettings};

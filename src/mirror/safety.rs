@@ -16,7 +16,7 @@ use crate::done::DoneSet;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, Event, EventKind};
 use crate::store;
-use crate::tree::IgnoreSet;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -339,7 +339,7 @@ impl<'a> Mirror<'a> {
         }
         tracing::info!(
             "--adopt: {}, within --max-delete {max}",
-            crate::human::plural(seen.deleted, "delete", "deletes")
+            crate::output::human::plural(seen.deleted, "delete", "deletes")
         );
         Ok(())
     }

@@ -342,7 +342,7 @@ impl<'a> Mirror<'a> {
     /// tree's run lock already (flock is per open file: taking it again
     /// here would fail).
     pub fn record_failed_attempt(&mut self, started: &Epoch, err: &anyhow::Error, lock_held: bool) -> Result<()> {
-        use crate::signals::Interrupted;
+        use crate::sys::signals::Interrupted;
         if self.cfg.dry_run || err.downcast_ref::<super::Refused>().is_some() {
             return Ok(());
         }

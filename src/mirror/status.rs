@@ -8,9 +8,9 @@
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
 //! written) is reported beside it.
 
-use crate::human::{self, plural};
 use crate::mirror::state::Outcome;
 use crate::mirror::{Failing, State};
+use crate::output::human::{self, plural};
 use serde::Serialize;
 use std::fmt::Write as _;
 

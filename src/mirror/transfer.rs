@@ -15,8 +15,8 @@ use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path};
 use crate::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
-use crate::signals::Interrupted;
-use crate::tree::IgnoreSet;
+use crate::sys::signals::Interrupted;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -652,7 +652,7 @@ impl<'a> Mirror<'a> {
         if news.is_empty() {
             return Ok(true);
         }
-        let pb = crate::progress::bar(self.cfg.progress, news.len() as u64, "rmirror");
+        let pb = crate::output::progress::bar(self.cfg.progress, news.len() as u64, "rmirror");
         let n = self.cfg.max_files_per_connection.max(1);
         let mut chunks_done = 0u64;
         for chunk in news.chunks(n) {

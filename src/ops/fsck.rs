@@ -10,7 +10,7 @@ use crate::epoch::Epoch;
 use crate::ops::{Ctx, Exit};
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, Merged, Recentfile};
-use crate::tree::{self, Entry, IgnoreSet};
+use crate::sys::tree::{self, Entry, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
 use serde::Serialize;

@@ -3,7 +3,6 @@
 //! run records, the node-exporter textfile, and `rrr rmirror --config FILE`
 //! (several trees in one run, each on its own thread).
 
-use crate::clock::Clock;
 use crate::config::{self, Footprint, MirrorConfig};
 use crate::mirror::load_state;
 use crate::mirror::remote::Transport;
@@ -11,6 +10,7 @@ use crate::mirror::status::{self, Report};
 use crate::mirror::Config;
 use crate::ops::rmirror;
 use crate::ops::Exit;
+use crate::sys::clock::Clock;
 use anyhow::{Context, Result};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -214,7 +214,7 @@ pub(crate) fn run_config(
     refuse_overlaps(&trees)?;
     let textfile =
         opts.prometheus.clone().map(|f| Prometheus { file: f, targets: Targets::Config(file.to_path_buf()) });
-    crate::signals::install();
+    crate::sys::signals::install();
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     let exits: Vec<Exit> = std::thread::scope(|scope| {
         let threads: Vec<_> = trees
@@ -254,7 +254,7 @@ pub(crate) fn run_config(
     if !held.is_empty() {
         tracing::warn!(
             "{} of {} held by another run, not mirrored here: {}",
-            crate::human::plural(held.len() as u64, "tree", "trees"),
+            crate::output::human::plural(held.len() as u64, "tree", "trees"),
             trees.len(),
             held.join(", ")
         );

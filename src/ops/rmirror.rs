@@ -22,14 +22,14 @@
 //! same code (`ops::mirrors::run_config`). A tree's options are merged and
 //! validated once, before anything runs ([`crate::config`]).
 
-use crate::clock::Clock;
 use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
 use crate::mirror::trigger::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
 use crate::ops::mirrors::{self, Prometheus, Targets};
 use crate::ops::{is_closed, Ctx, Exit};
-use crate::signals::Interrupted;
 use crate::store::{LockError, RunLock};
+use crate::sys::clock::Clock;
+use crate::sys::signals::Interrupted;
 use anyhow::{Context, Result};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -104,15 +104,21 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         "{}{}: {} transferred ({}), {} deleted",
         if r.dry_run { "dry run" } else { "pass" },
         if r.bootstrap { " (bootstrap)" } else { "" },
-        crate::human::count(r.transferred),
-        crate::human::size(r.bytes),
-        crate::human::count(r.deleted),
+        crate::output::human::count(r.transferred),
+        crate::output::human::size(r.bytes),
+        crate::output::human::count(r.deleted),
     );
     if r.deletes_skipped > 0 {
-        s.push_str(&format!(", {}", crate::human::plural(r.deletes_skipped, "delete skipped", "deletes skipped")));
+        s.push_str(&format!(
+            ", {}",
+            crate::output::human::plural(r.deletes_skipped, "delete skipped", "deletes skipped")
+        ));
     }
     if r.deletes_pending > 0 {
-        s.push_str(&format!(", {}", crate::human::plural(r.deletes_pending, "delete pending", "deletes pending")));
+        s.push_str(&format!(
+            ", {}",
+            crate::output::human::plural(r.deletes_pending, "delete pending", "deletes pending")
+        ));
     }
     if !r.refused.is_empty() {
         s.push_str(&format!(", {} refused", r.refused.len()));
@@ -124,14 +130,14 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         s.push_str(&format!(", {} from the future", r.future));
     }
     if !r.errors.is_empty() {
-        s.push_str(&format!(", {}", crate::human::plural(r.errors.len() as u64, "error", "errors")));
+        s.push_str(&format!(", {}", crate::output::human::plural(r.errors.len() as u64, "error", "errors")));
     }
     if !r.read.is_empty() {
         s.push_str(&format!("; read {}", r.read.join(" ")));
     }
-    s.push_str(&format!("; {}", crate::human::duration(r.seconds)));
+    s.push_str(&format!("; {}", crate::output::human::duration(r.seconds)));
     if r.seconds >= 1.0 && r.bytes > 0 {
-        s.push_str(&format!(" ({})", crate::human::rate(r.bytes as f64 / r.seconds)));
+        s.push_str(&format!(" ({})", crate::output::human::rate(r.bytes as f64 / r.seconds)));
     }
     if r.complete {
         s.push_str("; complete");
@@ -251,8 +257,8 @@ fn passes(
             return Err(e);
         }
     };
-    crate::signals::install();
-    let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::signals::STOP)?;
+    crate::sys::signals::install();
+    let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::sys::signals::STOP)?;
     m.full = opts.full;
     if let Some(p) = textfile.cloned().filter(|_| !opts.dry_run) {
         let c = clock.clone();
@@ -306,7 +312,7 @@ fn passes(
             }
             Err(e) => {
                 failed_passes += 1;
-                if report_failed_pass(&e, cfg, opts, out).is_err() || crate::log::closed() {
+                if report_failed_pass(&e, cfg, opts, out).is_err() || crate::output::log::closed() {
                     return Ok(Exit::Differences);
                 }
                 after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
@@ -318,7 +324,7 @@ fn passes(
         }
     };
     let mut trigger = (opts.looping && !opts.dry_run).then(|| Waker::listen(&state_dir));
-    crate::notify::notify("READY=1");
+    crate::sys::notify::notify("READY=1");
     let mut failed_passes = 0u32;
     loop {
         let started = std::time::Instant::now();
@@ -331,7 +337,7 @@ fn passes(
             if !m.full && full_due(&m.state, every, clock.now_f64()) {
                 tracing::info!(
                     "a whole-tree pass is due (--full-every {})",
-                    crate::human::duration(every.as_secs_f64())
+                    crate::output::human::duration(every.as_secs_f64())
                 );
                 m.full = true;
             }
@@ -360,7 +366,7 @@ fn passes(
                     return Err(e.into());
                 }
                 log_pass(&rep);
-                crate::notify::notify(&format!("STATUS={}", summary_line(&rep)));
+                crate::sys::notify::notify(&format!("STATUS={}", summary_line(&rep)));
                 let exit = exit_of(&rep);
                 after_pass(cfg, opts, textfile, &shown, exit, Some(&rep), None);
                 exit
@@ -384,7 +390,7 @@ fn passes(
         if !opts.looping {
             return Ok(last);
         }
-        if crate::log::closed() {
+        if crate::output::log::closed() {
             // Nobody hears us any more: let the supervisor restart us.
             return Ok(Exit::Differences);
         }
@@ -412,7 +418,7 @@ fn log_pass(rep: &PassReport) {
         o.shift_remove("kind");
         o.shift_remove("would");
     }
-    crate::log::emit(level, "pass", &fields, &summary_line(rep));
+    crate::output::log::emit(level, "pass", &fields, &summary_line(rep));
 }
 
 /// After a pass (or a failed one): rewrite the textfile, run the hook.
@@ -469,7 +475,7 @@ fn pause(
     };
     let end = std::time::Instant::now() + wait;
     while let Some(left) = end.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero()) {
-        if crate::signals::stop_requested() {
+        if crate::sys::signals::stop_requested() {
             return false;
         }
         let step = Duration::from_millis(50).min(left);
@@ -485,7 +491,7 @@ fn pause(
             break;
         }
     }
-    !crate::signals::stop_requested()
+    !crate::sys::signals::stop_requested()
 }
 
 /// The exit status of a finished pass: 2 with errors; 1 with refused
@@ -508,7 +514,7 @@ pub(crate) fn backoff_line(failed_passes: u32, pause: Duration) -> String {
     } else {
         format!("{failed_passes} failed passes in a row")
     };
-    format!("{n}; next pass in {}", crate::human::duration(pause.as_secs_f64()))
+    format!("{n}; next pass in {}", crate::output::human::duration(pause.as_secs_f64()))
 }
 
 /// Seconds between pass starts with `--loop`: the interval, doubled for
@@ -539,8 +545,8 @@ mod tests {
 
     #[test]
     fn counts_are_pluralised() {
-        assert_eq!(crate::human::plural(1, "delete pending", "deletes pending"), "1 delete pending");
-        assert_eq!(crate::human::plural(2, "delete pending", "deletes pending"), "2 deletes pending");
+        assert_eq!(crate::output::human::plural(1, "delete pending", "deletes pending"), "1 delete pending");
+        assert_eq!(crate::output::human::plural(2, "delete pending", "deletes pending"), "2 deletes pending");
         assert_eq!(backoff_line(1, Duration::from_secs(20)), "1 failed pass; next pass in 20 s");
     }
 }

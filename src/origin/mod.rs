@@ -11,11 +11,11 @@
 pub(crate) mod watch_rules;
 pub(crate) mod watcher;
 
-use crate::clock::Clock;
 use crate::collection::Collection;
 use crate::interval::Interval;
 use crate::recentfile::{self, Format, MinMax, Producer, Recentfile};
 use crate::store::{self, Lock, RunLock};
+use crate::sys::clock::Clock;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};

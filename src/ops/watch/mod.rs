@@ -37,14 +37,14 @@ mod log;
 
 use self::heartbeat::parse_heartbeat;
 use self::log::Log;
-use crate::clock::Clock;
 use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
 use crate::ops::{Ctx, Exit};
 use crate::origin::watch_rules::{Batch, Pace};
 use crate::origin::watcher::Watcher;
 use crate::origin::Writer;
-use crate::tree::IgnoreSet;
+use crate::sys::clock::Clock;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let span = tracing::info_span!("watch", root = %root.display());
     let _in = span.enter();
     let _run_lock = crate::origin::watch_lock(&root, "another watch runs on this tree")?;
-    crate::signals::install();
+    crate::sys::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
         None => None,
         Some(Ok(hb)) => Some(hb),
@@ -180,7 +180,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         retry_at: None,
     };
     d.start(previous)?;
-    crate::notify::notify("READY=1");
+    crate::sys::notify::notify("READY=1");
     d.main_loop()?;
     Ok(Exit::Ok)
 }

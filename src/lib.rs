@@ -13,8 +13,8 @@
 //! - [`query`]: news and the overview table; [`done`]: a mirror's done-sets.
 //!
 //! **The origin side**, [`origin`]: the writer of the index under the lock,
-//! the pure recording rules of `rrr watch` (`origin::watch_rules`) and its
-//! inotify instance (`origin::watcher`).
+//! the pure recording rules of `rrr watch` (`origin::watch::rules`) and its
+//! inotify instance (`origin::watch::watcher`).
 //!
 //! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
 //! transfer, delete, install the recentfiles, save the state), with

@@ -252,7 +252,7 @@ impl Index {
     pub fn live_under(&self, dir: &str) -> Vec<String> {
         self.newest
             .iter()
-            .filter(|(p, v)| v.is_some() && crate::origin::watch_rules::is_under(p, dir))
+            .filter(|(p, v)| v.is_some() && crate::origin::watch::rules::is_under(p, dir))
             .map(|(p, _)| p.clone())
             .collect()
     }

@@ -8,8 +8,7 @@
 //! inotify instance). The commands that drive them are in `ops`
 //! (`init`, `update`, `aggregate`, `fsck`, `watch`).
 
-pub(crate) mod watch_rules;
-pub(crate) mod watcher;
+pub mod watch;
 
 use crate::collection::Collection;
 use crate::interval::Interval;

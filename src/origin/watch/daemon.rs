@@ -6,7 +6,7 @@
 use super::{release_memory, Daemon};
 use crate::ops::fsck::{Finding, Index};
 use crate::ops::update::record;
-use crate::origin::watch_rules::{aggregate_at, Flush, OnDisk};
+use crate::origin::watch::rules::{aggregate_at, Flush, OnDisk};
 use crate::recentfile::EventKind;
 use anyhow::{bail, Result};
 use serde_json::json;
@@ -86,7 +86,7 @@ impl Daemon<'_> {
 
     /// One read of events, then the bound: a batch past its limit is
     /// traded for a rescan.
-    fn on_read(&mut self, read: crate::origin::watcher::Read) -> Result<()> {
+    fn on_read(&mut self, read: crate::origin::watch::watcher::Read) -> Result<()> {
         self.on_events(read)?;
         let held = self.batch.entries();
         if held > self.opts.max_batch_entries {

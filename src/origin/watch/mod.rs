@@ -1,7 +1,7 @@
 //! `rrr watch`: the origin daemon. It drives the inotify watcher
-//! (`origin::watcher`), the directory scans, the heartbeat file and the
+//! (`origin::watch::watcher`), the directory scans, the heartbeat file and the
 //! writes; what an event means and when a batch is recorded is decided by
-//! the pure core in `origin::watch_rules`.
+//! the pure core in `origin::watch::rules`.
 //!
 //! Nothing is lost:
 //! - a directory is watched first, then listed, so a file created before
@@ -33,15 +33,17 @@ mod catchup;
 mod daemon;
 mod events;
 mod heartbeat;
-mod log;
+pub(crate) mod rules;
+mod watch_log;
+pub(crate) mod watcher;
 
 use self::heartbeat::parse_heartbeat;
-use self::log::Log;
+use self::watch_log::Log;
 use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
 use crate::ops::{Ctx, Exit};
-use crate::origin::watch_rules::{Batch, Pace};
-use crate::origin::watcher::Watcher;
+use crate::origin::watch::rules::{Batch, Pace};
+use crate::origin::watch::watcher::Watcher;
 use crate::origin::Writer;
 use crate::sys::clock::Clock;
 use crate::sys::tree::IgnoreSet;
@@ -50,7 +52,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use crate::origin::watch_rules::MAX_BATCH_ENTRIES;
+pub use crate::origin::watch::rules::MAX_BATCH_ENTRIES;
 
 /// What `rrr watch` is asked to do (its command line, converted).
 pub struct Options {

@@ -5,10 +5,10 @@
 //! `synced_to`; and the node-exporter textfile written with each
 //! heartbeat.
 
-use super::log::Log;
+use super::watch_log::Log;
 use super::{wall, Daemon};
 use crate::epoch::Epoch;
-use crate::origin::watch_rules::Heartbeat;
+use crate::origin::watch::rules::Heartbeat;
 use std::fs;
 use std::io::Write;
 use std::path::Path;

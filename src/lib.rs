@@ -20,9 +20,9 @@
 //! transfer, delete, install the recentfiles, save the state), with
 //! [`mirror::remote`] (SRC forms, fetching into a hidden temp dir),
 //! `mirror::ownership` (pure: which trees rrr may write into and delete
-//! from), `mirror::status` (what `status` and `check` say),
-//! `mirror::progress` (a long rsync's bar, log lines and heartbeat) and
-//! [`mirror::trigger`] (the pipe through which `rrr trigger` wakes a loop).
+//! from), `mirror::health` (what `status` and `check` say),
+//! `mirror::pass_progress` (a long rsync's bar, log lines and heartbeat) and
+//! [`mirror::trigger_pipe`] (the pipe through which `rrr trigger` wakes a loop).
 //!
 //! **The commands**, [`ops`]: one module per subcommand, each an `Options`
 //! and `run(&Options, &Ctx) -> Result<Exit>` ([`ops::trigger`] among them);

@@ -110,16 +110,16 @@
 //! [`remote`], `ownership`, `status` and `progress`.
 
 mod deletes;
+pub(crate) mod health;
 mod install;
 pub(crate) mod ownership;
 mod pass;
-pub(crate) mod progress;
+pub(crate) mod pass_progress;
 pub mod remote;
 mod safety;
 mod state;
-pub(crate) mod status;
 mod transfer;
-pub mod trigger;
+pub mod trigger_pipe;
 
 pub(crate) use pass::PassReport;
 pub(crate) use safety::Refused;

@@ -7,7 +7,7 @@
 
 use super::deletes::Placement;
 use super::install::OurCopy;
-use super::progress::Reporter;
+use super::pass_progress::Reporter;
 use super::remote::{self, FetchDir, FetchWatch, Layout};
 use super::safety::{blocked_by, check_event_path, refuse, Refusal};
 use super::state::{Failing, Outcome, PendingDelete};

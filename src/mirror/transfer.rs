@@ -268,7 +268,7 @@ impl<'a> Mirror<'a> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links"]);
         if progress_lines {
-            // For the bar only: a line per file (mirror::progress).
+            // For the bar only: a line per file (mirror::pass_progress).
             r.arg("--info=progress2");
         }
         if dry {
@@ -394,7 +394,7 @@ impl<'a> Mirror<'a> {
             }
         }
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
-        // rsync's per-file progress lines only for a bar (mirror::progress).
+        // rsync's per-file progress lines only for a bar (mirror::pass_progress).
         let r = self.bootstrap_command(layout, dry, temp.as_deref(), self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let mut seen = Itemized::listing(dry);
@@ -406,8 +406,12 @@ impl<'a> Mirror<'a> {
         let mut hook = self.on_heartbeat.take();
         let (index, res) = std::thread::scope(|sc| {
             let reader = sc.spawn(|| Index::read(principal, dir, &names, max_size));
-            let mut progress =
-                crate::mirror::progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
+            let mut progress = crate::mirror::pass_progress::Reporter::new(
+                bar,
+                "bootstrap",
+                started,
+                self.heartbeat_writer(&mut hook),
+            );
             let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
                 seen = Itemized::listing(dry);

@@ -4,9 +4,9 @@
 //! (several trees in one run, each on its own thread).
 
 use crate::config::{self, Footprint, MirrorConfig};
+use crate::mirror::health::{self, Report};
 use crate::mirror::load_state;
 use crate::mirror::remote::Transport;
-use crate::mirror::status::{self, Report};
 use crate::mirror::Config;
 use crate::ops::rmirror;
 use crate::ops::Exit;
@@ -67,7 +67,7 @@ pub(crate) fn reports(t: &Targets, clock: &Clock) -> Result<Vec<(String, Option<
     let now = clock.now_f64();
     state_files(t)?
         .into_iter()
-        .map(|(root, f, _)| Ok((root.clone(), load_state(&f)?.map(|s| status::report(&root, &s, now)))))
+        .map(|(root, f, _)| Ok((root.clone(), load_state(&f)?.map(|s| health::report(&root, &s, now)))))
         .collect()
 }
 
@@ -106,8 +106,8 @@ impl Prometheus {
             .into_iter()
             .map(|(root, f, remote)| -> Result<Report> {
                 Ok(match load_state(&f)? {
-                    Some(s) => status::report(&root, &s, now),
-                    None => status::report(
+                    Some(s) => health::report(&root, &s, now),
+                    None => health::report(
                         &root,
                         &crate::mirror::State { remote: remote.unwrap_or_default(), ..Default::default() },
                         now,
@@ -115,7 +115,7 @@ impl Prometheus {
                 })
             })
             .collect::<Result<_>>()?;
-        crate::store::write_atomic(&self.file, status::prometheus(&found).as_bytes(), None)
+        crate::store::write_atomic(&self.file, health::prometheus(&found).as_bytes(), None)
             .with_context(|| format!("cannot write {}", self.file.display()))
     }
 }

@@ -23,7 +23,7 @@
 //! validated once, before anything runs ([`crate::config`]).
 
 use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
-use crate::mirror::trigger::Waker;
+use crate::mirror::trigger_pipe::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
 use crate::ops::mirrors::{self, Prometheus, Targets};
 use crate::ops::{is_closed, Ctx, Exit};

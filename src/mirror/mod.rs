@@ -112,6 +112,7 @@
 mod deletes;
 pub(crate) mod health;
 mod install;
+pub mod looping;
 pub(crate) mod ownership;
 mod pass;
 pub(crate) mod pass_progress;

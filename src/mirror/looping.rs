@@ -1,7 +1,7 @@
-//! `rrr rmirror`: keep a local tree in sync with a remote collection, one
-//! pass or `--loop`. First, writing nothing, it checks what can fail before
-//! the first byte: the remote answers, its principal is valid, and the tree
-//! may be mirrored into (docs/decisions.md#ownership; `--adopt`).
+//! One tree's `rrr rmirror` run: keep a local tree in sync with a remote
+//! collection, one pass or `--loop`. First, writing nothing, it checks
+//! what can fail before the first byte: the remote answers, its principal
+//! is valid, and the tree may be mirrored into (docs/decisions.md#ownership; `--adopt`).
 //! Then it creates the localroot and takes its run lock (`take_run_lock`,
 //! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
 //! second one exits 75 at once, naming the holder (a tree that already has
@@ -19,14 +19,14 @@
 //! when the pass changed something or failed, and, with `--loop`, stops
 //! (exit 1, state saved) when its log stream or stdout has closed.
 //! `--config FILE` runs several trees, each on its own thread through this
-//! same code (`ops::mirrors::run_config`). A tree's options are merged and
+//! same code (`mirror::fleet`). A tree's options are merged and
 //! validated once, before anything runs ([`crate::config`]).
 
 use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
 use crate::mirror::trigger_pipe::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
-use crate::ops::mirrors::{self, Prometheus, Targets};
-use crate::ops::{is_closed, Ctx, Exit};
+use crate::ops::mirrors::Prometheus;
+use crate::ops::{is_closed, Exit};
 use crate::store::{LockError, RunLock};
 use crate::sys::clock::Clock;
 use crate::sys::signals::Interrupted;
@@ -166,33 +166,6 @@ pub(crate) fn shown_root(cfg: &Config) -> String {
 /// The span every line about this tree is logged in.
 pub(crate) fn span(cfg: &Config) -> tracing::Span {
     tracing::info_span!("rmirror", localroot = %shown_root(cfg), remote = %cfg.remote.src)
-}
-
-/// Run rmirror on one tree, logging inside its `span`, or on every tree
-/// of a config file. The tree's options are merged and validated, and a
-/// tree that would mirror into its own remote refused, before anything
-/// runs.
-pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
-    let mut out = ctx.out();
-    let tree = match &opts.trees {
-        Trees::Config(file) => return mirrors::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
-        Trees::One(tree) => tree,
-    };
-    let cfg = config::resolve(tree, &opts.options, opts.flags(ctx.progress)).map_err(anyhow::Error::msg)?;
-    mirrors::refuse_overlaps(std::slice::from_ref(&cfg))?;
-    let textfile = opts.prometheus.clone().map(|file| Prometheus {
-        file,
-        targets: Targets::Tree {
-            state: cfg.state_file.clone(),
-            localroot: cfg.localroot.clone(),
-            remote: cfg.remote.src.clone(),
-        },
-    });
-    let span = span(&cfg);
-    let _in = span.enter();
-    // The error is logged by the caller, outside the span: it names the tree itself.
-    run_in_span(&cfg, opts, textfile.as_ref(), ctx.clock(), &mut **out)
-        .with_context(|| format!("rmirror {}", shown_root(&cfg)))
 }
 
 /// One tree, in the [`span`] the caller entered, rewriting `textfile`

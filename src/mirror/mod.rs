@@ -110,6 +110,7 @@
 //! [`remote`], `ownership`, `status` and `progress`.
 
 mod deletes;
+pub(crate) mod fleet;
 pub(crate) mod health;
 mod install;
 pub mod looping;

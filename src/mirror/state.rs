@@ -373,7 +373,7 @@ impl<'a> Mirror<'a> {
         let _lock = if lock_held {
             None
         } else {
-            let Ok(lock) = crate::ops::rmirror::take_run_lock(&dir) else { return Ok(()) };
+            let Ok(lock) = crate::mirror::looping::take_run_lock(&dir) else { return Ok(()) };
             Some(lock)
         };
         // Again under the lock: another run may have made it a mirror meanwhile.

@@ -106,7 +106,7 @@ pub mod init;
 pub mod mirrors;
 pub mod news;
 pub mod overview;
-pub use crate::mirror::looping as rmirror;
+pub mod rmirror;
 pub mod status;
 pub mod trigger;
 pub mod update;

@@ -1,0 +1,40 @@
+//! `rrr rmirror`: the command's entry. It resolves the tree's options
+//! (command line over `[[tree]]` over top-level keys over the built-in
+//! defaults, [`crate::config`]) and runs the engine: one tree in
+//! [`crate::mirror::looping`], a config's trees in `mirror::fleet`.
+
+use crate::config;
+use crate::mirror::fleet;
+use crate::mirror::looping::{run_in_span, shown_root, span};
+use crate::ops::mirrors::{Prometheus, Targets};
+use crate::ops::{Ctx, Exit};
+use anyhow::{Context, Result};
+
+pub use crate::mirror::looping::{Options, Trees, DEFAULT_TIMEOUT};
+
+/// Run rmirror on one tree, logging inside its `span`, or on every tree
+/// of a config file. The tree's options are merged and validated, and a
+/// tree that would mirror into its own remote refused, before anything
+/// runs.
+pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    let mut out = ctx.out();
+    let tree = match &opts.trees {
+        Trees::Config(file) => return fleet::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
+        Trees::One(tree) => tree,
+    };
+    let cfg = config::resolve(tree, &opts.options, opts.flags(ctx.progress)).map_err(anyhow::Error::msg)?;
+    fleet::refuse_overlaps(std::slice::from_ref(&cfg))?;
+    let textfile = opts.prometheus.clone().map(|file| Prometheus {
+        file,
+        targets: Targets::Tree {
+            state: cfg.state_file.clone(),
+            localroot: cfg.localroot.clone(),
+            remote: cfg.remote.src.clone(),
+        },
+    });
+    let span = span(&cfg);
+    let _in = span.enter();
+    // The error is logged by the caller, outside the span: it names the tree itself.
+    run_in_span(&cfg, opts, textfile.as_ref(), ctx.clock(), &mut **out)
+        .with_context(|| format!("rmirror {}", shown_root(&cfg)))
+}

@@ -214,6 +214,9 @@ fn lock_if_known(cfg: &Config, opts: &Options) -> Result<Option<RunLock>> {
     take_run_lock(&state_dir).map(Some)
 }
 
+/// One tree's run, as the steps below: [`Run::start`] (a known tree's
+/// lock, the mirror), [`Run::settle`] (what can fail before the first
+/// byte, then the lock), then [`Run::pass_loop`].
 fn passes(
     cfg: &Config,
     opts: &Options,
@@ -221,93 +224,179 @@ fn passes(
     clock: &Clock,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let state_dir = cfg.state_dir();
-    let shown = shown_root(cfg);
-    let mut early_lock = match lock_if_known(cfg, opts) {
-        Ok(lock) => lock,
-        Err(e) => {
-            after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
-            return Err(e);
-        }
+    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg) };
+    let (mut m, early_lock) = run.start()?;
+    let _lock = match run.settle(&mut m, early_lock, out)? {
+        Step::Go(lock) => lock,
+        Step::End(exit) => return Ok(exit),
     };
-    crate::sys::signals::install();
-    let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::sys::signals::STOP)?;
-    m.full = opts.full;
-    if let Some(p) = textfile.cloned().filter(|_| !opts.dry_run) {
-        let c = clock.clone();
-        m.on_heartbeat = Some(Box::new(move || p.write(&c)));
+    run.pass_loop(&mut m, out)
+}
+
+/// What every step of one tree's run reads: its options, the run's
+/// settings, the textfile to rewrite, the clock.
+struct Run<'a> {
+    cfg: &'a Config,
+    opts: &'a Options,
+    textfile: Option<&'a Prometheus>,
+    clock: &'a Clock,
+    /// The tree as log lines, pass objects and the hook name it.
+    shown: String,
+}
+
+/// How a step ended: the run goes on with its result, or ends with this exit.
+enum Step<T> {
+    Go(T),
+    End(Exit),
+}
+
+impl Run<'_> {
+    /// The textfile and the `--on-pass` hook after a pass (or a failed one).
+    fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
+        after_pass(self.cfg, self.opts, self.textfile, &self.shown, exit, rep, err);
     }
-    // Everything that can fail before the first byte (the remote answers,
-    // its principal is valid, the tree may be mirrored into) runs before
-    // the localroot or `.rrr/` is created: a refusal writes nothing. With
-    // `--loop` a remote that does not answer yet is tried again (backing
-    // off); a refusal or a held lock ends the run.
-    let mut failed_passes = 0u32;
-    let _lock = loop {
-        let attempt = clock.now();
-        let settled = m.settle_ownership(opts.adopt, opts.dry_run).and_then(|()| {
-            if opts.dry_run {
-                return Ok(None);
-            }
-            let lock = match early_lock.take() {
-                Some(lock) => lock,
-                None => {
-                    std::fs::create_dir_all(&cfg.localroot)
-                        .with_context(|| format!("cannot create {}", cfg.localroot.display()))?;
-                    std::fs::create_dir_all(&state_dir)
-                        .with_context(|| format!("cannot create {}", state_dir.display()))?;
-                    take_run_lock(&state_dir)?
-                }
-            };
-            crate::mirror::remote::clean_stale(&state_dir);
-            // Again under the lock: another run may have finished meanwhile.
-            m.settle_ownership(opts.adopt, true)?;
-            Ok(Some(lock))
-        });
-        if let Err(e) = &settled {
-            if let Err(why) = m.record_failed_attempt(&attempt, e, early_lock.is_some()) {
-                tracing::warn!("cannot record the failed attempt: {why:#}");
-            }
-        }
-        match settled {
-            Ok(lock) => break lock,
-            Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-                tracing::info!("interrupted; nothing was changed");
-                return Ok(Exit::Interrupted);
-            }
-            Err(e)
-                if !opts.looping
-                    || e.downcast_ref::<Refused>().is_some()
-                    || crate::ops::exit_for_error(&e) == Exit::Locked =>
-            {
-                after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
+
+    /// A step of its own because it runs before anything is asked or
+    /// written: a tree whose lock file exists is locked first, so a second
+    /// run on it ends at once; then the mirror is built, its heartbeat
+    /// rewriting the textfile.
+    fn start(&self) -> Result<(Mirror<'static>, Option<RunLock>)> {
+        let (cfg, opts, clock) = (self.cfg, self.opts, self.clock);
+        let early_lock = match lock_if_known(cfg, opts) {
+            Ok(lock) => lock,
+            Err(e) => {
+                self.after_pass(Exit::Error, None, Some(&e));
                 return Err(e);
             }
-            Err(e) => {
-                failed_passes += 1;
-                if report_failed_pass(&e, cfg, opts, out).is_err() || crate::output::log::closed() {
-                    return Ok(Exit::Differences);
+        };
+        crate::sys::signals::install();
+        let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::sys::signals::STOP)?;
+        m.full = opts.full;
+        if let Some(p) = self.textfile.cloned().filter(|_| !opts.dry_run) {
+            let c = clock.clone();
+            m.on_heartbeat = Some(Box::new(move || p.write(&c)));
+        }
+        Ok((m, early_lock))
+    }
+
+    /// Everything that can fail before the first byte (the remote answers,
+    /// its principal is valid, the tree may be mirrored into) runs before
+    /// the localroot or `.rrr/` is created: a refusal writes nothing. With
+    /// `--loop` a remote that does not answer yet is tried again (backing
+    /// off); a refusal or a held lock ends the run. Goes on with the run
+    /// lock (none for a dry run).
+    fn settle(
+        &self,
+        m: &mut Mirror,
+        mut early_lock: Option<RunLock>,
+        out: &mut dyn Write,
+    ) -> Result<Step<Option<RunLock>>> {
+        let (cfg, opts) = (self.cfg, self.opts);
+        let mut failed_passes = 0u32;
+        loop {
+            let attempt = self.clock.now();
+            let settled = self.settle_once(m, &mut early_lock);
+            if let Err(e) = &settled {
+                if let Err(why) = m.record_failed_attempt(&attempt, e, early_lock.is_some()) {
+                    tracing::warn!("cannot record the failed attempt: {why:#}");
                 }
-                after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
-                if !pause(cfg.interval, failed_passes, None, None) {
+            }
+            match settled {
+                Ok(lock) => return Ok(Step::Go(lock)),
+                Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
                     tracing::info!("interrupted; nothing was changed");
-                    return Ok(Exit::Interrupted);
+                    return Ok(Step::End(Exit::Interrupted));
+                }
+                Err(e)
+                    if !opts.looping
+                        || e.downcast_ref::<Refused>().is_some()
+                        || crate::ops::exit_for_error(&e) == Exit::Locked =>
+                {
+                    self.after_pass(Exit::Error, None, Some(&e));
+                    return Err(e);
+                }
+                Err(e) => {
+                    failed_passes += 1;
+                    if report_failed_pass(&e, cfg, opts, out).is_err() || crate::output::log::closed() {
+                        return Ok(Step::End(Exit::Differences));
+                    }
+                    self.after_pass(Exit::Error, None, Some(&e));
+                    if !pause(cfg.interval, failed_passes, None, None) {
+                        tracing::info!("interrupted; nothing was changed");
+                        return Ok(Step::End(Exit::Interrupted));
+                    }
                 }
             }
         }
-    };
-    let mut trigger = (opts.looping && !opts.dry_run).then(|| Waker::listen(&state_dir));
-    crate::sys::notify::notify("READY=1");
-    let mut failed_passes = 0u32;
-    loop {
-        let started = std::time::Instant::now();
-        // Triggers that came before this pass starts are answered by it;
-        // any that come during it make one more pass.
-        if let Some(t) = &mut trigger {
-            t.pass_starts();
+    }
+
+    /// One attempt of [`Run::settle`]: ownership checked without writing,
+    /// then the localroot, `.rrr/` and the run lock, then ownership again
+    /// under the lock (another run may have finished meanwhile).
+    fn settle_once(&self, m: &mut Mirror, early_lock: &mut Option<RunLock>) -> Result<Option<RunLock>> {
+        let (cfg, opts) = (self.cfg, self.opts);
+        let state_dir = cfg.state_dir();
+        m.settle_ownership(opts.adopt, opts.dry_run)?;
+        if opts.dry_run {
+            return Ok(None);
         }
+        let lock = match early_lock.take() {
+            Some(lock) => lock,
+            None => {
+                std::fs::create_dir_all(&cfg.localroot)
+                    .with_context(|| format!("cannot create {}", cfg.localroot.display()))?;
+                std::fs::create_dir_all(&state_dir)
+                    .with_context(|| format!("cannot create {}", state_dir.display()))?;
+                take_run_lock(&state_dir)?
+            }
+        };
+        crate::mirror::remote::clean_stale(&state_dir);
+        m.settle_ownership(opts.adopt, true)?;
+        Ok(Some(lock))
+    }
+
+    /// The passes: one, or with `--loop` until stopped, pausing between
+    /// them ([`pause`]: the interval, a backoff after failures, or a
+    /// trigger). Ends when the log stream closes, so a supervisor restarts
+    /// a daemon nobody hears.
+    fn pass_loop(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Exit> {
+        let opts = self.opts;
+        let mut trigger = (opts.looping && !opts.dry_run).then(|| Waker::listen(&self.cfg.state_dir()));
+        crate::sys::notify::notify("READY=1");
+        let mut failed_passes = 0u32;
+        loop {
+            let started = std::time::Instant::now();
+            // Triggers that came before this pass starts are answered by it;
+            // any that come during it make one more pass.
+            if let Some(t) = &mut trigger {
+                t.pass_starts();
+            }
+            let last = match self.one_pass(m, out)? {
+                Step::Go(exit) => exit,
+                Step::End(exit) => return Ok(exit),
+            };
+            if !opts.looping {
+                return Ok(last);
+            }
+            if crate::output::log::closed() {
+                // Nobody hears us any more: let the supervisor restart us.
+                return Ok(Exit::Differences);
+            }
+            failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
+            if !pause(self.cfg.interval, failed_passes, Some(started), trigger.as_mut()) {
+                tracing::info!("interrupted; state saved");
+                return Ok(Exit::Interrupted);
+            }
+        }
+    }
+
+    /// One pass and what follows it: its exit, or the run's end (a signal,
+    /// a closed stdout, a failed one-shot pass). A whole-tree pass is made
+    /// when `--full-every` says one is due.
+    fn one_pass(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Step<Exit>> {
+        let (cfg, opts) = (self.cfg, self.opts);
         if let Some(every) = cfg.full_every {
-            if !m.full && full_due(&m.state, every, clock.now_f64()) {
+            if !m.full && full_due(&m.state, every, self.clock.now_f64()) {
                 tracing::info!(
                     "a whole-tree pass is due (--full-every {})",
                     crate::output::human::duration(every.as_secs_f64())
@@ -315,63 +404,57 @@ fn passes(
                 m.full = true;
             }
         }
-        let last = match m.pass() {
-            Ok(mut rep) => {
-                rep.localroot = shown.clone();
-                rep.remote = cfg.remote.src.clone();
-                if rep.bootstrap && rep.ok && !opts.dry_run {
-                    m.state.last_full = Some(clock.now());
-                    m.save()?;
-                }
-                let printed = if opts.json {
-                    print_line(out, &serde_json::to_string(&rep)?)
-                } else {
-                    rep.would
-                        .iter()
-                        .try_for_each(|w| writeln!(out, "{}", crate::recentfile::escape_path(w)))
-                        .and_then(|()| out.flush())
-                };
-                if let Err(e) = printed {
-                    if opts.looping {
-                        tracing::info!("stdout closed: stopping (state saved)");
-                        return Ok(Exit::Differences);
-                    }
-                    return Err(e.into());
-                }
-                log_pass(&rep);
-                crate::sys::notify::notify(&format!("STATUS={}", summary_line(&rep)));
-                let exit = exit_of(&rep);
-                after_pass(cfg, opts, textfile, &shown, exit, Some(&rep), None);
-                exit
-            }
+        match m.pass() {
+            Ok(rep) => self.passed(m, rep, out),
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
                 tracing::info!("interrupted; state saved");
-                return Ok(Exit::Interrupted);
+                Ok(Step::End(Exit::Interrupted))
             }
             Err(e) => {
                 if !opts.looping {
-                    after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
+                    self.after_pass(Exit::Error, None, Some(&e));
                     return Err(e);
                 }
                 if report_failed_pass(&e, cfg, opts, out).is_err() {
-                    return Ok(Exit::Differences);
+                    return Ok(Step::End(Exit::Differences));
                 }
-                after_pass(cfg, opts, textfile, &shown, Exit::Error, None, Some(&e));
-                Exit::Error
+                self.after_pass(Exit::Error, None, Some(&e));
+                Ok(Step::Go(Exit::Error))
             }
+        }
+    }
+
+    /// A finished pass: the time of a good whole-tree pass saved, the
+    /// report on stdout (a JSON object, or what a dry run would do), the
+    /// log line, sd_notify's status, the textfile and the hook.
+    fn passed(&self, m: &mut Mirror, mut rep: PassReport, out: &mut dyn Write) -> Result<Step<Exit>> {
+        let opts = self.opts;
+        rep.localroot = self.shown.clone();
+        rep.remote = self.cfg.remote.src.clone();
+        if rep.bootstrap && rep.ok && !opts.dry_run {
+            m.state.last_full = Some(self.clock.now());
+            m.save()?;
+        }
+        let printed = if opts.json {
+            print_line(out, &serde_json::to_string(&rep)?)
+        } else {
+            rep.would
+                .iter()
+                .try_for_each(|w| writeln!(out, "{}", crate::recentfile::escape_path(w)))
+                .and_then(|()| out.flush())
         };
-        if !opts.looping {
-            return Ok(last);
+        if let Err(e) = printed {
+            if opts.looping {
+                tracing::info!("stdout closed: stopping (state saved)");
+                return Ok(Step::End(Exit::Differences));
+            }
+            return Err(e.into());
         }
-        if crate::output::log::closed() {
-            // Nobody hears us any more: let the supervisor restart us.
-            return Ok(Exit::Differences);
-        }
-        failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
-        if !pause(cfg.interval, failed_passes, Some(started), trigger.as_mut()) {
-            tracing::info!("interrupted; state saved");
-            return Ok(Exit::Interrupted);
-        }
+        log_pass(&rep);
+        crate::sys::notify::notify(&format!("STATUS={}", summary_line(&rep)));
+        let exit = exit_of(&rep);
+        self.after_pass(exit, Some(&rep), None);
+        Ok(Step::Go(exit))
     }
 }
 

@@ -83,44 +83,47 @@ pub(crate) fn run_config(
     progress: bool,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let cfg = read_config(file)?;
-    // Progress bars of several trees would draw over one another.
-    let flags = opts.flags(progress && cfg.trees.len() == 1);
-    let trees: Vec<Config> = cfg
-        .merged(&opts.options)
-        .map(|(t, o)| {
-            config::resolve(t, &o, flags)
-                .map_err(|e| anyhow::anyhow!("config {}: tree {}: {e}", file.display(), t.localroot.display()))
-        })
-        .collect::<Result<_>>()?;
+    let trees = resolve_trees(file, opts, progress)?;
     refuse_overlaps(&trees)?;
     let textfile =
         opts.prometheus.clone().map(|f| Prometheus { file: f, targets: Targets::Config(file.to_path_buf()) });
     crate::sys::signals::install();
+    let exits = run_trees(&trees, opts, textfile.as_ref(), clock, out);
+    warn_held(&trees, &exits);
+    Ok(combined_exit(&exits))
+}
+
+/// Every tree's options merged and validated, a step before anything
+/// runs so that one bad `[[tree]]` stops the whole config, naming it.
+fn resolve_trees(file: &Path, opts: &Options, progress: bool) -> Result<Vec<Config>> {
+    let cfg = read_config(file)?;
+    // Progress bars of several trees would draw over one another.
+    let flags = opts.flags(progress && cfg.trees.len() == 1);
+    cfg.merged(&opts.options)
+        .map(|(t, o)| {
+            config::resolve(t, &o, flags)
+                .map_err(|e| anyhow::anyhow!("config {}: tree {}: {e}", file.display(), t.localroot.display()))
+        })
+        .collect()
+}
+
+/// Each tree on its own thread while this one relays their whole lines
+/// to `out` (and marks it closed when it fails); the trees' exits, in
+/// their order.
+fn run_trees(
+    trees: &[Config],
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    out: &mut dyn Write,
+) -> Vec<Exit> {
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    let exits: Vec<Exit> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let threads: Vec<_> = trees
             .iter()
             .map(|tree| {
                 let mut sender = LineSender { lines: tx.clone(), buf: Vec::new() };
-                let textfile = textfile.as_ref();
-                scope.spawn(move || {
-                    let span = looping::span(tree);
-                    let _in = span.enter();
-                    match looping::run_in_span(tree, opts, textfile, clock, &mut sender) {
-                        Ok(exit) => exit,
-                        Err(e) if crate::ops::is_closed(&e) => Exit::Differences,
-                        Err(e) => {
-                            let exit = crate::ops::exit_for_error(&e);
-                            if exit == Exit::Locked {
-                                tracing::warn!("left to the run that holds it: {e:#}");
-                            } else {
-                                tracing::error!("pass failed: {e:#}");
-                            }
-                            exit
-                        }
-                    }
-                })
+                scope.spawn(move || run_tree(tree, opts, textfile, clock, &mut sender))
             })
             .collect();
         drop(tx);
@@ -130,9 +133,39 @@ pub(crate) fn run_config(
             }
         }
         threads.into_iter().map(|t| t.join().unwrap_or(Exit::Error)).collect()
-    });
+    })
+}
+
+/// One tree's thread: its run in its span, its error logged there (a held
+/// lock is left to its holder, a warning) and turned into its exit.
+fn run_tree(
+    tree: &Config,
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    sender: &mut LineSender,
+) -> Exit {
+    let span = looping::span(tree);
+    let _in = span.enter();
+    match looping::run_in_span(tree, opts, textfile, clock, sender) {
+        Ok(exit) => exit,
+        Err(e) if crate::ops::is_closed(&e) => Exit::Differences,
+        Err(e) => {
+            let exit = crate::ops::exit_for_error(&e);
+            if exit == Exit::Locked {
+                tracing::warn!("left to the run that holds it: {e:#}");
+            } else {
+                tracing::error!("pass failed: {e:#}");
+            }
+            exit
+        }
+    }
+}
+
+/// One line naming the trees another run holds, which this run left alone.
+fn warn_held(trees: &[Config], exits: &[Exit]) {
     let held: Vec<String> =
-        trees.iter().zip(&exits).filter(|(_, e)| **e == Exit::Locked).map(|(t, _)| looping::shown_root(t)).collect();
+        trees.iter().zip(exits).filter(|(_, e)| **e == Exit::Locked).map(|(t, _)| looping::shown_root(t)).collect();
     if !held.is_empty() {
         tracing::warn!(
             "{} of {} held by another run, not mirrored here: {}",
@@ -141,7 +174,6 @@ pub(crate) fn run_config(
             held.join(", ")
         );
     }
-    Ok(combined_exit(&exits))
 }
 
 /// The exit of a config run from its trees' exits: 130 when any was

@@ -3,8 +3,9 @@
 //! deepest first; parents a delete left empty pruned. What `--max-delete`
 //! or an error leaves is kept pending in the state for the next run.
 
-use super::pass::PassReport;
-use super::safety::{check_event_path, reported_path, Refusal};
+use super::report::PassReport;
+use super::report::Refusal;
+use super::safety::{check_event_path, reported_path};
 use super::state::PendingDelete;
 use super::Mirror;
 use crate::epoch::Epoch;

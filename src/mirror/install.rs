@@ -4,8 +4,8 @@
 //! the principal; a smaller file waiting while our copy of the next larger
 //! one would leave a gap ([`OurCopy`]).
 
-use super::pass::Fetched;
 use super::remote::{FetchDir, Layout};
+use super::report::Fetched;
 use super::safety::check_event_path;
 use super::state::under_any;
 use super::Mirror;

@@ -118,20 +118,21 @@ pub(crate) mod ownership;
 mod pass;
 pub(crate) mod pass_progress;
 pub mod remote;
+mod report;
 mod safety;
 mod state;
 mod transfer;
 pub mod trigger_pipe;
 
-pub(crate) use pass::PassReport;
+pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;
 pub(crate) use state::{load_state, Failing, State};
 
 use crate::sys::clock::Clock;
 use crate::sys::signals::Interrupted;
 use anyhow::Result;
-use pass::Fetched;
 use remote::{FetchDir, Layout, Remote, RsyncSettings};
+use report::Fetched;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};

@@ -106,8 +106,11 @@
 //!
 //! `state` (the state file), `pass` (one pass, the incremental walk),
 //! `transfer` (the rsync calls), `deletes`, `safety` (what is refused,
-//! ownership), `install` (our copies of the recentfiles); the helpers
-//! [`remote`], `ownership`, `status` and `progress`.
+//! ownership), `install` (our copies of the recentfiles), over `report`
+//! (a leaf: the pass report and the types they share); the helpers
+//! [`remote`], `ownership`, `health` and `pass_progress`. Around a pass:
+//! [`looping`] (one tree's run, `--loop`), `fleet` (a config's trees, a
+//! thread each) and [`trigger_pipe`] (how `rrr trigger` wakes a loop).
 
 mod deletes;
 pub(crate) mod fleet;

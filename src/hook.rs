@@ -125,7 +125,7 @@ pub(crate) fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Ou
     let outcome = loop {
         match child.try_wait() {
             Ok(Some(st)) => break if st.success() { Outcome::Ok } else { Outcome::Failed(st.code()) },
-            Ok(None) if Instant::now() >= end || crate::signals::stop_requested() => {
+            Ok(None) if Instant::now() >= end || crate::sys::signals::stop_requested() => {
                 // SAFETY: signalling the process group we created.
                 unsafe { libc::kill(-pgid, libc::SIGKILL) };
                 let _ = child.wait();
@@ -164,7 +164,7 @@ fn run_and_log(label: &str, cmd: &str, timeout: Duration, env: &[(String, String
         Outcome::TimedOut => {
             tracing::warn!(
                 "{label} hook {cmd:?} still ran after {}: killed{said}",
-                crate::human::duration(timeout.as_secs_f64())
+                crate::output::human::duration(timeout.as_secs_f64())
             )
         }
         Outcome::NotStarted(e) => tracing::warn!("{label} hook {cmd:?} could not be started: {e}"),

@@ -12,38 +12,45 @@
 //! - [`update`], [`aggregate`]: recording events, merging into larger files;
 //! - [`query`]: news and the overview table; [`done`]: a mirror's done-sets.
 //!
-//! **The origin side**, [`origin`]: the writer of the index under the lock,
-//! the pure recording rules of `rrr watch` (`origin::watch_rules`) and its
-//! inotify instance (`origin::watcher`).
+//! **The origin side**, [`origin`]: the writer of the index under the lock;
+//! [`origin::watch`], the `rrr watch` daemon (main loop, events, catch-up,
+//! heartbeat, its log), with its pure recording rules (`watch::rules`) and
+//! its inotify instance (`watch::watcher`).
 //!
 //! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
-//! transfer, delete, install the recentfiles, save the state), with
-//! [`mirror::remote`] (SRC forms, fetching into a hidden temp dir),
-//! `mirror::ownership` (pure: which trees rrr may write into and delete
-//! from), `mirror::status` (what `status` and `check` say),
-//! `mirror::progress` (a long rsync's bar, log lines and heartbeat) and
-//! [`mirror::trigger`] (the pipe through which `rrr trigger` wakes a loop).
+//! transfer, delete, install the recentfiles, save the state) in `pass`,
+//! `transfer`, `deletes`, `safety`, `install` and `state`, over the leaf
+//! `report` (the pass report and the types they share); one tree's run,
+//! `--loop` included ([`mirror::looping`]), and a config's trees on their
+//! threads (`mirror::fleet`); [`mirror::remote`] (SRC forms, fetching
+//! into a hidden temp dir), `mirror::ownership` (pure: which trees rrr may
+//! write into and delete from), `mirror::health` (what `status` and
+//! `check` say), `mirror::pass_progress` (a long rsync's bar, log lines
+//! and heartbeat) and [`mirror::trigger_pipe`] (the pipe through which
+//! `rrr trigger` wakes a loop).
 //!
 //! **The commands**, [`ops`]: one module per subcommand, each an `Options`
-//! and `run(&Options, &Ctx) -> Result<Exit>` ([`ops::trigger`] among them);
-//! [`ops::mirrors`] is what rmirror, status and check share, and runs
-//! `rmirror --config` with every tree on its own thread. The binary
-//! (bin/rrr) only parses arguments into them.
+//! and `run(&Options, &Ctx) -> Result<Exit>` that converts options and
+//! calls the engine ([`ops::rmirror`] calls `mirror::looping` or
+//! `mirror::fleet`, [`ops::watch`] `origin::watch`); [`ops::mirrors`] is
+//! what rmirror, status and check share (the trees of a target or config,
+//! their run records, the textfile). The binary (bin/rrr) only parses
+//! arguments into them.
 //!
 //! **The edges**, each side effect in one place:
 //! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,
 //!   reading recentfiles from disk, the principal symlink;
-//! - `tree`: the walk and the one ignore set; `collection`: a collection on
-//!   disk; `rsync`: the subprocess (bounded stderr, failure classes,
-//!   PDEATHSIG); [`signals`]: SIGINT/SIGTERM; [`clock`]: the one clock
-//!   (`--now`);
-//! - [`log`]: the one channel for messages; [`progress`]: bars, only on a
-//!   terminal; `human`: times and sizes for people; `notify`: sd_notify;
-//!   [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command
+//! - [`sys`]: `tree` (the walk and the one ignore set), [`sys::signals`]
+//!   (SIGINT/SIGTERM), [`sys::clock`] (the one clock, `--now`), `notify`
+//!   (sd_notify); `rsync`: the subprocess (bounded stderr, failure classes,
+//!   PDEATHSIG); `collection`: a collection on disk;
+//! - [`output`]: [`output::log`] (the one channel for messages),
+//!   [`output::progress`] (bars, only on a terminal), `human` (times and
+//!   sizes for people), [`output::manual`] (help and man page text);
+//! - [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command
 //!   line, `[[tree]]` table, top-level keys, built-in default) and its TOML
-//!   file; [`pattern`]: `--exclude` with rsync's rules;
-//! - [`manual`]: help and man page text; [`perl_compat`]: the Perl tools'
-//!   command lines.
+//!   file; [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:
+//!   the Perl tools' command lines.
 //!
 //! Modules shown without a link are internal (`pub(crate)`).
 
@@ -52,21 +59,15 @@
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
 
-pub mod clock;
 pub(crate) mod collection;
 pub mod config;
 pub mod hook;
-pub(crate) mod human;
-pub mod log;
-pub mod manual;
 pub mod mirror;
-pub(crate) mod notify;
 pub mod ops;
 pub mod origin;
+pub mod output;
 pub mod pattern;
 pub mod perl_compat;
-pub mod progress;
 pub(crate) mod rsync;
-pub mod signals;
 pub mod store;
-pub(crate) mod tree;
+pub mod sys;

@@ -214,190 +214,252 @@ pub fn translate(tool: &str, args: &[String]) -> Result<Translation, String> {
         return Err(format!("{tool}: not a Perl entry point rrr knows ({})", TOOLS.join(", ")));
     }
     let (opts, rest) = getopt(tool, args)?;
+    let cmd = Command { tool, opts, rest };
     let mut t = Translation::default();
-    let get = |n: &str| opts.iter().rev().find(|(k, _)| *k == n).and_then(|(_, v)| v.clone());
-    let has = |n: &str| opts.iter().any(|(k, _)| *k == n);
-    if has("help") {
+    if cmd.has("help") {
         t.help = Some(perl_usage(tool));
         return Ok(t);
     }
-    let ignored = |t: &mut Translation, n: &str, why: &str| {
-        if has(n) {
-            t.warnings.push(format!("{tool}: option --{n} is ignored ({why})"));
-        }
+    let script = match tool {
+        "rrr-init" => init,
+        "rrr-update" => update,
+        "rrr-aggregate" => aggregate,
+        "rrr-news" => news,
+        "rrr-overview" => overview,
+        "rrr-fsck" => fsck,
+        "rrr-server" => server,
+        "rrr-client" => client,
+        _ => unreachable!("checked against TOOLS"),
     };
-    let one_positional = |what: &str| -> Result<String, String> {
-        match rest.as_slice() {
+    script(&cmd, &mut t)?;
+    Ok(t)
+}
+
+/// A Perl tool's command line as Getopt::Long parsed it: what each
+/// script's translation below reads.
+struct Command<'a> {
+    tool: &'a str,
+    opts: Vec<(&'static str, Option<String>)>,
+    rest: Vec<String>,
+}
+
+impl Command<'_> {
+    /// The option's value; the last one wins, as in Getopt::Long.
+    fn get(&self, n: &str) -> Option<String> {
+        self.opts.iter().rev().find(|(k, _)| *k == n).and_then(|(_, v)| v.clone())
+    }
+
+    fn has(&self, n: &str) -> bool {
+        self.opts.iter().any(|(k, _)| *k == n)
+    }
+
+    /// Accept an option rrr has no use for, with a one-line warning.
+    fn ignored(&self, t: &mut Translation, n: &str, why: &str) {
+        if self.has(n) {
+            t.warnings.push(format!("{}: option --{n} is ignored ({why})", self.tool));
+        }
+    }
+
+    fn one_positional(&self, what: &str) -> Result<String, String> {
+        let tool = self.tool;
+        match self.rest.as_slice() {
             [p] => Ok(p.clone()),
             [] => Err(format!("{tool}: missing {what}")),
-            _ => Err(format!("{tool}: expected one {what}, got {}", rest.len())),
+            _ => Err(format!("{tool}: expected one {what}, got {}", self.rest.len())),
         }
-    };
-    match tool {
-        "rrr-init" => {
-            ignored(&mut t, "verbose", "rrr shows a progress bar on a terminal");
-            let dir = one_positional("DIR")?;
-            let list = get("aggregator").unwrap_or_else(|| s("1h,1d,1M,1Y,Z"));
-            let ivs: Vec<&str> = list.split(',').map(str::trim).filter(|x| !x.is_empty()).collect();
-            let (first, others) = ivs.split_first().ok_or_else(|| format!("{tool}: empty --aggregator"))?;
-            let mut step = vec![s("init"), s("--interval"), s(first), s("--aggregator"), others.join(",")];
-            if let Some(suffix) = get("serializer_suffix") {
-                let fmt = suffix.trim_start_matches('.');
-                if fmt != "yaml" && fmt != "json" {
-                    return Err(format!("{tool}: serializer suffix {suffix:?} is not supported (.yaml or .json)"));
-                }
-                step.extend([s("--format"), s(fmt)]);
-            }
-            if has("force") {
-                step.push(s("--force"));
-            }
-            step.push(dir);
-            t.steps.push(step);
-        }
-        "rrr-update" => {
-            ignored(&mut t, "verbose", "no verbose mode");
-            let [principal, file] = rest.as_slice() else {
-                return Err(format!("{tool}: expected PRINCIPAL FILE"));
-            };
-            let mut step = vec![s("update"), s("--perl")];
-            if has("delete") {
-                step.push(s("--delete"));
-            } else if has("add") {
-                step.push(s("--add"));
-            }
-            if let Some(e) = get("epoch") {
-                step.extend([s("--epoch"), e]);
-            }
-            step.extend([principal.clone(), file.clone()]);
-            if has("dry-run") {
-                t.warnings.push(format!("{tool}: dry run: would run rrr {}", step.join(" ")));
-                return Ok(t);
-            }
-            t.steps.push(step);
-            // Only a dirty update aggregates afterwards: forced, twice.
-            if has("epoch") {
-                t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
-                t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
-                t.follow_ups = true;
-            }
-        }
-        "rrr-aggregate" => {
-            ignored(&mut t, "verbose", "no verbose mode");
-            let p = one_positional("PRINCIPAL")?;
-            if has("dry-run") {
-                t.warnings.push(format!("{tool}: dry run: not aggregating {p}"));
-                return Ok(t);
-            }
-            let mut step = Vec::new();
-            if let Some(l) = get("locktimeout") {
-                step.extend([s("--locktimeout"), l]);
-            }
-            step.extend([s("aggregate"), p]);
-            t.steps.push(step);
-        }
-        "rrr-news" => {
-            ignored(&mut t, "verbose", "no verbose mode");
-            ignored(&mut t, "rsync_options", "rrr uses its own safe rsync options");
-            if has("dry-run") {
-                return Err(format!("{tool}: --dry-run is not supported (the Perl tool dies on it too)"));
-            }
-            let mut step = vec![s("news"), s("--perl-format")];
-            match (get("local"), get("remote")) {
-                (Some(l), None) => step.extend([s("--local"), l]),
-                (None, Some(r)) => {
-                    step.extend([s("--remote"), r]);
-                    if let Some(lr) = get("localroot") {
-                        step.extend([s("--localroot"), lr]);
-                    }
-                }
-                (None, None) => match rest.as_slice() {
-                    [p] => step.extend([s("--local"), p.clone()]),
-                    _ => return Err(format!("{tool}: give --local PRINCIPAL or --remote SRC")),
-                },
-                (Some(_), Some(_)) => return Err(format!("{tool}: --local and --remote exclude each other")),
-            }
-            for (perl, ours) in [("after", "--after"), ("before", "--before"), ("max", "--max")] {
-                if let Some(v) = get(perl) {
-                    step.extend([s(ours), v]);
-                }
-            }
-            if has("skip-deletes") {
-                step.push(s("--skip-deletes"));
-            }
-            let mut contains = false;
-            for (perl, ours) in [
-                ("contains_path", "--contains-path"),
-                ("contains_epoch", "--contains-epoch"),
-                ("contains_type", "--contains-type"),
-            ] {
-                if let Some(v) = get(perl) {
-                    step.extend([s(ours), v]);
-                    contains = true;
-                }
-            }
-            if contains && !has("max") {
-                step.extend([s("--max"), s("1")]);
-            }
-            t.steps.push(step);
-        }
-        "rrr-overview" => {
-            let mut step = vec![s("overview"), s("--perl-format")];
-            if has("verbose") {
-                step.push(s("--verbose"));
-            }
-            match rest.as_slice() {
-                [] => step.push(s("./RECENT.recent")),
-                [p] => step.push(p.clone()),
-                _ => return Err(format!("{tool}: expected at most one PRINCIPAL")),
-            }
-            t.steps.push(step);
-        }
-        "rrr-fsck" => {
-            ignored(&mut t, "verbose", "fsck lists every finding");
-            ignored(&mut t, "remoteroot", "fetching missing files from a remote is rmirror's job");
-            ignored(&mut t, "yes", "rrr never unlinks tree files in fsck");
-            let p = one_positional("PRINCIPAL")?;
-            let mut step = vec![s("fsck")];
-            if !has("dry-run") {
-                step.push(s("--repair"));
-            }
-            step.push(p);
-            t.steps.push(step);
-        }
-        "rrr-server" => {
-            ignored(&mut t, "verbose", "rrr watch logs one line per batch");
-            let p = one_positional("PRINCIPAL")?;
-            t.steps.push(vec![s("watch"), p]);
-        }
-        "rrr-client" => {
-            ignored(&mut t, "verbose", "rrr rmirror logs one line per pass");
-            ignored(&mut t, "verboselog", "logs go to stderr");
-            ignored(&mut t, "tmpdir", "rrr keeps its temp files hidden in the target");
-            ignored(&mut t, "runstatusfile", "rrr keeps its state in <target>/.rrr/state.json");
-            if !rest.is_empty() {
-                return Err(format!("{tool}: unexpected arguments: {}", rest.join(" ")));
-            }
-            let source = get("source").ok_or_else(|| format!("{tool}: --source is required"))?;
-            let target = get("target").ok_or_else(|| format!("{tool}: --target is required"))?;
-            let source = match get("user") {
-                Some(u) => with_user(&source, &u),
-                None => source,
-            };
-            if let Some(p) = get("password") {
-                t.env.push((s("RSYNC_PASSWORD"), p));
-            }
-            let mut step = vec![s("rmirror"), s("--loop"), s("--remote"), source, s("--localroot"), target];
-            if has("skip-deletes") {
-                step.push(s("--skip-deletes"));
-            }
-            if has("adopt") {
-                step.push(s("--adopt"));
-            }
-            t.steps.push(step);
-        }
-        _ => unreachable!("checked against TOOLS"),
     }
-    Ok(t)
+}
+
+/// `rrr-init [--aggregator LIST] [--serializer_suffix S] [--force] DIR`.
+fn init(c: &Command, t: &mut Translation) -> Result<(), String> {
+    let tool = c.tool;
+    c.ignored(t, "verbose", "rrr shows a progress bar on a terminal");
+    let dir = c.one_positional("DIR")?;
+    let list = c.get("aggregator").unwrap_or_else(|| s("1h,1d,1M,1Y,Z"));
+    let ivs: Vec<&str> = list.split(',').map(str::trim).filter(|x| !x.is_empty()).collect();
+    let (first, others) = ivs.split_first().ok_or_else(|| format!("{tool}: empty --aggregator"))?;
+    let mut step = vec![s("init"), s("--interval"), s(first), s("--aggregator"), others.join(",")];
+    if let Some(suffix) = c.get("serializer_suffix") {
+        let fmt = suffix.trim_start_matches('.');
+        if fmt != "yaml" && fmt != "json" {
+            return Err(format!("{tool}: serializer suffix {suffix:?} is not supported (.yaml or .json)"));
+        }
+        step.extend([s("--format"), s(fmt)]);
+    }
+    if c.has("force") {
+        step.push(s("--force"));
+    }
+    step.push(dir);
+    t.steps.push(step);
+    Ok(())
+}
+
+/// `rrr-update PRINCIPAL FILE`: only the principal; with `--epoch` the
+/// dirty update is followed by two forced aggregates, as the script does.
+fn update(c: &Command, t: &mut Translation) -> Result<(), String> {
+    let tool = c.tool;
+    c.ignored(t, "verbose", "no verbose mode");
+    let [principal, file] = c.rest.as_slice() else {
+        return Err(format!("{tool}: expected PRINCIPAL FILE"));
+    };
+    let mut step = vec![s("update"), s("--perl")];
+    if c.has("delete") {
+        step.push(s("--delete"));
+    } else if c.has("add") {
+        step.push(s("--add"));
+    }
+    if let Some(e) = c.get("epoch") {
+        step.extend([s("--epoch"), e]);
+    }
+    step.extend([principal.clone(), file.clone()]);
+    if c.has("dry-run") {
+        t.warnings.push(format!("{tool}: dry run: would run rrr {}", step.join(" ")));
+        return Ok(());
+    }
+    t.steps.push(step);
+    // Only a dirty update aggregates afterwards: forced, twice.
+    if c.has("epoch") {
+        t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
+        t.steps.push(vec![s("aggregate"), s("--force"), principal.clone()]);
+        t.follow_ups = true;
+    }
+    Ok(())
+}
+
+/// `rrr-aggregate [--locktimeout S] PRINCIPAL`.
+fn aggregate(c: &Command, t: &mut Translation) -> Result<(), String> {
+    c.ignored(t, "verbose", "no verbose mode");
+    let p = c.one_positional("PRINCIPAL")?;
+    if c.has("dry-run") {
+        t.warnings.push(format!("{}: dry run: not aggregating {p}", c.tool));
+        return Ok(());
+    }
+    let mut step = Vec::new();
+    if let Some(l) = c.get("locktimeout") {
+        step.extend([s("--locktimeout"), l]);
+    }
+    step.extend([s("aggregate"), p]);
+    t.steps.push(step);
+    Ok(())
+}
+
+/// `rrr-news (--local P | --remote SRC [--localroot D] | P) [filters]`;
+/// a `--contains-*` filter without `--max` shows one line, as the script does.
+fn news(c: &Command, t: &mut Translation) -> Result<(), String> {
+    let tool = c.tool;
+    c.ignored(t, "verbose", "no verbose mode");
+    c.ignored(t, "rsync_options", "rrr uses its own safe rsync options");
+    if c.has("dry-run") {
+        return Err(format!("{tool}: --dry-run is not supported (the Perl tool dies on it too)"));
+    }
+    let mut step = vec![s("news"), s("--perl-format")];
+    match (c.get("local"), c.get("remote")) {
+        (Some(l), None) => step.extend([s("--local"), l]),
+        (None, Some(r)) => {
+            step.extend([s("--remote"), r]);
+            if let Some(lr) = c.get("localroot") {
+                step.extend([s("--localroot"), lr]);
+            }
+        }
+        (None, None) => match c.rest.as_slice() {
+            [p] => step.extend([s("--local"), p.clone()]),
+            _ => return Err(format!("{tool}: give --local PRINCIPAL or --remote SRC")),
+        },
+        (Some(_), Some(_)) => return Err(format!("{tool}: --local and --remote exclude each other")),
+    }
+    for (perl, ours) in [("after", "--after"), ("before", "--before"), ("max", "--max")] {
+        if let Some(v) = c.get(perl) {
+            step.extend([s(ours), v]);
+        }
+    }
+    if c.has("skip-deletes") {
+        step.push(s("--skip-deletes"));
+    }
+    let mut contains = false;
+    for (perl, ours) in [
+        ("contains_path", "--contains-path"),
+        ("contains_epoch", "--contains-epoch"),
+        ("contains_type", "--contains-type"),
+    ] {
+        if let Some(v) = c.get(perl) {
+            step.extend([s(ours), v]);
+            contains = true;
+        }
+    }
+    if contains && !c.has("max") {
+        step.extend([s("--max"), s("1")]);
+    }
+    t.steps.push(step);
+    Ok(())
+}
+
+/// `rrr-overview [--verbose] [PRINCIPAL]` (default `./RECENT.recent`).
+fn overview(c: &Command, t: &mut Translation) -> Result<(), String> {
+    let mut step = vec![s("overview"), s("--perl-format")];
+    if c.has("verbose") {
+        step.push(s("--verbose"));
+    }
+    match c.rest.as_slice() {
+        [] => step.push(s("./RECENT.recent")),
+        [p] => step.push(p.clone()),
+        _ => return Err(format!("{}: expected at most one PRINCIPAL", c.tool)),
+    }
+    t.steps.push(step);
+    Ok(())
+}
+
+/// `rrr-fsck PRINCIPAL`: repairs unless `--dry-run`, as the script does.
+fn fsck(c: &Command, t: &mut Translation) -> Result<(), String> {
+    c.ignored(t, "verbose", "fsck lists every finding");
+    c.ignored(t, "remoteroot", "fetching missing files from a remote is rmirror's job");
+    c.ignored(t, "yes", "rrr never unlinks tree files in fsck");
+    let p = c.one_positional("PRINCIPAL")?;
+    let mut step = vec![s("fsck")];
+    if !c.has("dry-run") {
+        step.push(s("--repair"));
+    }
+    step.push(p);
+    t.steps.push(step);
+    Ok(())
+}
+
+/// `rrr-server PRINCIPAL`: the watch daemon.
+fn server(c: &Command, t: &mut Translation) -> Result<(), String> {
+    c.ignored(t, "verbose", "rrr watch logs one line per batch");
+    let p = c.one_positional("PRINCIPAL")?;
+    t.steps.push(vec![s("watch"), p]);
+    Ok(())
+}
+
+/// `rrr-client --source SRC --target DIR [--user U] [--password P]`:
+/// `rmirror --loop`, the password through `RSYNC_PASSWORD`.
+fn client(c: &Command, t: &mut Translation) -> Result<(), String> {
+    let tool = c.tool;
+    c.ignored(t, "verbose", "rrr rmirror logs one line per pass");
+    c.ignored(t, "verboselog", "logs go to stderr");
+    c.ignored(t, "tmpdir", "rrr keeps its temp files hidden in the target");
+    c.ignored(t, "runstatusfile", "rrr keeps its state in <target>/.rrr/state.json");
+    if !c.rest.is_empty() {
+        return Err(format!("{tool}: unexpected arguments: {}", c.rest.join(" ")));
+    }
+    let source = c.get("source").ok_or_else(|| format!("{tool}: --source is required"))?;
+    let target = c.get("target").ok_or_else(|| format!("{tool}: --target is required"))?;
+    let source = match c.get("user") {
+        Some(u) => with_user(&source, &u),
+        None => source,
+    };
+    if let Some(p) = c.get("password") {
+        t.env.push((s("RSYNC_PASSWORD"), p));
+    }
+    let mut step = vec![s("rmirror"), s("--loop"), s("--remote"), source, s("--localroot"), target];
+    if c.has("skip-deletes") {
+        step.push(s("--skip-deletes"));
+    }
+    if c.has("adopt") {
+        step.push(s("--adopt"));
+    }
+    t.steps.push(step);
+    Ok(())
 }
 
 /// The Perl script's `--help` (its `pod2usage(0)`): "Usage:", its

@@ -38,7 +38,7 @@
 //! rrr, even after kill -9 (the signal follows the death of the *thread*
 //! that spawned it: rrr spawns rsync from the thread that waits for it);
 //! and while it runs, SIGINT/SIGTERM to rrr are passed on to it
-//! ([`crate::signals::ForwardTo`]).
+//! ([`crate::sys::signals::ForwardTo`]).
 //!
 //! rsync runs with `LANG=C` and `LC_ALL=C`, so its messages and its escaping
 //! of non-ASCII bytes in names (`\#303\#251` for `é`) do not depend on the
@@ -189,7 +189,7 @@ impl Rsync {
         };
         let mut child = cmd.spawn().map_err(|e| not_started(e.to_string()))?;
         // SIGINT/SIGTERM to rrr are passed on to this child (see signals).
-        let forward = crate::signals::ForwardTo::child(child.id());
+        let forward = crate::sys::signals::ForwardTo::child(child.id());
 
         let stderr = child.stderr.take().expect("stderr is piped");
         let stderr_thread =

@@ -5,11 +5,11 @@
 
 use crate::commands::Command;
 use clap::{Args, Parser, ValueEnum};
-use rrr::clock::Clock;
 use rrr::epoch::Epoch;
 use rrr::ops::mirrors::Targets;
 use rrr::ops::Ctx;
 use rrr::origin::Writer;
+use rrr::sys::clock::Clock;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use std::time::Duration;
     name = "rrr",
     version,
     about = "Mirror huge trees from a cascade of recentfiles (File::Rsync::Mirror::Recent successor)",
-    after_help = rrr::manual::after_help("rrr")
+    after_help = rrr::output::manual::after_help("rrr")
 )]
 pub struct Cli {
     /// Pin the clock to EPOCH (tests and demos): every clock reading and every written file's mtime.
@@ -56,11 +56,11 @@ pub enum LogFormat {
 impl Cli {
     /// The log's level (`-v`/`-q`) and format (`watch --json-log` is
     /// `--log-format json`).
-    pub fn log_settings(&self) -> rrr::log::Settings {
+    pub fn log_settings(&self) -> rrr::output::log::Settings {
         let json = matches!(self.log_format, LogFormat::Json) || self.command.json_log();
-        let format = if json { rrr::log::Format::Json } else { rrr::log::Format::Text };
+        let format = if json { rrr::output::log::Format::Json } else { rrr::output::log::Format::Text };
         let verbosity = i8::try_from(i16::from(self.verbose) - i16::from(self.quiet)).unwrap_or(0);
-        rrr::log::Settings { verbosity, format }
+        rrr::output::log::Settings { verbosity, format }
     }
 
     /// What every command gets from the global flags; results go to `out`.
@@ -74,7 +74,7 @@ impl Cli {
                 .or(self.locktimeout)
                 .map_or(rrr::store::DEFAULT_LOCK_TIMEOUT, Duration::from_secs),
         };
-        Ctx::new(writer, rrr::progress::enabled(self.quiet > 0), self.verbose > 0, out)
+        Ctx::new(writer, rrr::output::progress::enabled(self.quiet > 0), self.verbose > 0, out)
     }
 }
 

@@ -56,7 +56,7 @@ fn run_to_exit(cli: Cli) -> Exit {
 }
 
 fn run(cli: Cli) -> Result<Exit> {
-    rrr::log::init(&cli.log_settings());
+    rrr::output::log::init(&cli.log_settings());
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let ctx = cli.ctx(&mut out);

@@ -3,13 +3,14 @@
 //! deepest first; parents a delete left empty pruned. What `--max-delete`
 //! or an error leaves is kept pending in the state for the next run.
 
-use super::pass::PassReport;
-use super::safety::{check_event_path, reported_path, Refusal};
+use super::report::PassReport;
+use super::report::Refusal;
+use super::safety::{check_event_path, reported_path};
 use super::state::PendingDelete;
 use super::Mirror;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind};
-use crate::tree::IgnoreSet;
+use crate::sys::tree::IgnoreSet;
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -147,8 +148,8 @@ impl<'a> Mirror<'a> {
         if !left.is_empty() && self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m) {
             let msg = format!(
                 "{MAX_DELETE_MSG} ({}): {} not applied, kept pending for the next run",
-                crate::human::plural(self.cfg.max_delete.unwrap_or(0), "delete", "deletes"),
-                crate::human::plural(left.len() as u64, "delete", "deletes")
+                crate::output::human::plural(self.cfg.max_delete.unwrap_or(0), "delete", "deletes"),
+                crate::output::human::plural(left.len() as u64, "delete", "deletes")
             );
             tracing::warn!("{msg}");
             rep.max_delete_reached = true;

@@ -4,15 +4,15 @@
 //! the principal; a smaller file waiting while our copy of the next larger
 //! one would leave a gap ([`OurCopy`]).
 
-use super::pass::Fetched;
 use super::remote::{FetchDir, Layout};
+use super::report::Fetched;
 use super::safety::check_event_path;
 use super::state::under_any;
 use super::Mirror;
 use crate::epoch::Epoch;
 use crate::recentfile::{Event, Format, Producer, Recentfile};
 use crate::store;
-use crate::tree::IgnoreSet;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::fs;

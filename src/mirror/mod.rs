@@ -106,30 +106,36 @@
 //!
 //! `state` (the state file), `pass` (one pass, the incremental walk),
 //! `transfer` (the rsync calls), `deletes`, `safety` (what is refused,
-//! ownership), `install` (our copies of the recentfiles); the helpers
-//! [`remote`], `ownership`, `status` and `progress`.
+//! ownership), `install` (our copies of the recentfiles), over `report`
+//! (a leaf: the pass report and the types they share); the helpers
+//! [`remote`], `ownership`, `health` and `pass_progress`. Around a pass:
+//! [`looping`] (one tree's run, `--loop`), `fleet` (a config's trees, a
+//! thread each) and [`trigger_pipe`] (how `rrr trigger` wakes a loop).
 
 mod deletes;
+pub(crate) mod fleet;
+pub(crate) mod health;
 mod install;
+pub mod looping;
 pub(crate) mod ownership;
 mod pass;
-pub(crate) mod progress;
+pub(crate) mod pass_progress;
 pub mod remote;
+mod report;
 mod safety;
 mod state;
-pub(crate) mod status;
 mod transfer;
-pub mod trigger;
+pub mod trigger_pipe;
 
-pub(crate) use pass::PassReport;
+pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;
 pub(crate) use state::{load_state, Failing, State};
 
-use crate::clock::Clock;
-use crate::signals::Interrupted;
+use crate::sys::clock::Clock;
+use crate::sys::signals::Interrupted;
 use anyhow::Result;
-use pass::Fetched;
 use remote::{FetchDir, Layout, Remote, RsyncSettings};
+use report::Fetched;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};

@@ -7,102 +7,25 @@
 
 use super::deletes::Placement;
 use super::install::OurCopy;
-use super::progress::Reporter;
+use super::pass_progress::Reporter;
 use super::remote::{self, FetchDir, FetchWatch, Layout};
-use super::safety::{blocked_by, check_event_path, refuse, Refusal};
+use super::report::{abort_point, FailingReport, Fetched, PassReport};
+use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{Failing, Outcome, PendingDelete};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile};
 use crate::rsync::{Output, RsyncError};
-use crate::signals::Interrupted;
-use crate::tree::IgnoreSet;
+use crate::sys::signals::Interrupted;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{Context, Result};
-use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::time::Instant;
 
-/// A failing path as the pass reports it.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct FailingReport {
-    pub path: String,
-    pub epoch: Option<Epoch>,
-    pub message: String,
-    pub attempts: u64,
-}
-
-/// What one pass did (the `--json` object has `"kind": "pass"`).
-#[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct PassReport {
-    pub kind: &'static str,
-    /// The tree (absolute) and SRC, so that the passes of several trees can be told apart.
-    pub localroot: String,
-    pub remote: String,
-    /// The pass finished without errors (refused events are not errors).
-    pub ok: bool,
-    /// Every event of the principal and the files it needs is done.
-    pub complete: bool,
-    pub bootstrap: bool,
-    pub dry_run: bool,
-    /// Recentfiles read this pass, smallest first.
-    pub read: Vec<String>,
-    /// Files rsync really transferred (its itemized output).
-    pub transferred: u64,
-    pub bytes: u64,
-    pub deleted: u64,
-    /// Delete events skipped (`--skip-deletes`) or left pending (`--max-delete`).
-    pub deletes_skipped: u64,
-    pub deletes_pending: u64,
-    /// `--max-delete` stopped deletes in this run (or [`Self::mass_deletes_held`]).
-    pub max_delete_reached: bool,
-    /// A whole-tree pass stopped before deleting more than 10 % of the
-    /// mirror (`--max-delete N` covering it, or `--accept-deletes`, go on).
-    pub mass_deletes_held: bool,
-    pub refused: Vec<Refusal>,
-    /// Paths the origin could not send, after this pass.
-    pub failing: Vec<FailingReport>,
-    /// Events skipped because their epoch is more than an hour ahead.
-    pub future: u64,
-    pub vanished: u64,
-    /// Errors, each with its message.
-    pub errors: Vec<String>,
-    pub newest_applied: Option<Epoch>,
-    pub dirtymark_changed: bool,
-    pub seconds: f64,
-    /// `--dry-run`: what would be done, `new PATH` / `delete PATH`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub would: Vec<String>,
-}
-
-/// A fetched recentfile, parsed.
-pub(super) struct Fetched {
-    pub(super) name: String,
-    pub(super) rf: Recentfile,
-}
-
 /// Where a pass gets its principal from.
 pub(super) type Principal = (FetchDir, Fetched, Layout);
-
-/// Test hook (debug builds only: a release rrr ignores the variable):
-/// `RRR_TEST_ABORT_AT=before-deletes` or `after-chunk:N` aborts the process
-/// there (like kill -9: no cleanup), for the resume tests.
-pub(super) fn abort_point(what: &str, n: u64) {
-    #[cfg(not(debug_assertions))]
-    let _ = (what, n);
-    #[cfg(debug_assertions)]
-    if let Ok(v) = std::env::var("RRR_TEST_ABORT_AT") {
-        let hit = match v.split_once(':') {
-            Some((w, k)) => w == what && k.parse::<u64>().ok() == Some(n),
-            None => v == what,
-        };
-        if hit {
-            tracing::error!("test hook: aborting at {v}");
-            std::process::abort();
-        }
-    }
-}
 
 impl<'a> Mirror<'a> {
     fn fetch_dir(&self) -> Result<FetchDir> {

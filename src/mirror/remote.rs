@@ -345,7 +345,7 @@ pub(crate) struct FetchWatch<'w> {
     /// or broken upstream cannot fill the disk or the link with it).
     pub max_size: u64,
     /// Called with rsync's pid whenever it has been quiet for a while
-    /// ([`crate::mirror::progress::quiet_period`]): a long fetch (a slow
+    /// ([`crate::mirror::pass_progress::quiet_period`]): a long fetch (a slow
     /// link, a large principal) reports progress and keeps the heartbeat.
     pub on_quiet: &'w mut dyn FnMut(u32),
 }
@@ -512,7 +512,7 @@ impl FetchDir {
     ) -> Result<(), RsyncError> {
         let (quiet_tx, quiet_rx) = std::sync::mpsc::channel::<u32>();
         let oversized = self.oversized.clone();
-        let quiet = crate::mirror::progress::quiet_period();
+        let quiet = crate::mirror::pass_progress::quiet_period();
         // rsync's death signal follows this thread, which waits for it.
         let running = std::thread::spawn(move || {
             r.run_watched(Some(quiet), &mut |out| match out {

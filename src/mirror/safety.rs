@@ -7,18 +7,16 @@
 //! reported ([`Refusal`]), counted and marked done by its caller.
 
 use super::ownership::{self, CollectionId, Decision, Facts};
-use super::pass::{Fetched, PassReport};
 use super::remote::{self, FetchDir, Remote};
+use super::report::{Fetched, Itemized, PassReport, Refusal};
 use super::state::{load_state, Counters, State};
-use super::transfer::Itemized;
 use super::Mirror;
 use crate::done::DoneSet;
 use crate::epoch::Epoch;
-use crate::recentfile::{check_relative_path, shown_path, Event, EventKind};
+use crate::recentfile::{check_relative_path, shown_path, Event};
 use crate::store;
-use crate::tree::IgnoreSet;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
@@ -92,17 +90,6 @@ pub(crate) fn blocked_by(root: &Path, path: &str, ignore: &IgnoreSet) -> Option<
         return None;
     }
     blocking_parent(root, path)
-}
-
-/// One refused event, as reported.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Refusal {
-    pub file: String,
-    pub epoch: Epoch,
-    #[serde(rename = "type")]
-    pub kind: Option<EventKind>,
-    pub path: String,
-    pub reason: String,
 }
 
 /// The tree may not be mirrored into without `--adopt` (the message says
@@ -339,7 +326,7 @@ impl<'a> Mirror<'a> {
         }
         tracing::info!(
             "--adopt: {}, within --max-delete {max}",
-            crate::human::plural(seen.deleted, "delete", "deletes")
+            crate::output::human::plural(seen.deleted, "delete", "deletes")
         );
         Ok(())
     }

@@ -118,7 +118,7 @@ pub(crate) struct State {
     pub consecutive_failures: u64,
     pub heartbeat: Option<Epoch>,
     /// The pass running now (a bootstrap's progress), saved with each heartbeat.
-    pub running: Option<crate::mirror::progress::Running>,
+    pub running: Option<crate::mirror::pass_progress::Running>,
     /// The last whole-tree pass that finished (`--full-every`).
     pub last_full: Option<Epoch>,
 }
@@ -342,7 +342,7 @@ impl<'a> Mirror<'a> {
     /// tree's run lock already (flock is per open file: taking it again
     /// here would fail).
     pub fn record_failed_attempt(&mut self, started: &Epoch, err: &anyhow::Error, lock_held: bool) -> Result<()> {
-        use crate::signals::Interrupted;
+        use crate::sys::signals::Interrupted;
         if self.cfg.dry_run || err.downcast_ref::<super::Refused>().is_some() {
             return Ok(());
         }
@@ -373,7 +373,7 @@ impl<'a> Mirror<'a> {
         let _lock = if lock_held {
             None
         } else {
-            let Ok(lock) = crate::ops::rmirror::take_run_lock(&dir) else { return Ok(()) };
+            let Ok(lock) = crate::mirror::looping::take_run_lock(&dir) else { return Ok(()) };
             Some(lock)
         };
         // Again under the lock: another run may have made it a mirror meanwhile.
@@ -405,14 +405,14 @@ impl<'a> Mirror<'a> {
     pub(super) fn heartbeat_writer<'h>(
         &self,
         hook: &'h mut Option<Box<dyn FnMut() + 'a>>,
-    ) -> Box<dyn FnMut(&crate::mirror::progress::Running) + 'h>
+    ) -> Box<dyn FnMut(&crate::mirror::pass_progress::Running) + 'h>
     where
         'a: 'h,
     {
         let writable = self.writable && !self.cfg.dry_run;
         let mut copy = if writable { self.state.clone() } else { State::default() };
         let (file, clock) = (self.cfg.state_file.clone(), self.clock.clone());
-        Box::new(move |running: &crate::mirror::progress::Running| {
+        Box::new(move |running: &crate::mirror::pass_progress::Running| {
             if !writable {
                 return;
             }

@@ -6,8 +6,8 @@
 //! backoff.
 
 use super::deletes::{Placement, LOST_FOUND, MAX_DELETE_MSG};
-use super::pass::{abort_point, Fetched, PassReport};
 use super::remote::{self, FetchDir, Layout};
+use super::report::{abort_point, Fetched, Itemized, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{under_any, Failing};
 use super::Mirror;
@@ -15,8 +15,8 @@ use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path};
 use crate::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
-use crate::signals::Interrupted;
-use crate::tree::IgnoreSet;
+use crate::sys::signals::Interrupted;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -83,94 +83,6 @@ pub(super) const MASS_DELETE_MIN: u64 = 100;
 
 /// rsync's `--out-format` for transfers: item codes, length, name.
 const OUT_FORMAT: &str = "--out-format=%i %l %n";
-
-/// What rsync's [`OUT_FORMAT`] lines said: one line per item it changed,
-/// so this counts what really arrived (not what was asked for).
-#[derive(Debug, Default)]
-pub(super) struct Itemized {
-    files: u64,
-    bytes: u64,
-    pub(super) deleted: u64,
-    /// Of those, files (not directories: a dry run names them with a `/`).
-    deleted_files: u64,
-    /// Keep [`Itemized::would`] (a dry run).
-    listing: bool,
-    /// `new PATH` / `delete PATH`.
-    would: Vec<String>,
-}
-
-impl Itemized {
-    fn listing(listing: bool) -> Itemized {
-        Itemized { listing, ..Itemized::default() }
-    }
-
-    pub(super) fn line(&mut self, line: &str) {
-        if self.stats_line(line) {
-            return;
-        }
-        if let Some(rest) = line.strip_prefix("*deleting") {
-            self.deleted += 1;
-            let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
-            if !name.ends_with('/') {
-                self.deleted_files += 1;
-            }
-            if self.listing {
-                self.would.push(format!("delete {}", crate::rsync::unescape(name)));
-            }
-            return;
-        }
-        let mut it = line.splitn(3, ' ');
-        let (Some(item), Some(len), Some(name)) = (it.next(), it.next(), it.next()) else { return };
-        let b = item.as_bytes();
-        if b.len() != 11 {
-            return;
-        }
-        // `>f`: a file received; `cL` etc.: a symlink (or device) created.
-        let received = b[0] == b'>' && b[1] == b'f';
-        let created = b[0] == b'c' && b[1] != b'd';
-        if received || created {
-            self.files += 1;
-            if received {
-                self.bytes += len.parse::<u64>().unwrap_or(0);
-            }
-            if self.listing {
-                self.would.push(format!("new {}", crate::rsync::unescape(name)));
-            }
-        }
-    }
-
-    /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
-    /// see [`Mirror::bootstrap_command`]), counted the way the itemized
-    /// lines would be: regular files received and links, devices or
-    /// specials created; their bytes; deletes. Returns whether it was one.
-    fn stats_line(&mut self, line: &str) -> bool {
-        fn number(s: &str) -> u64 {
-            let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
-            digits.replace(',', "").parse().unwrap_or(0)
-        }
-        if let Some(rest) = line.strip_prefix("Number of regular files transferred:") {
-            self.files += number(rest);
-        } else if let Some(rest) = line.strip_prefix("Total transferred file size:") {
-            self.bytes += number(rest);
-        } else if let Some(rest) = line.strip_prefix("Number of deleted files:") {
-            self.deleted += number(rest);
-        } else if let Some(rest) = line.strip_prefix("Number of created files:") {
-            // "424 (reg: 382, dir: 41, link: 1)": the regular ones are
-            // among those transferred.
-            let kinds = rest.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
-            for kind in kinds.split(',') {
-                if let Some((k, n)) = kind.split_once(':') {
-                    if matches!(k.trim(), "link" | "dev" | "special") {
-                        self.files += number(n);
-                    }
-                }
-            }
-        } else {
-            return false;
-        }
-        true
-    }
-}
 
 impl<'a> Mirror<'a> {
     /// Sleep up to `d`, waking early when stopped.
@@ -268,7 +180,7 @@ impl<'a> Mirror<'a> {
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links"]);
         if progress_lines {
-            // For the bar only: a line per file (mirror::progress).
+            // For the bar only: a line per file (mirror::pass_progress).
             r.arg("--info=progress2");
         }
         if dry {
@@ -394,7 +306,7 @@ impl<'a> Mirror<'a> {
             }
         }
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
-        // rsync's per-file progress lines only for a bar (mirror::progress).
+        // rsync's per-file progress lines only for a bar (mirror::pass_progress).
         let r = self.bootstrap_command(layout, dry, temp.as_deref(), self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let mut seen = Itemized::listing(dry);
@@ -406,8 +318,12 @@ impl<'a> Mirror<'a> {
         let mut hook = self.on_heartbeat.take();
         let (index, res) = std::thread::scope(|sc| {
             let reader = sc.spawn(|| Index::read(principal, dir, &names, max_size));
-            let mut progress =
-                crate::mirror::progress::Reporter::new(bar, "bootstrap", started, self.heartbeat_writer(&mut hook));
+            let mut progress = crate::mirror::pass_progress::Reporter::new(
+                bar,
+                "bootstrap",
+                started,
+                self.heartbeat_writer(&mut hook),
+            );
             let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
                 seen = Itemized::listing(dry);
@@ -652,7 +568,7 @@ impl<'a> Mirror<'a> {
         if news.is_empty() {
             return Ok(true);
         }
-        let pb = crate::progress::bar(self.cfg.progress, news.len() as u64, "rmirror");
+        let pb = crate::output::progress::bar(self.cfg.progress, news.len() as u64, "rmirror");
         let n = self.cfg.max_files_per_connection.max(1);
         let mut chunks_done = 0u64;
         for chunk in news.chunks(n) {

@@ -32,7 +32,7 @@ pub(crate) struct Report {
 
 /// Run the cascade once (see the module docs).
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
-    crate::signals::install_for_short_command();
+    crate::sys::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
     let report = aggregate(&coll, opts.force, opts.keep_deletes, &ctx.writer)?;
     if opts.json {
@@ -71,8 +71,8 @@ pub(crate) fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &
                 break;
             }
             // Between merges every file is whole: a signal may stop the cascade here.
-            if crate::signals::wait_interrupted() {
-                return Err(crate::signals::Interrupted.into());
+            if crate::sys::signals::wait_interrupted() {
+                return Err(crate::sys::signals::Interrupted.into());
             }
             let early = prefetch
                 .take_if(|_| i + 1 == last)

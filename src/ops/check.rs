@@ -3,7 +3,7 @@
 //! is the exit status (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN: a tree never
 //! tried, or a usage error, as Nagios plugins report those).
 
-use crate::mirror::status::{self, Level};
+use crate::mirror::health::{self, Level};
 use crate::ops::mirrors::{reports, Targets};
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
@@ -28,7 +28,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     }
     let mut lines: Vec<(Level, String)> = reports(&opts.targets, ctx.clock())?
         .iter()
-        .map(|(root, r)| status::check(root, r.as_ref(), opts.warn, opts.crit))
+        .map(|(root, r)| health::check(root, r.as_ref(), opts.warn, opts.crit))
         .collect();
     // Stable: trees of one level keep their order.
     lines.sort_by_key(|(level, _)| std::cmp::Reverse(level.severity()));

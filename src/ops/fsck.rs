@@ -10,7 +10,7 @@ use crate::epoch::Epoch;
 use crate::ops::{Ctx, Exit};
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, Merged, Recentfile};
-use crate::tree::{self, Entry, IgnoreSet};
+use crate::sys::tree::{self, Entry, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
 use serde::Serialize;
@@ -252,7 +252,7 @@ impl Index {
     pub fn live_under(&self, dir: &str) -> Vec<String> {
         self.newest
             .iter()
-            .filter(|(p, v)| v.is_some() && crate::origin::watch_rules::is_under(p, dir))
+            .filter(|(p, v)| v.is_some() && crate::origin::watch::rules::is_under(p, dir))
             .map(|(p, _)| p.clone())
             .collect()
     }

@@ -16,10 +16,10 @@ use crate::epoch::Epoch;
 use crate::interval::{self, Interval};
 use crate::ops::{Ctx, Exit};
 use crate::origin::{self, Writer};
-use crate::progress;
+use crate::output::progress;
 use crate::recentfile::{EventKind, Format, Recentfile};
 use crate::store::{self, Lock};
-use crate::tree::{self, IgnoreSet};
+use crate::sys::tree::{self, IgnoreSet};
 use crate::update::{batch_update, Change};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     } else {
         tracing::info!(
             "indexed {} files into {}",
-            crate::human::count(report.files as u64),
+            crate::output::human::count(report.files as u64),
             report.principal.display()
         );
     }
@@ -93,7 +93,7 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
             existing.iter().map(|p| p.file_name().unwrap_or_default().to_string_lossy()).collect::<Vec<_>>().join(", ")
         );
     }
-    crate::signals::install_for_short_command();
+    crate::sys::signals::install_for_short_command();
     // A watch would go on recording into the index being replaced.
     let _watch = origin::watch_lock(&coll.root, "a watch runs on this tree; stop it before init")?;
     let state_dir = coll.root.join(".rrr");
@@ -251,16 +251,16 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
 
 /// `Interrupted` when a signal ended the walk, else the error in context.
 fn interrupted_or(e: std::io::Error, root: &std::path::Path) -> anyhow::Error {
-    if e.kind() == std::io::ErrorKind::Interrupted && crate::signals::wait_interrupted() {
-        anyhow::Error::new(crate::signals::Interrupted).context("the index was left as it was")
+    if e.kind() == std::io::ErrorKind::Interrupted && crate::sys::signals::wait_interrupted() {
+        anyhow::Error::new(crate::sys::signals::Interrupted).context("the index was left as it was")
     } else {
         anyhow::Error::new(e).context(format!("cannot index {}", root.display()))
     }
 }
 
 fn stopped() -> Result<()> {
-    if crate::signals::wait_interrupted() {
-        return Err(anyhow::Error::new(crate::signals::Interrupted).context("the index was left as it was"));
+    if crate::sys::signals::wait_interrupted() {
+        return Err(anyhow::Error::new(crate::sys::signals::Interrupted).context("the index was left as it was"));
     }
     Ok(())
 }

@@ -3,8 +3,8 @@
 //! results on [`Ctx::out`]. The binary converts its arguments into these
 //! structs; nothing here parses argv.
 
-use crate::clock::Clock;
 use crate::origin::Writer;
+use crate::sys::clock::Clock;
 use std::cell::{RefCell, RefMut};
 use std::io::{self, Write};
 
@@ -30,8 +30,8 @@ pub enum Exit {
 /// need (it will be free later), 130 when a signal ended the wait, else 2
 /// (a stale lock we may not remove needs the operator: 2, not 75).
 pub fn exit_for_error(err: &anyhow::Error) -> Exit {
-    use crate::signals::Interrupted;
     use crate::store::LockError;
+    use crate::sys::signals::Interrupted;
     for e in err.chain() {
         match e.downcast_ref::<LockError>() {
             Some(LockError::Timeout { .. } | LockError::Busy { .. }) => return Exit::Locked,
@@ -64,12 +64,12 @@ impl std::error::Error for LogClosed {}
 
 /// What every command gets besides its own options: the settings of the
 /// global flags and the stream its results go to. Commands print their
-/// results here (log lines go to stderr through [`crate::log`]).
+/// results here (log lines go to stderr through [`crate::output::log`]).
 pub struct Ctx<'a> {
     /// Who writes and when: the clock (`--now`), `$0` for `Producers`,
     /// the lock timeout (`--locktimeout`).
     pub writer: Writer,
-    /// Progress bars may be drawn (decided once: [`crate::progress::enabled`]).
+    /// Progress bars may be drawn (decided once: [`crate::output::progress::enabled`]).
     pub progress: bool,
     /// `-v`: listings show more (overview's extra columns).
     pub verbose: bool,
@@ -119,7 +119,7 @@ mod tests {
     #[test]
     fn a_signal_exits_130_wherever_it_stopped() {
         // The mirror's pass and the origin's writers raise the same type.
-        let e = anyhow::Error::new(crate::signals::Interrupted).context("the index was left as it was");
+        let e = anyhow::Error::new(crate::sys::signals::Interrupted).context("the index was left as it was");
         assert_eq!(exit_for_error(&e), Exit::Interrupted);
         assert_eq!(exit_for_error(&anyhow::anyhow!("interrupted")), Exit::Error);
     }

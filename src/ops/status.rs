@@ -3,7 +3,7 @@
 //! node-exporter textfile (written atomically, as its textfile collector
 //! requires). Exit 1 when a target has no state yet (never tried).
 
-use crate::mirror::status;
+use crate::mirror::health;
 use crate::ops::mirrors::{reports, Prometheus, Targets};
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
@@ -29,7 +29,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     for (root, r) in &all {
         match r {
             Some(r) if opts.json => writeln!(out, "{}", serde_json::to_string(r)?)?,
-            Some(r) => write!(out, "{}", status::plain(r, clock.now_f64()))?,
+            Some(r) => write!(out, "{}", health::plain(r, clock.now_f64()))?,
             None => {
                 missing = true;
                 if opts.json {

@@ -1,10 +1,10 @@
 //! `rrr trigger`: ask the running `rmirror --loop` of a tree for a pass
 //! now (push, as ftpsync's runmirrors does over ssh). The loop is found
-//! through its trigger pipe in `.rrr/` ([`crate::mirror::trigger`]); the
+//! through its trigger pipe in `.rrr/` ([`crate::mirror::trigger_pipe`]); the
 //! holder of the tree's run lock is named when it can be read. Exit 0 when
 //! a loop was woken, 3 when none runs there, 2 on errors.
 
-use crate::mirror::trigger::{self, Sent};
+use crate::mirror::trigger_pipe::{self, Sent};
 use crate::ops::{Ctx, Exit};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -40,8 +40,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let mut woken = 0;
     for root in &roots {
         let state_dir = root.join(".rrr");
-        let sent = trigger::send(&state_dir)
-            .with_context(|| format!("cannot trigger {}", trigger::trigger_path(&state_dir).display()))?;
+        let sent = trigger_pipe::send(&state_dir)
+            .with_context(|| format!("cannot trigger {}", trigger_pipe::trigger_path(&state_dir).display()))?;
         let holder = (sent == Sent::Woken).then(|| holder(&state_dir)).flatten();
         if opts.json {
             let v = serde_json::json!({"kind": "trigger", "localroot": root.display().to_string(),

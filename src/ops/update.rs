@@ -18,7 +18,7 @@ use crate::ops::{Ctx, Exit};
 use crate::origin::{self, Writer};
 use crate::query::{News, NewsFilter};
 use crate::recentfile::{Event, EventKind, Recentfile};
-use crate::tree::IgnoreSet;
+use crate::sys::tree::IgnoreSet;
 use crate::update::{batch_update, check_caller_epoch, normalize, relative_to_root, Change, Outcome, PathError};
 use anyhow::{anyhow, bail, Context, Result};
 use std::io::BufRead;
@@ -102,10 +102,10 @@ pub(crate) fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<
                 let found = indexed_event(coll, &path)?;
                 match (&found, kind) {
                     (Some(e), EventKind::Delete) => {
-                        crate::log::verbatim(&format!("Found file:\n{}", syck_dump_events(&[e])))
+                        crate::output::log::verbatim(&format!("Found file:\n{}", syck_dump_events(&[e])))
                     }
                     (Some(e), _) => {
-                        crate::log::verbatim(&format!("Info: found file in index:\n{}", syck_dump_events(&[e])))
+                        crate::output::log::verbatim(&format!("Info: found file in index:\n{}", syck_dump_events(&[e])))
                     }
                     (None, EventKind::Delete) => bail!("Didn't find '{raw}' in this recentfile collection, giving up."),
                     (None, _) => {}
@@ -206,7 +206,7 @@ fn syck_dump_events(events: &[&Event]) -> String {
 
 /// Record `changes` in the principal of `coll` under its lock, all or
 /// nothing: `Ok` only once the whole batch is durably in the principal.
-/// For the `update` command ([`crate::signals::install_for_short_command`])
+/// For the `update` command ([`crate::sys::signals::install_for_short_command`])
 /// a SIGINT/SIGTERM before the write starts ends it with nothing written;
 /// one that arrives later waits until the batch is committed. The watch
 /// daemon's flush after a stop request goes through.
@@ -225,8 +225,8 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
     for attempt in 1..=MAX_TAKEOVERS + 1 {
         let mut loaded = origin::load(coll, &principal, w)?;
         let todo: Vec<usize> = if attempt == 1 {
-            if crate::signals::wait_interrupted() {
-                return Err(anyhow::Error::new(crate::signals::Interrupted).context("nothing was recorded"));
+            if crate::sys::signals::wait_interrupted() {
+                return Err(anyhow::Error::new(crate::sys::signals::Interrupted).context("nothing was recorded"));
             }
             (0..changes.len()).collect()
         } else {
@@ -317,7 +317,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     if opts.paths.is_empty() && !opts.stdin {
         bail!("nothing to record: give PATH arguments or --stdin");
     }
-    crate::signals::install_for_short_command();
+    crate::sys::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
     let changes = changes(opts, &coll, &ctx.writer.clock.now())?;
     if !changes.is_empty() {

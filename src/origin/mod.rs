@@ -3,19 +3,18 @@
 //! This module is the origin's writer: load a recentfile under its lock,
 //! change it with the pure core, write it back atomically with `minmax`
 //! and `Producers` maintained as the reference does (protocol.md 8.5). `rrr
-//! watch` adds two parts: `watch_rules` (pure: what an inotify event
-//! means, the pending batch, when it is recorded) and `watcher` (the
-//! inotify instance). The commands that drive them are in `ops`
-//! (`init`, `update`, `aggregate`, `fsck`, `watch`).
+//! watch`'s daemon is [`watch`], with its pure rules (`watch::rules`: what
+//! an inotify event means, the pending batch, when it is recorded) and the
+//! inotify instance (`watch::watcher`). The commands that drive the writer
+//! are in `ops` (`init`, `update`, `aggregate`, `fsck`, `watch`).
 
-pub(crate) mod watch_rules;
-pub(crate) mod watcher;
+pub mod watch;
 
-use crate::clock::Clock;
 use crate::collection::Collection;
 use crate::interval::Interval;
 use crate::recentfile::{self, Format, MinMax, Producer, Recentfile};
 use crate::store::{self, Lock, RunLock};
+use crate::sys::clock::Clock;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};

@@ -200,7 +200,7 @@ impl Lock {
             if waited >= timeout {
                 return Err(LockError::Timeout { lock: dir, holder, waited });
             }
-            if crate::signals::wait_interrupted() {
+            if crate::sys::signals::wait_interrupted() {
                 return Err(LockError::Interrupted { lock: dir });
             }
             if waited >= WAIT_NOTICE && told != Some(holder) {

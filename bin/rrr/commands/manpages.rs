@@ -1,5 +1,5 @@
 //! `rrr manpages DIR`: rrr.1, one page per subcommand (from the clap
-//! definitions, with the sections of `rrr::manual`), and pages for the
+//! definitions, with the sections of `rrr::output::manual`), and pages for the
 //! Perl entry points: the page of `rrr news` also documents `rrr-news`;
 //! rrr-client and rrr-server have their own.
 
@@ -39,10 +39,10 @@ pub fn exec(a: &ManpagesArgs) -> Result<Exit> {
         if command == "rrr" {
             man.render_subcommands_section(&mut buf)?;
         }
-        buf.extend(rrr::manual::man_sections(name, command, &pages).into_bytes());
+        buf.extend(rrr::output::manual::man_sections(name, command, &pages).into_bytes());
         if TOOLS.contains(&name) {
             buf.extend(format!(".SH \"AS {name}\"\n").into_bytes());
-            buf.extend(rrr::manual::perl_entry_section(name, perl_usage(name)).into_bytes());
+            buf.extend(rrr::output::manual::perl_entry_section(name, perl_usage(name)).into_bytes());
         }
         Ok(buf)
     };
@@ -52,7 +52,7 @@ pub fn exec(a: &ManpagesArgs) -> Result<Exit> {
     }
     for tool in TOOLS.iter().filter(|t| !subs.iter().any(|s| format!("rrr-{}", s.get_name()) == **t)) {
         let runs = if *tool == "rrr-client" { "rrr rmirror --loop" } else { "rrr watch" };
-        save(tool, rrr::manual::perl_entry_page(tool, runs, perl_usage(tool), &pages).into_bytes())?;
+        save(tool, rrr::output::manual::perl_entry_page(tool, runs, perl_usage(tool), &pages).into_bytes())?;
     }
     save("rrr", page("rrr", "rrr", cmd.after_help(""))?)?;
     Ok(Exit::Ok)

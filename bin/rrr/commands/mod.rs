@@ -24,43 +24,43 @@ use rrr::ops::{self, Ctx, Exit};
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Index an existing tree: write the principal and RECENT.recent.
-    #[command(after_help = rrr::manual::after_help("init"))]
+    #[command(after_help = rrr::output::manual::after_help("init"))]
     Init(init::InitArgs),
     /// Record new/delete events in the principal (never aggregates).
-    #[command(after_help = rrr::manual::after_help("update"))]
+    #[command(after_help = rrr::output::manual::after_help("update"))]
     Update(update::UpdateArgs),
     /// Cascade events from the principal into the larger recentfiles.
-    #[command(after_help = rrr::manual::after_help("aggregate"))]
+    #[command(after_help = rrr::output::manual::after_help("aggregate"))]
     Aggregate(aggregate::AggregateArgs),
     /// List each path's newest event, newest first.
-    #[command(after_help = rrr::manual::after_help("news"))]
+    #[command(after_help = rrr::output::manual::after_help("news"))]
     News(news::NewsArgs),
     /// Show the table of all recentfiles of a collection.
-    #[command(after_help = rrr::manual::after_help("overview"))]
+    #[command(after_help = rrr::output::manual::after_help("overview"))]
     Overview(overview::OverviewArgs),
     /// Compare the index with the tree; --repair records the differences.
-    #[command(after_help = rrr::manual::after_help("fsck"))]
+    #[command(after_help = rrr::output::manual::after_help("fsck"))]
     Fsck(fsck::FsckArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    #[command(after_help = rrr::manual::after_help("completions"))]
+    #[command(after_help = rrr::output::manual::after_help("completions"))]
     Completions(completions::CompletionsArgs),
     /// Write man pages (rrr.1, rrr-<command>.1, and the Perl entry points' rrr-client.1, rrr-server.1) into DIR.
-    #[command(after_help = rrr::manual::after_help("manpages"))]
+    #[command(after_help = rrr::output::manual::after_help("manpages"))]
     Manpages(manpages::ManpagesArgs),
     /// Mirror a remote collection into a local tree (one pass, or --loop).
-    #[command(after_help = rrr::manual::after_help("rmirror"))]
+    #[command(after_help = rrr::output::manual::after_help("rmirror"))]
     Rmirror(rmirror::RmirrorArgs),
     /// Show a mirror's run record (lag, heartbeat, counters).
-    #[command(after_help = rrr::manual::after_help("status"))]
+    #[command(after_help = rrr::output::manual::after_help("status"))]
     Status(status::StatusArgs),
     /// Nagios-style check of a mirror's lag: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
-    #[command(after_help = rrr::manual::after_help("check"))]
+    #[command(after_help = rrr::output::manual::after_help("check"))]
     Check(check::CheckArgs),
     /// Wake the running rmirror --loop of a tree: it passes now (push). Exit 3 when none runs.
-    #[command(after_help = rrr::manual::after_help("trigger"))]
+    #[command(after_help = rrr::output::manual::after_help("trigger"))]
     Trigger(trigger::TriggerArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
-    #[command(after_help = rrr::manual::after_help("watch"))]
+    #[command(after_help = rrr::output::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
 }
 

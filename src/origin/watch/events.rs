@@ -1,13 +1,13 @@
 //! What an inotify event does: the event is classified by the pure rules
-//! ([`crate::origin::watch_rules`]); a directory made or moved in is
+//! ([`crate::origin::watch::rules`]); a directory made or moved in is
 //! watched and listed, one moved out or deleted loses its watches, a file
 //! event goes into the pending batch, the heartbeat's rename is a marker,
 //! and a lost event asks for a rescan. Also what happens when a watch
 //! cannot be added (the inotify watch limit).
 
 use super::Daemon;
-use crate::origin::watch_rules::{classify, is_under, join, watch_limit_message, Happening};
-use crate::origin::watcher::{AddError, RawEvent, Read};
+use crate::origin::watch::rules::{classify, is_under, join, watch_limit_message, Happening};
+use crate::origin::watch::watcher::{AddError, RawEvent, Read};
 use crate::recentfile::{check_relative_path, EventKind};
 use anyhow::{bail, Context, Result};
 use std::fs;

@@ -81,7 +81,7 @@ pub struct Entry {
 /// directory (`fstatat`, as `find` does), not by their full path, which
 /// makes the walk of a deep tree about twice as fast.
 ///
-/// In a short command ([`crate::signals::install_for_short_command`]) a
+/// In a short command ([`crate::sys::signals::install_for_short_command`]) a
 /// SIGINT/SIGTERM ends the walk after the current directory with an
 /// `Interrupted` error.
 pub fn walk(
@@ -116,7 +116,7 @@ pub fn walk_with(
     while let Some((dir, prefix)) = stack.last_mut() {
         let Some(next) = dir.next() else {
             stack.pop();
-            if crate::signals::wait_interrupted() {
+            if crate::sys::signals::wait_interrupted() {
                 return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted by a signal"));
             }
             continue;

@@ -6,7 +6,7 @@
 use super::{release_memory, Daemon};
 use crate::ops::fsck::{Finding, Index};
 use crate::ops::update::record;
-use crate::origin::watch_rules::{aggregate_at, Flush, OnDisk};
+use crate::origin::watch::rules::{aggregate_at, Flush, OnDisk};
 use crate::recentfile::EventKind;
 use anyhow::{bail, Result};
 use serde_json::json;
@@ -22,10 +22,10 @@ const BUSY_LOG: Duration = Duration::from_secs(5);
 impl Daemon<'_> {
     pub(super) fn main_loop(&mut self) -> Result<()> {
         loop {
-            if let Some(sig) = crate::signals::received() {
+            if let Some(sig) = crate::sys::signals::received() {
                 return self.shutdown(if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
             }
-            if crate::log::closed() {
+            if crate::output::log::closed() {
                 // Nobody reads the log any more: record what is pending,
                 // then exit 1 so that a supervisor restarts the daemon.
                 self.shutdown("log closed")?;
@@ -59,7 +59,7 @@ impl Daemon<'_> {
                     if now >= self.next_heartbeat() {
                         self.heartbeat();
                     }
-                    if crate::signals::stop_requested() {
+                    if crate::sys::signals::stop_requested() {
                         break;
                     }
                 }
@@ -86,7 +86,7 @@ impl Daemon<'_> {
 
     /// One read of events, then the bound: a batch past its limit is
     /// traded for a rescan.
-    fn on_read(&mut self, read: crate::origin::watcher::Read) -> Result<()> {
+    fn on_read(&mut self, read: crate::origin::watch::watcher::Read) -> Result<()> {
         self.on_events(read)?;
         let held = self.batch.entries();
         if held > self.opts.max_batch_entries {

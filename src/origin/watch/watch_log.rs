@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// The log: one line per batch (and per start, rescan, aggregate, stop,
-/// warning, error) through the common channel ([`crate::log`]: text or
+/// warning, error) through the common channel ([`crate::output::log`]: text or
 /// JSON Lines with a `kind` field, in the `watch` span naming the root),
 /// and the counts the `--prometheus` textfile reports.
 #[derive(Default)]
@@ -48,7 +48,7 @@ impl Log {
             add(&self.deletes, "delete");
         }
         self.last_line.set(Some(Instant::now()));
-        crate::log::emit(tracing::Level::INFO, kind, &fields, &plain());
+        crate::output::log::emit(tracing::Level::INFO, kind, &fields, &plain());
     }
 
     pub(super) fn warn(&self, message: String) {

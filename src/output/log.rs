@@ -215,7 +215,7 @@ where
                 scope.push((span.name().to_string(), fields));
             }
         }
-        let now = crate::clock::Clock::system().now_f64();
+        let now = crate::sys::clock::Clock::system().now_f64();
         let line = match self.format {
             Format::Text => text_line(now, *event.metadata().level(), &scope, &f),
             Format::Json => json_line(now, *event.metadata().level(), &scope, &f).to_string(),
@@ -226,7 +226,7 @@ where
 
 /// Write one line on stderr (around a progress bar), or note the stream closed.
 fn write_line(line: &str) {
-    crate::progress::suspend(|| {
+    crate::output::progress::suspend(|| {
         let mut err = std::io::stderr().lock();
         let ok = err.write_all(line.as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
         if ok.is_err() {
@@ -259,7 +259,7 @@ fn text_line(now: f64, level: Level, scope: &[(String, Vec<(String, Value)>)], f
         Some(k) if !msg.starts_with(&k) => format!("{k}: {msg}"),
         _ => msg,
     };
-    format!("{} {:>5} {who}: {msg}", crate::human::time_millis(now), level.as_str())
+    format!("{} {:>5} {who}: {msg}", crate::output::human::time_millis(now), level.as_str())
 }
 
 /// The flat JSON object of one event (module docs).
@@ -272,7 +272,7 @@ fn json_line(now: f64, level: Level, scope: &[(String, Vec<(String, Value)>)], f
     let mut o = Map::new();
     o.insert("kind".into(), f.get("kind").cloned().unwrap_or_else(|| default_kind.into()));
     o.insert("time".into(), Epoch::from_clock(now).as_str().into());
-    o.insert("timestamp".into(), crate::human::time_millis(now).into());
+    o.insert("timestamp".into(), crate::output::human::time_millis(now).into());
     o.insert("level".into(), level.as_str().to_ascii_lowercase().into());
     for (_, fields) in scope {
         for (k, v) in fields {

@@ -1,5 +1,5 @@
 //! The inotify watcher of `rrr watch`: one inotify instance, asked for
-//! [`super::watch_rules::MASK`] on each directory (one non-recursive watch per
+//! [`super::rules::MASK`] on each directory (one non-recursive watch per
 //! directory, so that every failure is seen), a thread that drains the
 //! kernel queue into a channel as fast as events come (the kernel's queue
 //! is short: 16384 events by default, a few seconds of a burst), and the
@@ -15,7 +15,7 @@
 //! name, so a descriptor always names the directory it was added for, and
 //! events still queued for a removed descriptor are dropped.
 
-use super::watch_rules::MASK;
+use super::rules::MASK;
 use inotify::{EventMask, Inotify, WatchDescriptor, Watches};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -128,7 +128,7 @@ impl Watcher {
     /// Stop watching `rel` and every directory below it.
     pub fn remove_under(&mut self, rel: &str) {
         let gone: Vec<String> =
-            self.by_dir.keys().filter(|d| crate::origin::watch_rules::is_under(d, rel)).cloned().collect();
+            self.by_dir.keys().filter(|d| crate::origin::watch::rules::is_under(d, rel)).cloned().collect();
         for d in gone {
             self.remove(&d);
         }

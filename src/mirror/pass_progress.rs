@@ -51,16 +51,16 @@ impl Running {
     pub fn words(&self) -> String {
         if !self.from_rsync {
             let rate = if self.rate.is_empty() { String::new() } else { format!(" ({})", self.rate) };
-            return format!("{} received{rate}", crate::human::size(self.bytes));
+            return format!("{} received{rate}", crate::output::human::size(self.bytes));
         }
         let of = if self.listing { " of what is listed so far" } else { "" };
         format!(
             "{}%{of} ({}, {}, {} left, {} files)",
             self.percent,
-            crate::human::size(self.bytes),
+            crate::output::human::size(self.bytes),
             if self.rate.is_empty() { "-" } else { &self.rate },
             if self.eta.is_empty() { "-" } else { &self.eta },
-            crate::human::count(self.files)
+            crate::output::human::count(self.files)
         )
     }
 }
@@ -100,7 +100,7 @@ impl<'a> Reporter<'a> {
     pub fn new(bar: bool, phase: &str, started: Epoch, heartbeat: impl FnMut(&Running) + 'a) -> Reporter<'a> {
         let (log_every, beat_every) = periods();
         let mut r = Reporter {
-            bar: bar.then(|| crate::progress::percent(true, &format!("rmirror {phase}"))),
+            bar: bar.then(|| crate::output::progress::percent(true, &format!("rmirror {phase}"))),
             running: Running { phase: phase.to_string(), started: Some(started), ..Running::default() },
             log_every,
             beat_every,
@@ -137,11 +137,11 @@ impl<'a> Reporter<'a> {
         if let Some(bytes) = pid.filter(|_| !self.running.from_rsync).and_then(received_bytes) {
             let secs = self.started.elapsed().as_secs_f64().max(0.001);
             self.running.bytes = bytes;
-            self.running.rate = crate::human::rate(bytes as f64 / secs);
+            self.running.rate = crate::output::human::rate(bytes as f64 / secs);
         }
         if log_due {
             self.last_log = Some(Instant::now());
-            let after = crate::human::duration(self.started.elapsed().as_secs_f64());
+            let after = crate::output::human::duration(self.started.elapsed().as_secs_f64());
             tracing::info!(kind = "progress", "{} {} after {after}", self.running.phase, self.running.words());
         }
         if beat_due {

@@ -8,9 +8,9 @@
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
 //! written) is reported beside it.
 
-use crate::human::{self, plural};
 use crate::mirror::state::Outcome;
 use crate::mirror::{Failing, State};
+use crate::output::human::{self, plural};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -53,7 +53,7 @@ pub(crate) struct Report {
     /// A whole-tree pass is owed (interrupted, or its deletes held back by `--max-delete`).
     pub resync: bool,
     /// The pass running now (a bootstrap), as of the last heartbeat.
-    pub running: Option<crate::mirror::progress::Running>,
+    pub running: Option<crate::mirror::pass_progress::Running>,
     /// The last whole-tree pass.
     pub last_full: Option<String>,
 }
@@ -561,7 +561,7 @@ mod tests {
     fn plain_status_is_for_people() {
         let mut st = state();
         st.counters.bytes = 9_669_840;
-        st.running = Some(crate::mirror::progress::Running {
+        st.running = Some(crate::mirror::pass_progress::Running {
             phase: "bootstrap".into(),
             started: Some(Epoch::parse("1700000300.5").unwrap()),
             bytes: 1 << 30,

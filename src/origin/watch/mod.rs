@@ -1,7 +1,7 @@
 //! `rrr watch`: the origin daemon. It drives the inotify watcher
-//! (`origin::watcher`), the directory scans, the heartbeat file and the
+//! (`origin::watch::watcher`), the directory scans, the heartbeat file and the
 //! writes; what an event means and when a batch is recorded is decided by
-//! the pure core in `origin::watch_rules`.
+//! the pure core in `origin::watch::rules`.
 //!
 //! Nothing is lost:
 //! - a directory is watched first, then listed, so a file created before
@@ -33,24 +33,26 @@ mod catchup;
 mod daemon;
 mod events;
 mod heartbeat;
-mod log;
+pub(crate) mod rules;
+mod watch_log;
+pub(crate) mod watcher;
 
 use self::heartbeat::parse_heartbeat;
-use self::log::Log;
-use crate::clock::Clock;
+use self::watch_log::Log;
 use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
 use crate::ops::{Ctx, Exit};
-use crate::origin::watch_rules::{Batch, Pace};
-use crate::origin::watcher::Watcher;
+use crate::origin::watch::rules::{Batch, Pace};
+use crate::origin::watch::watcher::Watcher;
 use crate::origin::Writer;
-use crate::tree::IgnoreSet;
+use crate::sys::clock::Clock;
+use crate::sys::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use crate::origin::watch_rules::MAX_BATCH_ENTRIES;
+pub use crate::origin::watch::rules::MAX_BATCH_ENTRIES;
 
 /// What `rrr watch` is asked to do (its command line, converted).
 pub struct Options {
@@ -139,7 +141,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let span = tracing::info_span!("watch", root = %root.display());
     let _in = span.enter();
     let _run_lock = crate::origin::watch_lock(&root, "another watch runs on this tree")?;
-    crate::signals::install();
+    crate::sys::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
         None => None,
         Some(Ok(hb)) => Some(hb),
@@ -180,7 +182,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         retry_at: None,
     };
     d.start(previous)?;
-    crate::notify::notify("READY=1");
+    crate::sys::notify::notify("READY=1");
     d.main_loop()?;
     Ok(Exit::Ok)
 }

@@ -10,7 +10,7 @@
 //!
 //! The loop drains the pipe when a pass starts, so every trigger that
 //! arrives during a pass (however many) makes exactly one more pass right
-//! after it. SIGUSR1 to the loop does the same ([`crate::signals`]).
+//! after it. SIGUSR1 to the loop does the same ([`crate::sys::signals`]).
 //!
 //! The pipe is mode 0620: the loop's user and group may trigger it. An
 //! unprivileged account (an ssh forced command) needs only write access to
@@ -101,7 +101,7 @@ impl Waker {
     /// under the tree's run lock). A pipe that cannot be made leaves the
     /// loop to polling and SIGUSR1: a warning, not an error.
     pub fn listen(state_dir: &Path) -> Waker {
-        crate::signals::install_wake();
+        crate::sys::signals::install_wake();
         let pipe = Listener::open(state_dir)
             .inspect_err(|e| {
                 let path = trigger_path(state_dir);
@@ -111,7 +111,7 @@ impl Waker {
                 );
             })
             .ok();
-        Waker { pipe, signals_seen: crate::signals::wakes() }
+        Waker { pipe, signals_seen: crate::sys::signals::wakes() }
     }
 
     /// A pass starts: what asked for it so far is answered by it.
@@ -119,7 +119,7 @@ impl Waker {
         if let Some(p) = &self.pipe {
             p.take();
         }
-        self.signals_seen = crate::signals::wakes();
+        self.signals_seen = crate::sys::signals::wakes();
     }
 
     /// Wait up to `step` for a trigger or SIGUSR1; true when one came.
@@ -131,7 +131,7 @@ impl Waker {
                 false
             }
         };
-        piped || crate::signals::wakes() != self.signals_seen
+        piped || crate::sys::signals::wakes() != self.signals_seen
     }
 }
 

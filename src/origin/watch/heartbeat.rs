@@ -5,10 +5,10 @@
 //! `synced_to`; and the node-exporter textfile written with each
 //! heartbeat.
 
-use super::log::Log;
+use super::watch_log::Log;
 use super::{wall, Daemon};
 use crate::epoch::Epoch;
-use crate::origin::watch_rules::Heartbeat;
+use crate::origin::watch::rules::Heartbeat;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -26,7 +26,7 @@ pub(super) fn parse_heartbeat(path: &Path) -> Option<Result<Heartbeat, String>> 
 /// The watch daemon's node-exporter textfile: instants as Unix times,
 /// counters since the daemon started, the root as label.
 fn prometheus(root: &str, log: &Log, hb: &Heartbeat, watches: usize, pending: usize) -> String {
-    use crate::mirror::status::prometheus_metric as metric;
+    use crate::mirror::health::prometheus_metric as metric;
     let l = format!("root=\"{}\"", root.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"));
     let one = |v: f64| vec![(l.clone(), v)];
     let ts = |s: &str| s.parse::<f64>().unwrap_or(0.0);

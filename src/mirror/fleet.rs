@@ -1,0 +1,210 @@
+//! `rrr rmirror --config FILE`: every tree of a config on its own thread,
+//! each running [`super::looping`] exactly as a one-tree run does, their
+//! result lines relayed whole to the one stdout. Trees that overlap one
+//! another or their own local remote are refused before any runs.
+
+use crate::config::{self, Footprint};
+use crate::mirror::looping::{self, Options};
+use crate::mirror::remote::Transport;
+use crate::mirror::Config;
+use crate::ops::mirrors::{read_config, Prometheus, Targets};
+use crate::ops::Exit;
+use crate::sys::clock::Clock;
+use anyhow::Result;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+/// What a tree occupies on disk (canonical paths): its localroot, a state
+/// directory outside it, and the remote's tree when SRC is a local path.
+fn footprint(cfg: &Config) -> Footprint {
+    let default_state = cfg.localroot.join(".rrr/state.json");
+    Footprint {
+        localroot: config::canonical(&cfg.localroot),
+        state_dir: (cfg.state_file != default_state).then(|| cfg.state_file.parent().map(config::canonical)).flatten(),
+        origin: (cfg.remote.transport == Transport::Local).then(|| config::canonical(Path::new(&cfg.remote.root))),
+    }
+}
+
+/// Refuse, before anything runs, trees that overlap one another or their
+/// own local remote ([`config::check_footprints`]).
+pub(crate) fn refuse_overlaps(trees: &[Config]) -> Result<()> {
+    let prints: Vec<Footprint> = trees.iter().map(footprint).collect();
+    config::check_footprints(&prints).map_err(|e| anyhow::anyhow!("refused: {e}; nothing was changed"))
+}
+
+/// Set when the stream the trees' results go to has closed: every tree's
+/// next write fails as a closed stdout does.
+static OUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// A tree thread's stdout: whole lines, handed to the thread that owns
+/// the real stream, so lines of two trees never mix.
+struct LineSender {
+    lines: mpsc::Sender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl Write for LineSender {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if OUT_CLOSED.load(Ordering::SeqCst) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        self.buf.extend_from_slice(bytes);
+        if let Some(end) = self.buf.iter().rposition(|b| *b == b'\n') {
+            let rest = self.buf.split_off(end + 1);
+            let line = std::mem::replace(&mut self.buf, rest);
+            self.lines.send(line).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if OUT_CLOSED.load(Ordering::SeqCst) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        Ok(())
+    }
+}
+
+/// `rrr rmirror --config FILE`: every tree on its own thread, each exactly
+/// as `rrr rmirror --remote … --localroot …` runs one: its own schedule,
+/// backoff and state, its run lock held for the whole run, so a hung
+/// upstream delays only its own tree. Options: the command line over the
+/// tree's table over the file's top level over the built-in defaults.
+/// Trees that overlap are refused before any runs. A tree whose lock
+/// another run holds is left to it (named in the log); when that is every
+/// tree the exit is 75, else the worst of the other trees' exits (130
+/// after a signal). One `--prometheus` textfile holds every tree.
+pub(crate) fn run_config(
+    file: &Path,
+    opts: &Options,
+    clock: &Clock,
+    progress: bool,
+    out: &mut dyn Write,
+) -> Result<Exit> {
+    let trees = resolve_trees(file, opts, progress)?;
+    refuse_overlaps(&trees)?;
+    let textfile =
+        opts.prometheus.clone().map(|f| Prometheus { file: f, targets: Targets::Config(file.to_path_buf()) });
+    crate::sys::signals::install();
+    let exits = run_trees(&trees, opts, textfile.as_ref(), clock, out);
+    warn_held(&trees, &exits);
+    Ok(combined_exit(&exits))
+}
+
+/// Every tree's options merged and validated, a step before anything
+/// runs so that one bad `[[tree]]` stops the whole config, naming it.
+fn resolve_trees(file: &Path, opts: &Options, progress: bool) -> Result<Vec<Config>> {
+    let cfg = read_config(file)?;
+    // Progress bars of several trees would draw over one another.
+    let flags = opts.flags(progress && cfg.trees.len() == 1);
+    cfg.merged(&opts.options)
+        .map(|(t, o)| {
+            config::resolve(t, &o, flags)
+                .map_err(|e| anyhow::anyhow!("config {}: tree {}: {e}", file.display(), t.localroot.display()))
+        })
+        .collect()
+}
+
+/// Each tree on its own thread while this one relays their whole lines
+/// to `out` (and marks it closed when it fails); the trees' exits, in
+/// their order.
+fn run_trees(
+    trees: &[Config],
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    out: &mut dyn Write,
+) -> Vec<Exit> {
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = trees
+            .iter()
+            .map(|tree| {
+                let mut sender = LineSender { lines: tx.clone(), buf: Vec::new() };
+                scope.spawn(move || run_tree(tree, opts, textfile, clock, &mut sender))
+            })
+            .collect();
+        drop(tx);
+        for line in rx {
+            if !OUT_CLOSED.load(Ordering::SeqCst) && out.write_all(&line).and_then(|()| out.flush()).is_err() {
+                OUT_CLOSED.store(true, Ordering::SeqCst);
+            }
+        }
+        threads.into_iter().map(|t| t.join().unwrap_or(Exit::Error)).collect()
+    })
+}
+
+/// One tree's thread: its run in its span, its error logged there (a held
+/// lock is left to its holder, a warning) and turned into its exit.
+fn run_tree(
+    tree: &Config,
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    sender: &mut LineSender,
+) -> Exit {
+    let span = looping::span(tree);
+    let _in = span.enter();
+    match looping::run_in_span(tree, opts, textfile, clock, sender) {
+        Ok(exit) => exit,
+        Err(e) if crate::ops::is_closed(&e) => Exit::Differences,
+        Err(e) => {
+            let exit = crate::ops::exit_for_error(&e);
+            if exit == Exit::Locked {
+                tracing::warn!("left to the run that holds it: {e:#}");
+            } else {
+                tracing::error!("pass failed: {e:#}");
+            }
+            exit
+        }
+    }
+}
+
+/// One line naming the trees another run holds, which this run left alone.
+fn warn_held(trees: &[Config], exits: &[Exit]) {
+    let held: Vec<String> =
+        trees.iter().zip(exits).filter(|(_, e)| **e == Exit::Locked).map(|(t, _)| looping::shown_root(t)).collect();
+    if !held.is_empty() {
+        tracing::warn!(
+            "{} of {} held by another run, not mirrored here: {}",
+            crate::output::human::plural(held.len() as u64, "tree", "trees"),
+            trees.len(),
+            held.join(", ")
+        );
+    }
+}
+
+/// The exit of a config run from its trees' exits: 130 when any was
+/// interrupted, 75 when another run holds every tree, else the worst of
+/// the trees that ran (2 over 1 over 0).
+pub(crate) fn combined_exit(exits: &[Exit]) -> Exit {
+    if exits.contains(&Exit::Interrupted) {
+        return Exit::Interrupted;
+    }
+    let ran: Vec<Exit> = exits.iter().copied().filter(|e| *e != Exit::Locked).collect();
+    if ran.is_empty() {
+        return Exit::Locked;
+    }
+    ran.into_iter().fold(Exit::Ok, |worst, e| match (worst, e) {
+        (Exit::Error, _) | (_, Exit::Error) => Exit::Error,
+        (Exit::Ok, e) => e,
+        (w, _) => w,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_run_exits_with_its_worst_tree() {
+        use Exit::*;
+        assert_eq!(combined_exit(&[Ok, Differences, Ok]), Differences);
+        assert_eq!(combined_exit(&[Differences, Error, Ok]), Error);
+        assert_eq!(combined_exit(&[Locked, Ok]), Ok, "a held tree is left to its holder");
+        assert_eq!(combined_exit(&[Locked, Locked]), Locked, "nothing to do here: 75");
+        assert_eq!(combined_exit(&[Error, Interrupted, Locked]), Interrupted);
+    }
+}

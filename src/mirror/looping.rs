@@ -1,0 +1,608 @@
+//! One tree's `rrr rmirror` run: keep a local tree in sync with a remote
+//! collection, one pass or `--loop`. First, writing nothing, it checks
+//! what can fail before the first byte: the remote answers, its principal
+//! is valid, and the tree may be mirrored into (docs/decisions.md#ownership; `--adopt`).
+//! Then it creates the localroot and takes its run lock (`take_run_lock`,
+//! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
+//! second one exits 75 at once, naming the holder (a tree that already has
+//! the lock file is locked first, before the remote is asked). The lock is
+//! held until the run ends, `--loop` included.
+//! SIGINT/SIGTERM set a flag and stop the running rsync; the pass stops at
+//! the next safe point after saving its state and the run exits 130. A
+//! failed pass is reported (one line; `-v` adds the rsync command and its
+//! stderr) and, with `--loop`, followed by the next one after a pause that
+//! doubles with each failed pass in a row.
+//!
+//! Everything it logs is inside an `rmirror` span naming the tree
+//! (`localroot`, absolute, and `remote`). After each pass it rewrites the
+//! `--prometheus` textfile, runs the `--on-pass` hook ([`crate::hook`])
+//! when the pass changed something or failed, and, with `--loop`, stops
+//! (exit 1, state saved) when its log stream or stdout has closed.
+//! `--config FILE` runs several trees, each on its own thread through this
+//! same code (`mirror::fleet`). A tree's options are merged and
+//! validated once, before anything runs ([`crate::config`]).
+
+use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
+use crate::mirror::trigger_pipe::Waker;
+use crate::mirror::{Config, Mirror, PassReport, Refused, State};
+use crate::ops::mirrors::Prometheus;
+use crate::ops::{is_closed, Exit};
+use crate::store::{LockError, RunLock};
+use crate::sys::clock::Clock;
+use crate::sys::signals::Interrupted;
+use anyhow::{Context, Result};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Seconds an rsync may move no data before it is stopped
+/// (docs/decisions.md#defaults: 300 s, watched by rrr itself,
+/// `rsync::Rsync::stall_limit`, instead of rsync's `--timeout`).
+pub const DEFAULT_TIMEOUT: u64 = config::DEFAULT_TIMEOUT;
+
+/// Which trees a run mirrors.
+#[derive(Clone, Debug)]
+pub enum Trees {
+    /// `--remote SRC --localroot DIR [--state FILE]`.
+    One(TreeSpec),
+    /// Every `[[tree]]` of this TOML file, each on its own thread.
+    Config(PathBuf),
+}
+
+/// What `rrr rmirror` was asked to do, as the binary parsed it: which
+/// trees, the per-tree options the command line set (the top layer of
+/// [`crate::config`]), and the settings of the run itself.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// One tree from the command line, or a config file's trees.
+    pub trees: Trees,
+    /// Per-tree options given on the command line; they beat the config.
+    pub options: OptionLayer,
+    /// `--loop`: passes until SIGINT/SIGTERM instead of one.
+    pub looping: bool,
+    /// `--accept-deletes`: the next whole-tree pass may delete a mass of the tree.
+    pub accept_deletes: bool,
+    /// List what would be transferred and deleted; change nothing.
+    pub dry_run: bool,
+    /// Reconcile once with a whole-tree rsync.
+    pub full: bool,
+    /// Make a tree that is not (yet) a mirror of SRC one (docs/decisions.md#ownership).
+    pub adopt: bool,
+    /// The node-exporter textfile to rewrite after each pass and heartbeat
+    /// (one file for every tree of a config).
+    pub prometheus: Option<PathBuf>,
+    /// One JSON object per pass on stdout instead of the summary line.
+    pub json: bool,
+}
+
+impl Options {
+    /// The run's settings that every tree shares.
+    pub(crate) fn flags(&self, progress: bool) -> RunFlags {
+        RunFlags { dry_run: self.dry_run, progress, accept_deletes: self.accept_deletes }
+    }
+}
+
+/// Whether a pass did nothing worth a line at the default level.
+pub(crate) fn is_idle(r: &PassReport) -> bool {
+    !r.bootstrap
+        && !r.dry_run
+        && r.transferred == 0
+        && r.deleted == 0
+        && r.vanished == 0
+        && r.deletes_skipped == 0
+        && r.deletes_pending == 0
+        && r.refused.is_empty()
+        && r.failing.is_empty()
+        && r.errors.is_empty()
+        && r.future == 0
+        && !r.dirtymark_changed
+}
+
+/// The summary of a pass as a person reads it (the log's `pass` line).
+pub(crate) fn summary_line(r: &PassReport) -> String {
+    let mut s = format!(
+        "{}{}: {} transferred ({}), {} deleted",
+        if r.dry_run { "dry run" } else { "pass" },
+        if r.bootstrap { " (bootstrap)" } else { "" },
+        crate::output::human::count(r.transferred),
+        crate::output::human::size(r.bytes),
+        crate::output::human::count(r.deleted),
+    );
+    if r.deletes_skipped > 0 {
+        s.push_str(&format!(
+            ", {}",
+            crate::output::human::plural(r.deletes_skipped, "delete skipped", "deletes skipped")
+        ));
+    }
+    if r.deletes_pending > 0 {
+        s.push_str(&format!(
+            ", {}",
+            crate::output::human::plural(r.deletes_pending, "delete pending", "deletes pending")
+        ));
+    }
+    if !r.refused.is_empty() {
+        s.push_str(&format!(", {} refused", r.refused.len()));
+    }
+    if !r.failing.is_empty() {
+        s.push_str(&format!(", {} failing", r.failing.len()));
+    }
+    if r.future > 0 {
+        s.push_str(&format!(", {} from the future", r.future));
+    }
+    if !r.errors.is_empty() {
+        s.push_str(&format!(", {}", crate::output::human::plural(r.errors.len() as u64, "error", "errors")));
+    }
+    if !r.read.is_empty() {
+        s.push_str(&format!("; read {}", r.read.join(" ")));
+    }
+    s.push_str(&format!("; {}", crate::output::human::duration(r.seconds)));
+    if r.seconds >= 1.0 && r.bytes > 0 {
+        s.push_str(&format!(" ({})", crate::output::human::rate(r.bytes as f64 / r.seconds)));
+    }
+    if r.complete {
+        s.push_str("; complete");
+    }
+    s
+}
+
+/// rmirror's run lock, `<localroot>/.rrr/rmirror.flock` (flock: it dies
+/// with its holder). A held lock is "another rmirror runs" (exit 75);
+/// any other failure (a full disk, permissions) says what it is. A
+/// `rmirror.lock/` directory of an older rrr is removed once this is held.
+pub(crate) fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
+    let lock = RunLock::try_acquire(&state_dir.join("rmirror.flock")).map_err(|e| match e {
+        LockError::Busy { .. } => anyhow::Error::new(e).context("another rmirror runs on this target"),
+        e => anyhow::Error::new(e),
+    })?;
+    crate::store::remove_legacy_lock_dir(&state_dir.join("rmirror.lock"));
+    Ok(lock)
+}
+
+/// The tree as log lines, pass objects and textfile labels name it: absolute.
+pub(crate) fn shown_root(cfg: &Config) -> String {
+    std::path::absolute(&cfg.localroot).unwrap_or_else(|_| cfg.localroot.clone()).display().to_string()
+}
+
+/// The span every line about this tree is logged in.
+pub(crate) fn span(cfg: &Config) -> tracing::Span {
+    tracing::info_span!("rmirror", localroot = %shown_root(cfg), remote = %cfg.remote.src)
+}
+
+/// One tree, in the [`span`] the caller entered, rewriting `textfile`
+/// after each pass. With `--json`, a run that fails still prints a
+/// `{"kind": "error"}` object on stdout.
+pub(crate) fn run_in_span(
+    cfg: &Config,
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    out: &mut dyn Write,
+) -> Result<Exit> {
+    let res = passes(cfg, opts, textfile, clock, out);
+    if let Err(e) = &res {
+        if opts.json && !is_closed(e) {
+            let _ = print_line(out, &error_object(cfg, e).to_string());
+        }
+    }
+    res
+}
+
+fn print_line(out: &mut dyn Write, line: &str) -> io::Result<()> {
+    writeln!(out, "{line}")?;
+    out.flush()
+}
+
+fn error_object(cfg: &Config, e: &anyhow::Error) -> serde_json::Value {
+    serde_json::json!({"kind": "error", "localroot": shown_root(cfg), "remote": cfg.remote.src,
+                       "message": format!("{e:#}")})
+}
+
+/// Whether a whole-tree pass is due under `--full-every`: the last one
+/// (or the mirror's start) is that old.
+pub(crate) fn full_due(state: &State, every: Duration, now: f64) -> bool {
+    state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every.as_secs_f64())
+}
+
+/// Take the run lock before anything else when the tree already has one
+/// (`.rrr/rmirror.flock` exists): a run on a held tree ends at once,
+/// without asking the remote; nothing is created for a new tree.
+fn lock_if_known(cfg: &Config, opts: &Options) -> Result<Option<RunLock>> {
+    let state_dir = cfg.state_dir();
+    if opts.dry_run || !state_dir.join("rmirror.flock").is_file() {
+        return Ok(None);
+    }
+    take_run_lock(&state_dir).map(Some)
+}
+
+/// One tree's run, as the steps below: [`Run::start`] (a known tree's
+/// lock, the mirror), [`Run::settle`] (what can fail before the first
+/// byte, then the lock), then [`Run::pass_loop`].
+fn passes(
+    cfg: &Config,
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    clock: &Clock,
+    out: &mut dyn Write,
+) -> Result<Exit> {
+    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg) };
+    let (mut m, early_lock) = run.start()?;
+    let _lock = match run.settle(&mut m, early_lock, out)? {
+        Step::Go(lock) => lock,
+        Step::End(exit) => return Ok(exit),
+    };
+    run.pass_loop(&mut m, out)
+}
+
+/// What every step of one tree's run reads: its options, the run's
+/// settings, the textfile to rewrite, the clock.
+struct Run<'a> {
+    cfg: &'a Config,
+    opts: &'a Options,
+    textfile: Option<&'a Prometheus>,
+    clock: &'a Clock,
+    /// The tree as log lines, pass objects and the hook name it.
+    shown: String,
+}
+
+/// How a step ended: the run goes on with its result, or ends with this exit.
+enum Step<T> {
+    Go(T),
+    End(Exit),
+}
+
+impl Run<'_> {
+    /// The textfile and the `--on-pass` hook after a pass (or a failed one).
+    fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
+        after_pass(self.cfg, self.opts, self.textfile, &self.shown, exit, rep, err);
+    }
+
+    /// A step of its own because it runs before anything is asked or
+    /// written: a tree whose lock file exists is locked first, so a second
+    /// run on it ends at once; then the mirror is built, its heartbeat
+    /// rewriting the textfile.
+    fn start(&self) -> Result<(Mirror<'static>, Option<RunLock>)> {
+        let (cfg, opts, clock) = (self.cfg, self.opts, self.clock);
+        let early_lock = match lock_if_known(cfg, opts) {
+            Ok(lock) => lock,
+            Err(e) => {
+                self.after_pass(Exit::Error, None, Some(&e));
+                return Err(e);
+            }
+        };
+        crate::sys::signals::install();
+        let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::sys::signals::STOP)?;
+        m.full = opts.full;
+        if let Some(p) = self.textfile.cloned().filter(|_| !opts.dry_run) {
+            let c = clock.clone();
+            m.on_heartbeat = Some(Box::new(move || p.write(&c)));
+        }
+        Ok((m, early_lock))
+    }
+
+    /// Everything that can fail before the first byte (the remote answers,
+    /// its principal is valid, the tree may be mirrored into) runs before
+    /// the localroot or `.rrr/` is created: a refusal writes nothing. With
+    /// `--loop` a remote that does not answer yet is tried again (backing
+    /// off); a refusal or a held lock ends the run. Goes on with the run
+    /// lock (none for a dry run).
+    fn settle(
+        &self,
+        m: &mut Mirror,
+        mut early_lock: Option<RunLock>,
+        out: &mut dyn Write,
+    ) -> Result<Step<Option<RunLock>>> {
+        let (cfg, opts) = (self.cfg, self.opts);
+        let mut failed_passes = 0u32;
+        loop {
+            let attempt = self.clock.now();
+            let settled = self.settle_once(m, &mut early_lock);
+            if let Err(e) = &settled {
+                if let Err(why) = m.record_failed_attempt(&attempt, e, early_lock.is_some()) {
+                    tracing::warn!("cannot record the failed attempt: {why:#}");
+                }
+            }
+            match settled {
+                Ok(lock) => return Ok(Step::Go(lock)),
+                Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
+                    tracing::info!("interrupted; nothing was changed");
+                    return Ok(Step::End(Exit::Interrupted));
+                }
+                Err(e)
+                    if !opts.looping
+                        || e.downcast_ref::<Refused>().is_some()
+                        || crate::ops::exit_for_error(&e) == Exit::Locked =>
+                {
+                    self.after_pass(Exit::Error, None, Some(&e));
+                    return Err(e);
+                }
+                Err(e) => {
+                    failed_passes += 1;
+                    if report_failed_pass(&e, cfg, opts, out).is_err() || crate::output::log::closed() {
+                        return Ok(Step::End(Exit::Differences));
+                    }
+                    self.after_pass(Exit::Error, None, Some(&e));
+                    if !pause(cfg.interval, failed_passes, None, None) {
+                        tracing::info!("interrupted; nothing was changed");
+                        return Ok(Step::End(Exit::Interrupted));
+                    }
+                }
+            }
+        }
+    }
+
+    /// One attempt of [`Run::settle`]: ownership checked without writing,
+    /// then the localroot, `.rrr/` and the run lock, then ownership again
+    /// under the lock (another run may have finished meanwhile).
+    fn settle_once(&self, m: &mut Mirror, early_lock: &mut Option<RunLock>) -> Result<Option<RunLock>> {
+        let (cfg, opts) = (self.cfg, self.opts);
+        let state_dir = cfg.state_dir();
+        m.settle_ownership(opts.adopt, opts.dry_run)?;
+        if opts.dry_run {
+            return Ok(None);
+        }
+        let lock = match early_lock.take() {
+            Some(lock) => lock,
+            None => {
+                std::fs::create_dir_all(&cfg.localroot)
+                    .with_context(|| format!("cannot create {}", cfg.localroot.display()))?;
+                std::fs::create_dir_all(&state_dir)
+                    .with_context(|| format!("cannot create {}", state_dir.display()))?;
+                take_run_lock(&state_dir)?
+            }
+        };
+        crate::mirror::remote::clean_stale(&state_dir);
+        m.settle_ownership(opts.adopt, true)?;
+        Ok(Some(lock))
+    }
+
+    /// The passes: one, or with `--loop` until stopped, pausing between
+    /// them ([`pause`]: the interval, a backoff after failures, or a
+    /// trigger). Ends when the log stream closes, so a supervisor restarts
+    /// a daemon nobody hears.
+    fn pass_loop(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Exit> {
+        let opts = self.opts;
+        let mut trigger = (opts.looping && !opts.dry_run).then(|| Waker::listen(&self.cfg.state_dir()));
+        crate::sys::notify::notify("READY=1");
+        let mut failed_passes = 0u32;
+        loop {
+            let started = std::time::Instant::now();
+            // Triggers that came before this pass starts are answered by it;
+            // any that come during it make one more pass.
+            if let Some(t) = &mut trigger {
+                t.pass_starts();
+            }
+            let last = match self.one_pass(m, out)? {
+                Step::Go(exit) => exit,
+                Step::End(exit) => return Ok(exit),
+            };
+            if !opts.looping {
+                return Ok(last);
+            }
+            if crate::output::log::closed() {
+                // Nobody hears us any more: let the supervisor restart us.
+                return Ok(Exit::Differences);
+            }
+            failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
+            if !pause(self.cfg.interval, failed_passes, Some(started), trigger.as_mut()) {
+                tracing::info!("interrupted; state saved");
+                return Ok(Exit::Interrupted);
+            }
+        }
+    }
+
+    /// One pass and what follows it: its exit, or the run's end (a signal,
+    /// a closed stdout, a failed one-shot pass). A whole-tree pass is made
+    /// when `--full-every` says one is due.
+    fn one_pass(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Step<Exit>> {
+        let (cfg, opts) = (self.cfg, self.opts);
+        if let Some(every) = cfg.full_every {
+            if !m.full && full_due(&m.state, every, self.clock.now_f64()) {
+                tracing::info!(
+                    "a whole-tree pass is due (--full-every {})",
+                    crate::output::human::duration(every.as_secs_f64())
+                );
+                m.full = true;
+            }
+        }
+        match m.pass() {
+            Ok(rep) => self.passed(m, rep, out),
+            Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
+                tracing::info!("interrupted; state saved");
+                Ok(Step::End(Exit::Interrupted))
+            }
+            Err(e) => {
+                if !opts.looping {
+                    self.after_pass(Exit::Error, None, Some(&e));
+                    return Err(e);
+                }
+                if report_failed_pass(&e, cfg, opts, out).is_err() {
+                    return Ok(Step::End(Exit::Differences));
+                }
+                self.after_pass(Exit::Error, None, Some(&e));
+                Ok(Step::Go(Exit::Error))
+            }
+        }
+    }
+
+    /// A finished pass: the time of a good whole-tree pass saved, the
+    /// report on stdout (a JSON object, or what a dry run would do), the
+    /// log line, sd_notify's status, the textfile and the hook.
+    fn passed(&self, m: &mut Mirror, mut rep: PassReport, out: &mut dyn Write) -> Result<Step<Exit>> {
+        let opts = self.opts;
+        rep.localroot = self.shown.clone();
+        rep.remote = self.cfg.remote.src.clone();
+        if rep.bootstrap && rep.ok && !opts.dry_run {
+            m.state.last_full = Some(self.clock.now());
+            m.save()?;
+        }
+        let printed = if opts.json {
+            print_line(out, &serde_json::to_string(&rep)?)
+        } else {
+            rep.would
+                .iter()
+                .try_for_each(|w| writeln!(out, "{}", crate::recentfile::escape_path(w)))
+                .and_then(|()| out.flush())
+        };
+        if let Err(e) = printed {
+            if opts.looping {
+                tracing::info!("stdout closed: stopping (state saved)");
+                return Ok(Step::End(Exit::Differences));
+            }
+            return Err(e.into());
+        }
+        log_pass(&rep);
+        crate::sys::notify::notify(&format!("STATUS={}", summary_line(&rep)));
+        let exit = exit_of(&rep);
+        self.after_pass(exit, Some(&rep), None);
+        Ok(Step::Go(exit))
+    }
+}
+
+/// The pass's summary line: at debug level for an idle pass (4,320 a day
+/// per tree would drown the log), a warning when it had errors. In JSON
+/// the object carries the pass report's fields.
+fn log_pass(rep: &PassReport) {
+    let level = if !rep.errors.is_empty() {
+        tracing::Level::WARN
+    } else if is_idle(rep) {
+        tracing::Level::DEBUG
+    } else {
+        tracing::Level::INFO
+    };
+    let mut fields = serde_json::to_value(rep).unwrap_or_default();
+    if let Some(o) = fields.as_object_mut() {
+        o.shift_remove("kind");
+        o.shift_remove("would");
+    }
+    crate::output::log::emit(level, "pass", &fields, &summary_line(rep));
+}
+
+/// After a pass (or a failed one): rewrite the textfile, run the hook.
+fn after_pass(
+    cfg: &Config,
+    opts: &Options,
+    textfile: Option<&Prometheus>,
+    shown: &str,
+    exit: Exit,
+    rep: Option<&PassReport>,
+    err: Option<&anyhow::Error>,
+) {
+    if opts.dry_run {
+        return;
+    }
+    if let Some(p) = textfile {
+        p.write(&Clock::system());
+    }
+    if let Some(cmd) = &cfg.on_pass {
+        if crate::hook::wanted(rep) {
+            let msg = err.map(|e| format!("{e:#}"));
+            let env = crate::hook::environment(shown, &cfg.remote.src, exit as i32, rep, msg.as_deref());
+            crate::hook::after_pass(cmd, cfg.on_pass_timeout, &env);
+        }
+    }
+}
+
+/// Report a pass that failed (`--loop` goes on): in the log, and as a
+/// `{"kind": "error"}` object with `--json`. An error: stdout closed.
+fn report_failed_pass(e: &anyhow::Error, cfg: &Config, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
+    tracing::error!("pass failed: {e:#}");
+    if opts.json {
+        print_line(out, &error_object(cfg, e).to_string())?;
+    }
+    Ok(())
+}
+
+/// Wait before the next `--loop` pass: until `interval` after the start of
+/// a good pass, or [`pause_after`] a failed one, or until `rrr trigger`
+/// or SIGUSR1 asks for a pass now. False when stopped.
+fn pause(
+    interval: Duration,
+    failed_passes: u32,
+    started: Option<std::time::Instant>,
+    mut trigger: Option<&mut Waker>,
+) -> bool {
+    let pause = pause_after(interval, failed_passes);
+    if failed_passes > 0 {
+        tracing::warn!("{}", backoff_line(failed_passes, pause));
+    }
+    let wait = match started {
+        Some(t) if failed_passes == 0 => pause.saturating_sub(t.elapsed()),
+        _ => pause,
+    };
+    let end = std::time::Instant::now() + wait;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero()) {
+        if crate::sys::signals::stop_requested() {
+            return false;
+        }
+        let step = Duration::from_millis(50).min(left);
+        let woken = match trigger.as_deref_mut() {
+            Some(t) => t.wait(step),
+            None => {
+                std::thread::sleep(step);
+                false
+            }
+        };
+        if woken {
+            tracing::debug!("triggered: passing now");
+            break;
+        }
+    }
+    !crate::sys::signals::stop_requested()
+}
+
+/// The exit status of a finished pass: 2 with errors; 1 with refused
+/// events, deletes left pending, failing paths, or a whole-tree pass owed.
+pub(crate) fn exit_of(rep: &PassReport) -> Exit {
+    if !rep.errors.is_empty() {
+        Exit::Error
+    } else if !rep.refused.is_empty() || rep.deletes_pending > 0 || rep.max_delete_reached || !rep.failing.is_empty() {
+        Exit::Differences
+    } else {
+        Exit::Ok
+    }
+}
+
+/// The warning after a failed `--loop` pass: how many in a row, and when
+/// the next one comes.
+pub(crate) fn backoff_line(failed_passes: u32, pause: Duration) -> String {
+    let n = if failed_passes == 1 {
+        "1 failed pass".to_string()
+    } else {
+        format!("{failed_passes} failed passes in a row")
+    };
+    format!("{n}; next pass in {}", crate::output::human::duration(pause.as_secs_f64()))
+}
+
+/// Seconds between pass starts with `--loop`: the interval, doubled for
+/// each failed pass in a row (the first failure waits the interval), at
+/// most 10 minutes; a good pass resets it (docs/decisions.md#retries).
+pub(crate) fn pause_after(interval: Duration, failed_passes: u32) -> Duration {
+    let base = interval;
+    if failed_passes == 0 {
+        return base;
+    }
+    let doubled = base.saturating_mul(1u32 << (failed_passes - 1).min(20));
+    doubled.min(MAX_BACKOFF).max(base)
+}
+
+/// The longest pause between failing `--loop` passes.
+const MAX_BACKOFF: Duration = Duration::from_secs(600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_ten_minutes() {
+        let secs = |n| pause_after(Duration::from_secs(20), n).as_secs();
+        assert_eq!([secs(0), secs(1), secs(2), secs(3), secs(5), secs(6), secs(40)], [20, 20, 40, 80, 320, 600, 600]);
+        assert_eq!(pause_after(Duration::from_secs(900), 3).as_secs(), 900, "never below the interval");
+    }
+
+    #[test]
+    fn counts_are_pluralised() {
+        assert_eq!(crate::output::human::plural(1, "delete pending", "deletes pending"), "1 delete pending");
+        assert_eq!(crate::output::human::plural(2, "delete pending", "deletes pending"), "2 deletes pending");
+        assert_eq!(backoff_line(1, Duration::from_secs(20)), "1 failed pass; next pass in 20 s");
+    }
+}

@@ -1,0 +1,185 @@
+//! What a pass reports and the types the mirror's files share: the pass
+//! report ([`PassReport`]) with its refused events and failing paths, a
+//! fetched recentfile, rsync's itemized output counted, and the test hook
+//! that aborts at a named point. A leaf: the mirror's files import it,
+//! it imports none of them.
+
+use crate::epoch::Epoch;
+use crate::recentfile::{EventKind, Recentfile};
+use serde::Serialize;
+
+/// A failing path as the pass reports it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct FailingReport {
+    pub path: String,
+    pub epoch: Option<Epoch>,
+    pub message: String,
+    pub attempts: u64,
+}
+
+/// What one pass did (the `--json` object has `"kind": "pass"`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct PassReport {
+    pub kind: &'static str,
+    /// The tree (absolute) and SRC, so that the passes of several trees can be told apart.
+    pub localroot: String,
+    pub remote: String,
+    /// The pass finished without errors (refused events are not errors).
+    pub ok: bool,
+    /// Every event of the principal and the files it needs is done.
+    pub complete: bool,
+    pub bootstrap: bool,
+    pub dry_run: bool,
+    /// Recentfiles read this pass, smallest first.
+    pub read: Vec<String>,
+    /// Files rsync really transferred (its itemized output).
+    pub transferred: u64,
+    pub bytes: u64,
+    pub deleted: u64,
+    /// Delete events skipped (`--skip-deletes`) or left pending (`--max-delete`).
+    pub deletes_skipped: u64,
+    pub deletes_pending: u64,
+    /// `--max-delete` stopped deletes in this run (or [`Self::mass_deletes_held`]).
+    pub max_delete_reached: bool,
+    /// A whole-tree pass stopped before deleting more than 10 % of the
+    /// mirror (`--max-delete N` covering it, or `--accept-deletes`, go on).
+    pub mass_deletes_held: bool,
+    pub refused: Vec<Refusal>,
+    /// Paths the origin could not send, after this pass.
+    pub failing: Vec<FailingReport>,
+    /// Events skipped because their epoch is more than an hour ahead.
+    pub future: u64,
+    pub vanished: u64,
+    /// Errors, each with its message.
+    pub errors: Vec<String>,
+    pub newest_applied: Option<Epoch>,
+    pub dirtymark_changed: bool,
+    pub seconds: f64,
+    /// `--dry-run`: what would be done, `new PATH` / `delete PATH`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would: Vec<String>,
+}
+
+/// A fetched recentfile, parsed.
+pub(super) struct Fetched {
+    pub(super) name: String,
+    pub(super) rf: Recentfile,
+}
+
+/// One refused event, as reported.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Refusal {
+    pub file: String,
+    pub epoch: Epoch,
+    #[serde(rename = "type")]
+    pub kind: Option<EventKind>,
+    pub path: String,
+    pub reason: String,
+}
+
+/// Test hook (debug builds only: a release rrr ignores the variable):
+/// `RRR_TEST_ABORT_AT=before-deletes` or `after-chunk:N` aborts the process
+/// there (like kill -9: no cleanup), for the resume tests.
+pub(super) fn abort_point(what: &str, n: u64) {
+    #[cfg(not(debug_assertions))]
+    let _ = (what, n);
+    #[cfg(debug_assertions)]
+    if let Ok(v) = std::env::var("RRR_TEST_ABORT_AT") {
+        let hit = match v.split_once(':') {
+            Some((w, k)) => w == what && k.parse::<u64>().ok() == Some(n),
+            None => v == what,
+        };
+        if hit {
+            tracing::error!("test hook: aborting at {v}");
+            std::process::abort();
+        }
+    }
+}
+
+/// What rsync's `transfer::OUT_FORMAT` lines said: one line per item it changed,
+/// so this counts what really arrived (not what was asked for).
+#[derive(Debug, Default)]
+pub(super) struct Itemized {
+    pub(super) files: u64,
+    pub(super) bytes: u64,
+    pub(super) deleted: u64,
+    /// Of those, files (not directories: a dry run names them with a `/`).
+    pub(super) deleted_files: u64,
+    /// Keep [`Itemized::would`] (a dry run).
+    pub(super) listing: bool,
+    /// `new PATH` / `delete PATH`.
+    pub(super) would: Vec<String>,
+}
+
+impl Itemized {
+    pub(super) fn listing(listing: bool) -> Itemized {
+        Itemized { listing, ..Itemized::default() }
+    }
+
+    pub(super) fn line(&mut self, line: &str) {
+        if self.stats_line(line) {
+            return;
+        }
+        if let Some(rest) = line.strip_prefix("*deleting") {
+            self.deleted += 1;
+            let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
+            if !name.ends_with('/') {
+                self.deleted_files += 1;
+            }
+            if self.listing {
+                self.would.push(format!("delete {}", crate::rsync::unescape(name)));
+            }
+            return;
+        }
+        let mut it = line.splitn(3, ' ');
+        let (Some(item), Some(len), Some(name)) = (it.next(), it.next(), it.next()) else { return };
+        let b = item.as_bytes();
+        if b.len() != 11 {
+            return;
+        }
+        // `>f`: a file received; `cL` etc.: a symlink (or device) created.
+        let received = b[0] == b'>' && b[1] == b'f';
+        let created = b[0] == b'c' && b[1] != b'd';
+        if received || created {
+            self.files += 1;
+            if received {
+                self.bytes += len.parse::<u64>().unwrap_or(0);
+            }
+            if self.listing {
+                self.would.push(format!("new {}", crate::rsync::unescape(name)));
+            }
+        }
+    }
+
+    /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
+    /// see [`Mirror::bootstrap_command`]), counted the way the itemized
+    /// lines would be: regular files received and links, devices or
+    /// specials created; their bytes; deletes. Returns whether it was one.
+    fn stats_line(&mut self, line: &str) -> bool {
+        fn number(s: &str) -> u64 {
+            let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
+            digits.replace(',', "").parse().unwrap_or(0)
+        }
+        if let Some(rest) = line.strip_prefix("Number of regular files transferred:") {
+            self.files += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Total transferred file size:") {
+            self.bytes += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of deleted files:") {
+            self.deleted += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of created files:") {
+            // "424 (reg: 382, dir: 41, link: 1)": the regular ones are
+            // among those transferred.
+            let kinds = rest.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
+            for kind in kinds.split(',') {
+                if let Some((k, n)) = kind.split_once(':') {
+                    if matches!(k.trim(), "link" | "dev" | "special") {
+                        self.files += number(n);
+                    }
+                }
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+}

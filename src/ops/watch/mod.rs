@@ -44,6 +44,7 @@ use crate::ops::{Ctx, Exit};
 use crate::origin::watch_rules::{Batch, Pace};
 use crate::origin::watcher::Watcher;
 use crate::origin::Writer;
+use crate::recentfile::RelPath;
 use crate::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
 use std::collections::VecDeque;
@@ -225,11 +226,11 @@ impl Daemon<'_> {
     }
 
     /// The absolute path of `rel` ("" is the root).
-    fn abs(&self, rel: &str) -> PathBuf {
+    fn abs(&self, rel: &RelPath) -> PathBuf {
         if rel.is_empty() {
             self.root.clone()
         } else {
-            self.root.join(rel)
+            self.root.join(rel.as_path())
         }
     }
 }

@@ -14,6 +14,7 @@ mod format;
 mod locks;
 mod mixed_writers;
 mod names;
+mod names_bytes;
 mod operator;
 mod origin;
 mod packaging;

@@ -512,7 +512,7 @@ mod tests {
             (b"'caf\xe9 x'", b"caf\xe9 x"),
             (b"'it''s \xff'", b"it's \xff"),
             (b"\xff\xc3\xa9/\xe2\x82", b"\xff\xc3\xa9/\xe2\x82"),
-            (b"f\xff\r", b"f\xff"),
+            (b"f\xff\r", b"f\xff\r"),
         ] {
             let rf = parse_bytes(&around(&item("1700000002.5", path, "new")), Format::Yaml).unwrap();
             let paths: Vec<&[u8]> = rf.events.iter().map(|e| e.path.as_bytes()).collect();

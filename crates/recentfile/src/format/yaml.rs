@@ -1028,12 +1028,12 @@ fn decode_double_quoted(inner: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The bytes YAML::Syck loads from a one-line scalar `v` that may hold
-/// bytes that are not UTF-8: double-quoted (escapes decoded),
-/// single-quoted (`''` is a quote), or plain (trailing spaces and a CR
-/// dropped, as Syck drops them). `None` when it is none of these.
+/// The bytes of a one-line scalar `v` that may hold bytes that are not
+/// UTF-8: double-quoted (escapes decoded), single-quoted (`''` is a
+/// quote), or plain (trailing spaces dropped; a trailing CR is kept, as
+/// the line reader keeps it: Syck writes a name ending in CR plain, and
+/// rrr reads it back exactly). `None` when it is none of these.
 pub(crate) fn scalar_bytes(v: &[u8]) -> Option<Vec<u8>> {
-    let v = v.strip_suffix(b"\r").unwrap_or(v);
     match v.first()? {
         b'"' => decode_double_quoted(v.trim_ascii_end().strip_prefix(b"\"")?.strip_suffix(b"\"")?),
         b'\'' => {
@@ -1055,7 +1055,7 @@ pub(crate) fn scalar_bytes(v: &[u8]) -> Option<Vec<u8>> {
         b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
         _ => {
             let mut end = v.len();
-            while end > 0 && matches!(v[end - 1], b' ' | b'\r') {
+            while end > 0 && v[end - 1] == b' ' {
                 end -= 1;
             }
             let v = &v[..end];

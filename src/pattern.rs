@@ -221,6 +221,23 @@ mod tests {
     }
 
     #[test]
+    fn names_are_bytes() {
+        let ex = |p: &str, rel: &[u8]| Pattern::parse(p).unwrap().excludes(rel, false);
+        for (p, rel, want) in [
+            ("*.tmp", &b"caf\xe9.tmp"[..], true),
+            ("caf?.txt", b"caf\xe9.txt", true),
+            ("caf?.txt", b"caf\xc3\xa9.txt", true),
+            ("[!a]", b"\xff", true),
+            ("[a]", b"\xff", false),
+            ("**", b"\xfe/\xff\nx", true),
+            ("/top/***", b"top/\x80/f", true),
+            ("*.gz", b"\xff.tgz", false),
+        ] {
+            assert_eq!(ex(p, rel), want, "{p} {}", String::from_utf8_lossy(rel));
+        }
+    }
+
+    #[test]
     fn table() {
         for (p, rel, want) in [
             ("*.gz", "a.gz", true),

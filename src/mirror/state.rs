@@ -479,6 +479,13 @@ mod tests {
         let back: State = serde_json::from_value(v).unwrap();
         assert_eq!(back, s);
         assert!(back.done_union().complete_through(&now));
+        // Paths that are not UTF-8 keep their bytes: `{"bytes": "<hex>"}`.
+        s.pending_deletes.push(PendingDelete { epoch: now.clone(), path: RelPath::from(b"d/caf\xe9".to_vec()) });
+        s.fail(b"x/\xff\xfe", None, "Permission denied (13)", &now);
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains(r#""path":{"bytes":"642f636166e9"}"#), "{text}");
+        assert!(text.contains(r#""path":{"bytes":"782ffffe"}"#), "{text}");
+        assert_eq!(parse_state(text.as_bytes()).unwrap(), s);
         // A state of an older rrr (no id, no failing) still reads.
         let old: State = serde_json::from_str(r#"{"version":1,"remote":"h::m/RECENT.recent"}"#).unwrap();
         assert_eq!((old.id, old.failing.len(), old.resync), (None, 0, false));

@@ -51,7 +51,7 @@ pub(crate) enum Finding {
     IntervalMismatch { file: String, meta_interval: String },
     /// An event the reader skipped (unknown type, unreadable path or item).
     SkippedEvent { file: String, line: Option<usize>, epoch: String, path: RelPath, reason: String },
-    /// A tree entry that cannot be indexed (a name that is not UTF-8).
+    /// A tree entry that cannot be indexed (unreadable, or a name over 4096 bytes).
     Unindexable { path: RelPath, reason: String },
 }
 

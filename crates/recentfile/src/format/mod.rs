@@ -220,8 +220,8 @@ pub struct Skipped {
     /// Why it was skipped.
     pub reason: String,
     /// Whether a writer that rewrote the file without this event would
-    /// lose one that other readers use (a Perl tool reads a name that is
-    /// not UTF-8, or an item rrr's YAML reader rejects): rrr's writers
+    /// lose one that other readers use (an item rrr's YAML reader
+    /// rejects, which YAML::Syck may read): rrr's writers
     /// refuse to rewrite such a file. An unknown type, an over-long path
     /// and a missing path (`path: ~`) are useless to every reader.
     pub keep_on_rewrite: bool,

@@ -247,7 +247,7 @@ impl Outline {
 /// strictly decreasing (protocol.md 7.4), paths at most 4096 bytes
 /// (protocol.md 14; the other path rules are the mirror's), the size
 /// within [`MAX_FILE_BYTES`]. An event that cannot be used (an
-/// unknown type, no path or type, a path that is not UTF-8 or too long,
+/// unknown type, no path or type, a path that is too long,
 /// an item no YAML reader takes) is skipped, not fatal, and listed in
 /// [`Recentfile::skipped`] (protocol.md 4.2); an event without a readable epoch
 /// breaks the list and so the file. A bare

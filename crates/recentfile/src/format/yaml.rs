@@ -594,9 +594,8 @@ fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
     v != "null"
 }
 
-/// A path value decoded as the line reader decodes it, or `None` (also
-/// for a name that is not UTF-8, which only a quoted value can spell:
-/// the line reader and `validate` skip that event).
+/// A path value decoded as the line reader decodes it (a name that is
+/// not UTF-8 as its `NOT_UTF8` carrier), or `None`.
 fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
     if plain_path_ok_with(v, colon_or_hash) {
         return Some(v.to_string());

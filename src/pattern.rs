@@ -15,11 +15,15 @@
 //! - a trailing `/` matches directories only; a trailing `/***` matches the
 //!   directory and everything in it.
 //!
-//! Each pattern is compiled to a [`regex::Regex`], which matches in time
+//! Names are bytes: `*`, `**` and a negated class match any byte (a name
+//! need not be UTF-8), `?` one character or one byte that is not part of
+//! one.
+//!
+//! Each pattern is compiled to a [`regex::bytes::Regex`], which matches in time
 //! linear in the path: a pattern such as `*a*a*a*a*a*a*a*a*b` cannot make a
 //! walk take hours, as the earlier backtracking matcher could.
 
-use regex::Regex;
+use regex::bytes::Regex;
 
 /// One compiled exclude pattern.
 #[derive(Clone, Debug)]
@@ -53,16 +57,16 @@ impl Pattern {
         }
         let basename = !anchored && !body.contains('/') && !body.contains("**") && !all_below;
         let wild = body.contains(['*', '?', '[']);
-        let mut re = String::from("^");
+        let mut re = String::from("(?s)^");
         if !anchored && !basename {
-            re.push_str("(?:.*/)?");
+            re.push_str("(?:(?-u:.)*/)?");
         }
         re.push_str(&translate(body, wild));
         if all_below {
-            re.push_str("(?:/.*)?");
+            re.push_str("(?:/(?-u:.)*)?");
         }
         re.push('$');
-        let re = regex::RegexBuilder::new(&re)
+        let re = regex::bytes::RegexBuilder::new(&re)
             .size_limit(1 << 22)
             .build()
             .map_err(|e| format!("exclude pattern {source:?}: {e}"))?;
@@ -76,21 +80,23 @@ impl Pattern {
 
     /// Whether this pattern excludes `rel` (relative to the root,
     /// `/`-separated) itself, `is_dir` saying whether it is a directory.
-    pub fn matches(&self, rel: &str, is_dir: bool) -> bool {
+    pub fn matches(&self, rel: impl AsRef<[u8]>, is_dir: bool) -> bool {
+        let rel = rel.as_ref();
         if self.dir_only && !is_dir {
             return false;
         }
-        let subject = if self.basename { rel.rsplit('/').next().unwrap_or(rel) } else { rel };
+        let subject = if self.basename { rel.rsplit(|&b| b == b'/').next().unwrap_or(rel) } else { rel };
         self.re.is_match(subject)
     }
 
     /// Whether `rel` is excluded, itself or through a directory above it
     /// (rsync never descends into an excluded directory).
-    pub fn excludes(&self, rel: &str, is_dir: bool) -> bool {
+    pub fn excludes(&self, rel: impl AsRef<[u8]>, is_dir: bool) -> bool {
+        let rel = rel.as_ref();
         if self.matches(rel, is_dir) {
             return true;
         }
-        rel.match_indices('/').any(|(i, _)| self.matches(&rel[..i], true))
+        rel.iter().enumerate().any(|(i, &b)| b == b'/' && self.matches(&rel[..i], true))
     }
 }
 
@@ -116,18 +122,18 @@ fn translate(body: &str, wild: bool) -> String {
                 }
                 if component_start && chars.get(i) == Some(&'/') {
                     // `**/` also matches no directory at all.
-                    out.push_str("(?:.*/)?");
+                    out.push_str("(?:(?-u:.)*/)?");
                     i += 1;
                 } else {
-                    out.push_str(".*");
+                    out.push_str("(?-u:.)*");
                 }
             }
             '*' => {
-                out.push_str("[^/]*");
+                out.push_str("(?-u:[^/])*");
                 i += 1;
             }
             '?' => {
-                out.push_str("[^/]");
+                out.push_str("(?:[^/]|(?-u:[\\x80-\\xFF]))");
                 i += 1;
             }
             '[' => match class(&chars[i..]) {
@@ -202,7 +208,7 @@ fn class(chars: &[char]) -> Option<(String, usize)> {
         }
     }
     // A class never matches '/'.
-    let re = if negated { format!("[^/{items}]") } else { format!("[[{items}]&&[^/]]") };
+    let re = if negated { format!("(?:[^/{items}]|(?-u:[\\x80-\\xFF]))") } else { format!("[[{items}]&&[^/]]") };
     Some((re, i + 1))
 }
 
@@ -212,6 +218,23 @@ mod tests {
 
     fn ex(p: &str, rel: &str) -> bool {
         Pattern::parse(p).unwrap().excludes(rel, false)
+    }
+
+    #[test]
+    fn names_are_bytes() {
+        let ex = |p: &str, rel: &[u8]| Pattern::parse(p).unwrap().excludes(rel, false);
+        for (p, rel, want) in [
+            ("*.tmp", &b"caf\xe9.tmp"[..], true),
+            ("caf?.txt", b"caf\xe9.txt", true),
+            ("caf?.txt", b"caf\xc3\xa9.txt", true),
+            ("[!a]", b"\xff", true),
+            ("[a]", b"\xff", false),
+            ("**", b"\xfe/\xff\nx", true),
+            ("/top/***", b"top/\x80/f", true),
+            ("*.gz", b"\xff.tgz", false),
+        ] {
+            assert_eq!(ex(p, rel), want, "{p} {}", String::from_utf8_lossy(rel));
+        }
     }
 
     #[test]

@@ -515,8 +515,11 @@ fn perl_localtime(secs: i64) -> String {
 }
 
 /// One line of `rrr-news`: `sprintf("%-20s %s\n", localtime(epoch), path)`.
-pub(crate) fn perl_news_line(epoch_secs: i64, path: &str) -> String {
-    format!("{:<20} {}", perl_localtime(epoch_secs), path)
+/// The Perl script prints the name's bytes as they are.
+pub(crate) fn perl_news_line(epoch_secs: i64, path: &[u8]) -> Vec<u8> {
+    let mut line = format!("{:<20} ", perl_localtime(epoch_secs)).into_bytes();
+    line.extend_from_slice(path);
+    line
 }
 
 #[cfg(test)]
@@ -655,7 +658,7 @@ mod tests {
     fn localtime_format() {
         std::env::set_var("TZ", "UTC");
         assert_eq!(perl_localtime(1_700_000_000), "Tue Nov 14 22:13:20 2023");
-        assert_eq!(perl_news_line(1_696_000_000, "x"), "Fri Sep 29 15:06:40 2023 x");
+        assert_eq!(perl_news_line(1_696_000_000, b"x"), b"Fri Sep 29 15:06:40 2023 x");
         assert_eq!(perl_localtime(1_699_000_000)[..10], *"Fri Nov  3");
     }
 }

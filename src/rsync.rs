@@ -425,9 +425,9 @@ pub fn shell_quote(s: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RsyncOutcome {
     /// Paths rsync reported missing or vanished, as rsync printed them
-    /// (unescaped): absolute for a local source, module-relative through a
-    /// daemon.
-    pub vanished: Vec<String>,
+    /// (unescaped to their bytes): absolute for a local source,
+    /// module-relative through a daemon.
+    pub vanished: Vec<Vec<u8>>,
     /// Paths the origin could not send (`[sender] … Permission denied
     /// (13)`, a symlink out of the module): the rest of the run arrived.
     pub failed: Vec<FailedPath>,
@@ -443,9 +443,9 @@ pub struct RsyncOutcome {
 /// A path the origin's rsync could not send, with rsync's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedPath {
-    /// As rsync printed it (unescaped): absolute for a local source,
-    /// module-relative (maybe with a leading `/`) through a daemon.
-    pub path: String,
+    /// As rsync printed it (unescaped to its bytes): absolute for a local
+    /// source, module-relative (maybe with a leading `/`) through a daemon.
+    pub path: Vec<u8>,
     pub message: String,
 }
 
@@ -645,12 +645,12 @@ impl std::error::Error for RsyncError {}
 /// ` (in module)` after the quoted path is dropped. (The summary reads
 /// them one line at a time; this is the whole-stderr form the tests use.)
 #[cfg(test)]
-fn vanished_paths(stderr: &str) -> Vec<String> {
+fn vanished_paths(stderr: &str) -> Vec<Vec<u8>> {
     stderr.lines().filter_map(vanished_path).collect()
 }
 
 /// The path of one vanished-file message, if `line` is one.
-fn vanished_path(line: &str) -> Option<String> {
+fn vanished_path(line: &str) -> Option<Vec<u8>> {
     const LINK_STAT: &str = "link_stat \"";
     const ENOENT: &str = " failed: No such file or directory";
     const VANISHED: &str = "file has vanished: \"";
@@ -679,8 +679,9 @@ fn vanished_path(line: &str) -> Option<String> {
 }
 
 /// Undoes rsync's escaping of bytes it cannot print: `\#ooo` (three octal
-/// digits) is that byte. Invalid UTF-8 is replaced (U+FFFD).
-pub fn unescape(s: &str) -> String {
+/// digits) is that byte. Under `LC_ALL=C` rsync escapes every byte above
+/// 0x7E, so a name that is not UTF-8 comes back as its exact bytes.
+pub fn unescape(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -697,21 +698,22 @@ pub fn unescape(s: &str) -> String {
         out.push(b[i]);
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 /// Writes `paths` NUL-separated (with a trailing NUL) into a new hidden
 /// file `.rrr-files-from-*` in `dir`, for `--from0 --files-from=FILE`.
 /// The file is removed when the returned value is dropped.
-pub fn write_files_from(dir: &Path, paths: &[&str]) -> io::Result<tempfile::NamedTempFile> {
+pub fn write_files_from(dir: &Path, paths: &[&[u8]]) -> io::Result<tempfile::NamedTempFile> {
     let mut file = tempfile::Builder::new().prefix(".rrr-files-from-").tempfile_in(dir)?;
     {
         let mut w = io::BufWriter::new(file.as_file_mut());
         for p in paths {
-            if p.contains('\0') {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("path {p:?} contains a NUL byte")));
+            if p.contains(&0) {
+                let shown = String::from_utf8_lossy(p);
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("path {shown:?} contains a NUL byte")));
             }
-            w.write_all(p.as_bytes())?;
+            w.write_all(p)?;
             w.write_all(b"\0")?;
         }
         w.flush()?;
@@ -859,7 +861,7 @@ fn readable_within(fd: RawFd, period: Duration) -> io::Result<bool> {
 #[derive(Debug, Default)]
 struct StderrSummary {
     /// Paths of missing/vanished files, all of them.
-    vanished: Vec<String>,
+    vanished: Vec<Vec<u8>>,
     /// Paths the origin could not send.
     failed: Vec<FailedPath>,
     deletion_skipped: bool,
@@ -895,10 +897,10 @@ pub enum Line {
     /// The summary of exit 23 (a connection reset may follow it).
     Summary23,
     /// A source file that does not exist (any more).
-    Vanished(String),
+    Vanished(Vec<u8>),
     /// A file the origin's rsync could not read or send: `[sender]` with an
     /// errno other than ENOENT.
-    OriginFailed(String),
+    OriginFailed(Vec<u8>),
     /// `--delete` was left undone because of read errors at the origin.
     DeletionSkipped,
     /// A real error, with a cause when retrying cannot help.
@@ -969,7 +971,7 @@ fn errno_of(msg: &str) -> Option<i32> {
 /// The quoted path of a message (`op "PATH" (in mod) failed: …`,
 /// `send_files failed to open "PATH": …`), unescaped. The path itself may
 /// hold quotes, so the end is found from the right.
-fn quoted_path(msg: &str) -> Option<String> {
+fn quoted_path(msg: &str) -> Option<Vec<u8>> {
     let start = msg.find('"')? + 1;
     let body = &msg[start..];
     let end = body.rfind("\" (in ").or_else(|| body.rfind("\" failed")).or_else(|| body.rfind("\": "))?;
@@ -1096,7 +1098,8 @@ mod tests {
             ),
         ];
         for (stderr, want) in cases {
-            assert_eq!(vanished_paths(stderr), *want, "stderr: {stderr}");
+            let got: Vec<String> = vanished_paths(stderr).iter().map(|p| String::from_utf8_lossy(p).into()).collect();
+            assert_eq!(got, *want, "stderr: {stderr}");
         }
     }
 
@@ -1105,8 +1108,8 @@ mod tests {
     #[test]
     fn classify_real_messages() {
         use Cause::*;
-        let origin = |p: &str| Line::OriginFailed(p.to_string());
-        let vanished = |p: &str| Line::Vanished(p.to_string());
+        let origin = |p: &str| Line::OriginFailed(p.as_bytes().to_vec());
+        let vanished = |p: &str| Line::Vanished(p.as_bytes().to_vec());
         let table: &[(&str, Line)] = &[
             // A file the daemon (running as nobody) may not read.
             (r#"rsync: [sender] send_files failed to open "secret.txt" (in m): Permission denied (13)"#, origin("secret.txt")),
@@ -1161,8 +1164,8 @@ mod tests {
             j.line(l);
         }
         assert!(!j.s.other_errors);
-        assert_eq!(j.s.vanished, ["missing"]);
-        assert_eq!(j.s.failed[0].path, "secret.txt");
+        assert_eq!(j.s.vanished, [b"missing"]);
+        assert_eq!(j.s.failed[0].path, b"secret.txt");
         assert!(j.s.failed[0].message.starts_with("[sender] send_files failed to open"), "{:?}", j.s.failed);
         let mut j = StderrJudge::default();
         j.line(r#"rsync: [receiver] write failed on "/m/x": No space left on device (28)"#);
@@ -1295,18 +1298,19 @@ mod tests {
 
     #[test]
     fn unescape_octal() {
-        assert_eq!(unescape(r"caf\#303\#251"), "café");
-        assert_eq!(unescape(r"a\#134#b"), r"a\#b");
-        assert_eq!(unescape(r"plain\path"), r"plain\path");
-        assert_eq!(unescape(r"short\#30"), r"short\#30");
-        assert_eq!(unescape(r"big\#777"), r"big\#777");
-        assert_eq!(unescape(r"end\#"), r"end\#");
+        assert_eq!(unescape(r"caf\#303\#251"), "café".as_bytes());
+        assert_eq!(unescape(r"caf\#351\#377"), b"caf\xe9\xff");
+        assert_eq!(unescape(r"a\#134#b"), br"a\#b");
+        assert_eq!(unescape(r"plain\path"), br"plain\path");
+        assert_eq!(unescape(r"short\#30"), br"short\#30");
+        assert_eq!(unescape(r"big\#777"), br"big\#777");
+        assert_eq!(unescape(r"end\#"), br"end\#");
     }
 
     fn judge(stderr: &str) -> (Vec<String>, bool) {
         let mut j = StderrJudge::default();
         stderr.lines().for_each(|l| j.line(l));
-        (j.s.vanished, j.s.other_errors)
+        (j.s.vanished.iter().map(|p| String::from_utf8_lossy(p).into()).collect(), j.s.other_errors)
     }
 
     #[test]
@@ -1424,12 +1428,12 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
     #[test]
     fn write_files_from_nul_separated() {
         let dir = tempfile::tempdir().unwrap();
-        let f = write_files_from(dir.path(), &["a", "b c/d"]).unwrap();
+        let f = write_files_from(dir.path(), &[b"a", b"b c/d"]).unwrap();
         let name = f.path().file_name().unwrap().to_string_lossy().into_owned();
         assert!(name.starts_with(".rrr-files-from-"), "{name}");
         assert_eq!(f.path().parent().unwrap(), dir.path());
         assert_eq!(fs::read(f.path()).unwrap(), b"a\0b c/d\0");
-        assert!(write_files_from(dir.path(), &["x\0y"]).is_err());
+        assert!(write_files_from(dir.path(), &[b"x\0y"]).is_err());
     }
 
     fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
@@ -1459,7 +1463,7 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
     fn missing_file_in_files_from_is_vanished_success() {
         let (src, dst) = dirs();
         fs::write(src.path().join("here"), "x").unwrap();
-        let list = write_files_from(dst.path(), &["here", "gone", "also gone"]).unwrap();
+        let list = write_files_from(dst.path(), &[b"here", b"gone", b"also gone"]).unwrap();
         let mut r = Rsync::new();
         r.args(["-rlt", "--from0"])
             .arg(format!("--files-from={}", list.path().display()))
@@ -1468,8 +1472,8 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
         let out = r.run().unwrap();
         // rsync 3.5.0: exit 23 with only link_stat ENOENT lines.
         assert_eq!(out.code, 23, "{out:?}");
-        let want: Vec<String> =
-            ["gone", "also gone"].iter().map(|n| src.path().join(n).display().to_string()).collect();
+        let want: Vec<Vec<u8>> =
+            ["gone", "also gone"].iter().map(|n| src.path().join(n).display().to_string().into_bytes()).collect();
         assert_eq!(out.vanished, want);
         assert!(dst.path().join("here").exists());
     }
@@ -1502,7 +1506,7 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
         let out = r.run().unwrap();
         assert!(deleter.join().unwrap());
         assert_eq!(out.code, 24, "{out:?}");
-        assert_eq!(out.vanished, [src.path().join("b_small").display().to_string()]);
+        assert_eq!(out.vanished, [src.path().join("b_small").display().to_string().into_bytes()]);
     }
 
     #[test]

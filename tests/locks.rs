@@ -229,8 +229,11 @@ fn perl_way_writers_beside_rrr_writers() {
                 let now = rrr::epoch::Epoch::from_clock(
                     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64(),
                 );
-                let change =
-                    rrr::update::Change { path: rel.clone(), kind: rrr::recentfile::EventKind::New, epoch: None };
+                let change = rrr::update::Change {
+                    path: rel.clone().into(),
+                    kind: rrr::recentfile::EventKind::New,
+                    epoch: None,
+                };
                 rrr::update::batch_update(&mut rf, 3600, &[change], &now);
                 let producer = rrr::recentfile::Producer { program: "perl-like".into(), time: now };
                 let bytes = rrr::recentfile::serialize(&rf, rrr::recentfile::Format::Yaml, &producer);

@@ -184,7 +184,7 @@ fn small_origin(n: usize) -> (tempfile::TempDir, PathBuf) {
 
 fn z_paths(root: &Path) -> Vec<(String, String)> {
     let z = rrr::store::read_file(&root.join("RECENT-Z.yaml")).unwrap().unwrap();
-    z.events.iter().map(|e| (e.path.clone(), e.kind.to_string())).collect()
+    z.events.iter().map(|e| (e.path.to_str().unwrap().to_string(), e.kind.to_string())).collect()
 }
 
 /// An aggregate with nothing due stops before the big files (a broken Z

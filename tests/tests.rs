@@ -15,6 +15,7 @@ mod harness;
 mod locks;
 mod mixed_writers;
 mod names;
+mod names_bytes;
 mod operator;
 mod origin;
 mod packaging;

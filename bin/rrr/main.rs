@@ -15,11 +15,22 @@ use rrr::ops::{self, Exit};
 use std::io::{self, Write};
 
 fn main() {
-    let mut argv = std::env::args();
+    let mut argv = std::env::args_os();
     let arg0 = argv.next().unwrap_or_default();
     let name = std::path::Path::new(&arg0).file_name().and_then(|n| n.to_str()).unwrap_or("rrr").to_string();
     let code = if rrr::perl_compat::TOOLS.contains(&name.as_str()) {
-        perl_entry::run(&name, argv.collect())
+        // The Perl entry points translate their options as text; a name
+        // that is not UTF-8 goes through `rrr` itself, which takes bytes.
+        match argv.map(|a| a.into_string()).collect::<Result<Vec<String>, _>>() {
+            Ok(args) => perl_entry::run(&name, args),
+            Err(bad) => {
+                let shown = rrr::recentfile::shown_path(bad.as_encoded_bytes());
+                eprintln!(
+                    "{name}: argument {shown} is not UTF-8; give it to `rrr` (e.g. rrr update), which takes any bytes"
+                );
+                Exit::Error
+            }
+        }
     } else {
         match Cli::try_parse() {
             Ok(cli) => run_to_exit(cli),
@@ -36,7 +47,9 @@ fn usage_exit(e: &clap::Error) -> Exit {
     let _ = e.print();
     if !e.use_stderr() {
         Exit::Ok
-    } else if cli::subcommand_of(std::env::args().skip(1)).as_deref() == Some("check") {
+    } else if cli::subcommand_of(std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned())).as_deref()
+        == Some("check")
+    {
         Exit::Unknown
     } else {
         Exit::Error

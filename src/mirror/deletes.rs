@@ -9,12 +9,14 @@ use super::safety::{check_event_path, reported_path};
 use super::state::PendingDelete;
 use super::Mirror;
 use crate::epoch::Epoch;
-use crate::recentfile::{shown_path, EventKind};
+use crate::recentfile::{shown_path, EventKind, RelPath};
 use crate::sys::tree::IgnoreSet;
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// The top-level directory rrr never deletes (a filesystem's own).
@@ -28,11 +30,14 @@ impl<'a> Mirror<'a> {
     /// deepest first: never the localroot or above it, never `.rrr` or a
     /// top-level `lost+found`, never one that still holds anything (rmdir
     /// refuses). The parents were checked to be real directories.
-    fn prune_parents(&self, path: &str) {
-        let mut p = path;
-        while let Some(i) = p.rfind('/') {
+    fn prune_parents(&self, path: &RelPath) {
+        let mut p = path.as_bytes();
+        while let Some(i) = p.iter().rposition(|&b| b == b'/') {
             p = &p[..i];
-            if p == LOST_FOUND || p == ".rrr" || fs::remove_dir(self.cfg.localroot.join(p)).is_err() {
+            if p == LOST_FOUND.as_bytes()
+                || p == b".rrr"
+                || fs::remove_dir(self.cfg.localroot.join(OsStr::from_bytes(p))).is_err()
+            {
                 break;
             }
         }
@@ -45,7 +50,7 @@ impl<'a> Mirror<'a> {
         &mut self,
         ignore: &IgnoreSet,
         list: Vec<PendingDelete>,
-        newest_seen: &HashMap<String, Epoch>,
+        newest_seen: &HashMap<RelPath, Epoch>,
         rep: &mut PassReport,
         on_done: &mut dyn FnMut(&PendingDelete, bool),
     ) -> Result<usize> {
@@ -190,10 +195,10 @@ impl<'a> Mirror<'a> {
     /// symlinks), never under `--skip-deletes`.
     pub(super) fn place(
         &mut self,
-        path: &str,
+        path: &RelPath,
         epoch: &Epoch,
         ignore: &IgnoreSet,
-        parent_newer: &dyn Fn(&str) -> bool,
+        parent_newer: &dyn Fn(&RelPath) -> bool,
         under_newer: bool,
         rep: &mut PassReport,
     ) -> Placement {
@@ -210,7 +215,7 @@ impl<'a> Mirror<'a> {
             );
             return self.cannot_place(path, epoch, &why);
         }
-        let target = root.join(path);
+        let target = root.join(path.as_path());
         if !fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
             return Placement::Go;
         }
@@ -237,16 +242,16 @@ impl<'a> Mirror<'a> {
             return self.cannot_place(path, epoch, &why);
         }
         // rsync replaces it, and only when the origin has a file there now.
-        self.replacing.insert(path.to_string(), entries);
+        self.replacing.insert(path.clone(), entries);
         Placement::Go
     }
 
     /// After a transfer of `paths`: the directories of [`Mirror::replacing`]
     /// that rsync replaced by the origin's file are counted as deletes.
-    pub(super) fn count_replaced(&mut self, paths: &[&str], rep: &mut PassReport) {
+    pub(super) fn count_replaced(&mut self, paths: &[&RelPath], rep: &mut PassReport) {
         for p in paths {
             let Some(entries) = self.replacing.remove(*p) else { continue };
-            if fs::symlink_metadata(self.cfg.localroot.join(p)).is_ok_and(|m| !m.is_dir()) {
+            if fs::symlink_metadata(self.cfg.localroot.join(p.as_path())).is_ok_and(|m| !m.is_dir()) {
                 tracing::info!("{}: the origin replaced a directory by a file ({entries} entries)", shown_path(p));
                 self.deletes_this_run += entries;
                 rep.deleted += entries;
@@ -255,7 +260,7 @@ impl<'a> Mirror<'a> {
         }
     }
 
-    fn cannot_place(&mut self, path: &str, epoch: &Epoch, why: &str) -> Placement {
+    fn cannot_place(&mut self, path: &RelPath, epoch: &Epoch, why: &str) -> Placement {
         let now = self.clock.now();
         let n = self.state.fail(path, Some(epoch), why, &now);
         self.state.error("failing");

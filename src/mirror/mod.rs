@@ -131,6 +131,7 @@ pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;
 pub(crate) use state::{load_state, Failing, State};
 
+use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
 use crate::sys::signals::Interrupted;
 use anyhow::Result;
@@ -201,7 +202,7 @@ pub(crate) struct Mirror<'a> {
     /// `--adopt`'s delete count was checked against `--max-delete`.
     adopt_counted: bool,
     /// Future events seen in this pass (epoch, path).
-    future_seen: HashSet<(String, String)>,
+    future_seen: HashSet<(String, RelPath)>,
     /// Called after each heartbeat written during a long rsync (e.g. to
     /// rewrite a Prometheus textfile).
     pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
@@ -209,7 +210,7 @@ pub(crate) struct Mirror<'a> {
     in_flight: Option<remote::Finishing>,
     /// Local directories the next transfer of their path may replace by
     /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
-    replacing: std::collections::HashMap<String, u64>,
+    replacing: std::collections::HashMap<RelPath, u64>,
 }
 
 impl<'a> Mirror<'a> {
@@ -236,7 +237,8 @@ impl<'a> Mirror<'a> {
     }
 
     /// Whether the user excluded `path` (its events are skipped).
-    fn is_excluded(&self, path: &str) -> bool {
+    fn is_excluded(&self, path: impl AsRef<[u8]>) -> bool {
+        let path = path.as_ref();
         self.cfg.excludes.iter().any(|p| p.excludes(path, false))
     }
 

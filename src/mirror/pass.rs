@@ -15,7 +15,7 @@ use super::state::{Failing, Outcome, PendingDelete};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
-use crate::recentfile::{shown_path, EventKind, Recentfile};
+use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
 use crate::rsync::{Output, RsyncError};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
@@ -299,9 +299,9 @@ impl<'a> Mirror<'a> {
         let ignore = Self::ignore_set(layout);
         let limit = self.future_limit();
         // path -> newest epoch seen in this pass (smaller files first).
-        let mut newest_seen: HashMap<String, Epoch> = HashMap::new();
+        let mut newest_seen: HashMap<RelPath, Epoch> = HashMap::new();
         // Paths rsync was asked for in this pass.
-        let mut attempted: HashSet<String> = HashSet::new();
+        let mut attempted: HashSet<RelPath> = HashSet::new();
         let mut all_done = true;
         let principal_name = principal.name.clone();
         let mut current = principal;
@@ -311,7 +311,7 @@ impl<'a> Mirror<'a> {
         // Files whose events are done, waiting to be installed until our
         // copy of the next larger file is (see [`Mirror::our_copy`]).
         let mut waiting: Vec<String> = Vec::new();
-        let note_seen = |seen: &mut HashMap<String, Epoch>, rf: &Recentfile| {
+        let note_seen = |seen: &mut HashMap<RelPath, Epoch>, rf: &Recentfile| {
             for e in rf.events.iter().filter(|e| e.epoch <= limit) {
                 seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
             }
@@ -430,9 +430,9 @@ impl<'a> Mirror<'a> {
         &mut self,
         f: &Fetched,
         ignore: &IgnoreSet,
-        newest_seen: &mut HashMap<String, Epoch>,
+        newest_seen: &mut HashMap<RelPath, Epoch>,
         carried: &mut Vec<PendingDelete>,
-        attempted: &mut HashSet<String>,
+        attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<bool> {
         let union = self.state.done_union();
@@ -443,7 +443,7 @@ impl<'a> Mirror<'a> {
         let mut news: Vec<usize> = Vec::new();
         let mut dels: Vec<usize> = Vec::new();
         let mut safe_dirs = HashSet::new();
-        let mut seen_here: HashMap<&str, &Epoch> = HashMap::new();
+        let mut seen_here: HashMap<&RelPath, &Epoch> = HashMap::new();
         // New events whose place holds something of another type.
         let mut retyped: Vec<usize> = Vec::new();
         for (ix, e) in f.rf.events.iter().enumerate() {
@@ -460,8 +460,8 @@ impl<'a> Mirror<'a> {
                 continue;
             }
             let superseded = newest_seen.get(&e.path).is_some_and(|n| *n >= e.epoch)
-                || seen_here.get(e.path.as_str()).is_some_and(|n| **n > e.epoch);
-            seen_here.entry(e.path.as_str()).or_insert(&e.epoch);
+                || seen_here.get(&e.path).is_some_and(|n| **n > e.epoch);
+            seen_here.entry(&e.path).or_insert(&e.epoch);
             if superseded {
                 mark.push(ix);
                 continue;
@@ -497,8 +497,9 @@ impl<'a> Mirror<'a> {
         // Type changes: the deletes that stand in the way of a new event
         // (of the parent it needs as a directory, or below the directory it
         // replaces), older than it, are applied before the transfers.
-        let newer =
-            |p: &str, e: &Epoch| newest_seen.get(p).is_some_and(|n| n > e) || seen_here.get(p).is_some_and(|n| *n > e);
+        let newer = |p: &RelPath, e: &Epoch| {
+            newest_seen.get(p).is_some_and(|n| n > e) || seen_here.get(p).is_some_and(|n| *n > e)
+        };
         let mut in_the_way: HashSet<usize> = HashSet::new();
         retyped.retain(|&ix| {
             let e = &f.rf.events[ix];
@@ -539,9 +540,9 @@ impl<'a> Mirror<'a> {
             .map(|&ix| PendingDelete { epoch: f.rf.events[ix].epoch.clone(), path: f.rf.events[ix].path.clone() })
             .collect();
         if !carried.is_empty() {
-            let here: HashMap<&str, &Epoch> = f.rf.events.iter().map(|e| (e.path.as_str(), &e.epoch)).rev().collect();
+            let here: HashMap<&RelPath, &Epoch> = f.rf.events.iter().map(|e| (&e.path, &e.epoch)).rev().collect();
             carried.retain(|p| {
-                let newer = here.get(p.path.as_str()).is_some_and(|e| **e > p.epoch);
+                let newer = here.get(&p.path).is_some_and(|e| **e > p.epoch);
                 let same = pending.iter().any(|q| q.path == p.path);
                 !(newer || same)
             });
@@ -564,7 +565,7 @@ impl<'a> Mirror<'a> {
         }
         let name = f.name.clone();
         let mut done_ix: Vec<usize> = Vec::new();
-        let by_key: HashMap<(String, String), usize> = dels
+        let by_key: HashMap<(RelPath, String), usize> = dels
             .iter()
             .map(|&ix| ((f.rf.events[ix].path.clone(), f.rf.events[ix].epoch.as_str().to_string()), ix))
             .collect();
@@ -591,7 +592,7 @@ impl<'a> Mirror<'a> {
                 let below = format!("{}/", e.path);
                 let under_newer = seen_here.iter().any(|(p, n)| p.starts_with(&below) && **n > e.epoch)
                     || newest_seen.iter().any(|(p, n)| p.starts_with(&below) && *n > e.epoch);
-                let parent_newer = |p: &str| newer(p, &e.epoch);
+                let parent_newer = |p: &RelPath| newer(p, &e.epoch);
                 if self.place(&e.path, &e.epoch, ignore, &parent_newer, under_newer, rep) != Placement::Go {
                     unplaced.push(ix);
                 }

@@ -5,13 +5,13 @@
 //! it imports none of them.
 
 use crate::epoch::Epoch;
-use crate::recentfile::{EventKind, Recentfile};
+use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
 use serde::Serialize;
 
 /// A failing path as the pass reports it.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct FailingReport {
-    pub path: String,
+    pub path: RelPath,
     pub epoch: Option<Epoch>,
     pub message: String,
     pub attempts: u64,
@@ -73,7 +73,7 @@ pub(crate) struct Refusal {
     pub epoch: Epoch,
     #[serde(rename = "type")]
     pub kind: Option<EventKind>,
-    pub path: String,
+    pub path: RelPath,
     pub reason: String,
 }
 
@@ -127,7 +127,7 @@ impl Itemized {
                 self.deleted_files += 1;
             }
             if self.listing {
-                self.would.push(format!("delete {}", crate::rsync::unescape(name)));
+                self.would.push(format!("delete {}", shown_path(crate::rsync::unescape(name))));
             }
             return;
         }
@@ -146,7 +146,7 @@ impl Itemized {
                 self.bytes += len.parse::<u64>().unwrap_or(0);
             }
             if self.listing {
-                self.would.push(format!("new {}", crate::rsync::unescape(name)));
+                self.would.push(format!("new {}", shown_path(crate::rsync::unescape(name))));
             }
         }
     }

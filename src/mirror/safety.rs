@@ -13,12 +13,14 @@ use super::state::{load_state, Counters, State};
 use super::Mirror;
 use crate::done::DoneSet;
 use crate::epoch::Epoch;
-use crate::recentfile::{check_relative_path, shown_path, Event};
+use crate::recentfile::{check_relative_path, shown_path, Event, RelPath};
 use crate::store;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{bail, Context, Result};
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// How far ahead of the clock an event may be and still be taken.
@@ -31,10 +33,11 @@ const FUTURE_SECS: f64 = 3600.0;
 /// to be real directories.
 pub(crate) fn check_event_path(
     root: &Path,
-    path: &str,
+    path: impl AsRef<[u8]>,
     ignore: &IgnoreSet,
-    safe_dirs: &mut HashSet<String>,
+    safe_dirs: &mut HashSet<Vec<u8>>,
 ) -> Option<String> {
+    let path = path.as_ref();
     if let Err(why) = check_relative_path(path) {
         return Some(why);
     }
@@ -42,20 +45,20 @@ pub(crate) fn check_event_path(
         return Some("names one of rrr's own files (recentfile, state or temp file)".into());
     }
     let mut end = 0;
-    while let Some(i) = path[end..].find('/') {
+    while let Some(i) = path[end..].iter().position(|&b| b == b'/') {
         end += i;
         let parent = &path[..end];
         end += 1;
         if safe_dirs.contains(parent) {
             continue;
         }
-        match fs::symlink_metadata(root.join(parent)) {
+        match fs::symlink_metadata(root.join(OsStr::from_bytes(parent))) {
             Ok(m) if m.file_type().is_symlink() => {
                 return Some(format!("parent {} is a symlink", shown_path(parent)));
             }
             Ok(m) if !m.is_dir() => return Some(format!("parent {} is not a directory", shown_path(parent))),
             Ok(_) => {
-                safe_dirs.insert(parent.to_string());
+                safe_dirs.insert(parent.to_vec());
             }
             // Not there yet: rsync creates it (as a directory).
             Err(_) => break,
@@ -68,15 +71,16 @@ pub(crate) fn check_event_path(
 /// directory (a file, or a symlink, which is never followed), with whether
 /// it is a symlink; the parents above it are real directories. This is
 /// what stands in the way when the origin replaced a file by a directory.
-pub(crate) fn blocking_parent(root: &Path, path: &str) -> Option<(String, bool)> {
+pub(crate) fn blocking_parent(root: &Path, path: impl AsRef<[u8]>) -> Option<(RelPath, bool)> {
+    let path = path.as_ref();
     let mut end = 0;
-    while let Some(i) = path[end..].find('/') {
+    while let Some(i) = path[end..].iter().position(|&b| b == b'/') {
         end += i;
         let parent = &path[..end];
         end += 1;
-        match fs::symlink_metadata(root.join(parent)) {
+        match fs::symlink_metadata(root.join(OsStr::from_bytes(parent))) {
             Ok(m) if m.is_dir() => {}
-            Ok(m) => return Some((parent.to_string(), m.file_type().is_symlink())),
+            Ok(m) => return Some((RelPath::from(parent), m.file_type().is_symlink())),
             Err(_) => return None,
         }
     }
@@ -85,7 +89,8 @@ pub(crate) fn blocking_parent(root: &Path, path: &str) -> Option<(String, bool)>
 
 /// [`blocking_parent`] of a path that passes the pure checks (a hostile
 /// path is refused whatever stands in the tree).
-pub(crate) fn blocked_by(root: &Path, path: &str, ignore: &IgnoreSet) -> Option<(String, bool)> {
+pub(crate) fn blocked_by(root: &Path, path: impl AsRef<[u8]>, ignore: &IgnoreSet) -> Option<(RelPath, bool)> {
+    let path = path.as_ref();
     if check_relative_path(path).is_err() || ignore.is_ignored(path) {
         return None;
     }
@@ -373,11 +378,11 @@ pub(super) fn refuse(rep: &mut PassReport, counters: &mut Counters, file: &str, 
 }
 
 /// A path as the `--json` report carries it: exact, unless it is over-long.
-pub(super) fn reported_path(path: &str) -> String {
+pub(super) fn reported_path(path: &RelPath) -> RelPath {
     if path.len() <= crate::recentfile::read::MAX_PATH_BYTES {
-        path.to_string()
+        path.clone()
     } else {
-        shown_path(path)
+        RelPath::from(shown_path(path))
     }
 }
 

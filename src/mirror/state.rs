@@ -8,6 +8,7 @@ use super::ownership::{self, CollectionId};
 use super::Mirror;
 use crate::done::DoneSet;
 use crate::epoch::Epoch;
+use crate::recentfile::RelPath;
 use crate::store;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -20,7 +21,8 @@ use std::path::Path;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PendingDelete {
     pub epoch: Epoch,
-    pub path: String,
+    /// A string, or `{"bytes": "<hex>"}` for a name that is not UTF-8.
+    pub path: RelPath,
 }
 
 /// Counters since the state was created.
@@ -45,7 +47,8 @@ pub(crate) struct Counters {
 /// A path the origin could not send, retried every pass.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Failing {
-    pub path: String,
+    /// A string, or `{"bytes": "<hex>"}` for a name that is not UTF-8.
+    pub path: RelPath,
     /// Its newest event seen (none when the bootstrap found it).
     pub epoch: Option<Epoch>,
     /// rsync's message.
@@ -222,8 +225,9 @@ impl State {
 
     /// Record that `path` could not be had (again). `failing` stays
     /// sorted by path, so that each lookup is a binary search.
-    pub(super) fn fail(&mut self, path: &str, epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
-        match self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+    pub(super) fn fail(&mut self, path: impl AsRef<[u8]>, epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
+        let path = path.as_ref();
+        match self.failing.binary_search_by(|f| f.path.as_bytes().cmp(path)) {
             Ok(i) => {
                 let f = &mut self.failing[i];
                 f.attempts += 1;
@@ -236,7 +240,7 @@ impl State {
             }
             Err(i) => {
                 let f = Failing {
-                    path: path.to_string(),
+                    path: RelPath::from(path),
                     epoch: epoch.cloned(),
                     message: message.to_string(),
                     first: now.clone(),
@@ -250,27 +254,29 @@ impl State {
     }
 
     /// `path` arrived, vanished or was superseded: no longer failing.
-    pub(super) fn unfail(&mut self, path: &str) {
-        if let Ok(i) = self.failing.binary_search_by(|f| f.path.as_str().cmp(path)) {
+    pub(super) fn unfail(&mut self, path: impl AsRef<[u8]>) {
+        let path = path.as_ref();
+        if let Ok(i) = self.failing.binary_search_by(|f| f.path.as_bytes().cmp(path)) {
             self.failing.remove(i);
         }
     }
 
     /// Failing paths and their directories, to leave out of installed copies.
-    pub(super) fn failing_set(&self) -> HashSet<&str> {
-        self.failing.iter().map(|f| f.path.as_str()).collect()
+    pub(super) fn failing_set(&self) -> HashSet<&[u8]> {
+        self.failing.iter().map(|f| f.path.as_bytes()).collect()
     }
 }
 
 /// Whether `path` or one of its parent directories is in `set`.
-pub(super) fn under_any(set: &HashSet<&str>, path: &str) -> bool {
+pub(super) fn under_any(set: &HashSet<&[u8]>, path: impl AsRef<[u8]>) -> bool {
+    let path = path.as_ref();
     if set.is_empty() {
         return false;
     }
     if set.contains(path) {
         return true;
     }
-    path.match_indices('/').any(|(i, _)| set.contains(&path[..i]))
+    path.iter().enumerate().any(|(i, &b)| b == b'/' && set.contains(&path[..i]))
 }
 
 /// Load the state file; `None` when there is none. A file this rrr
@@ -473,6 +479,13 @@ mod tests {
         let back: State = serde_json::from_value(v).unwrap();
         assert_eq!(back, s);
         assert!(back.done_union().complete_through(&now));
+        // Paths that are not UTF-8 keep their bytes: `{"bytes": "<hex>"}`.
+        s.pending_deletes.push(PendingDelete { epoch: now.clone(), path: RelPath::from(b"d/caf\xe9".to_vec()) });
+        s.fail(b"x/\xff\xfe", None, "Permission denied (13)", &now);
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains(r#""path":{"bytes":"642f636166e9"}"#), "{text}");
+        assert!(text.contains(r#""path":{"bytes":"782ffffe"}"#), "{text}");
+        assert_eq!(parse_state(text.as_bytes()).unwrap(), s);
         // A state of an older rrr (no id, no failing) still reads.
         let old: State = serde_json::from_str(r#"{"version":1,"remote":"h::m/RECENT.recent"}"#).unwrap();
         assert_eq!((old.id, old.failing.len(), old.resync), (None, 0, false));

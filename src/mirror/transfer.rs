@@ -13,7 +13,7 @@ use super::state::{under_any, Failing};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
-use crate::recentfile::{check_relative_path, shown_path};
+use crate::recentfile::{check_relative_path, shown_path, RelPath};
 use crate::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
@@ -54,11 +54,11 @@ impl Index {
         let mut paths = Vec::new();
         let mut ids = Vec::with_capacity(files.len());
         {
-            let mut at: foldhash::HashMap<&str, u32> = foldhash::HashMap::default();
+            let mut at: foldhash::HashMap<&RelPath, u32> = foldhash::HashMap::default();
             for (fi, f) in files.iter().enumerate() {
                 let mut these = Vec::with_capacity(f.rf.events.len());
                 for (ei, e) in f.rf.events.iter().enumerate() {
-                    let id = *at.entry(e.path.as_str()).or_insert_with(|| {
+                    let id = *at.entry(&e.path).or_insert_with(|| {
                         paths.push((fi, ei));
                         (paths.len() - 1) as u32
                     });
@@ -70,7 +70,7 @@ impl Index {
         Index { files, ids, paths, errors }
     }
 
-    fn path(&self, file: usize, event: usize) -> &str {
+    fn path(&self, file: usize, event: usize) -> &RelPath {
         &self.files[file].rf.events[event].path
     }
 }
@@ -413,8 +413,8 @@ impl<'a> Mirror<'a> {
             .map(|&(f, e)| check_event_path(&self.cfg.localroot, index.path(f, e), &ignore, &mut safe))
             .collect();
         let failing_now = self.state.failing.clone();
-        let failing: HashSet<&str> = failing_now.iter().map(|f| f.path.as_str()).collect();
-        let mut reported: HashSet<(String, String)> = HashSet::new();
+        let failing: HashSet<&[u8]> = failing_now.iter().map(|f| f.path.as_bytes()).collect();
+        let mut reported: HashSet<(String, RelPath)> = HashSet::new();
         let mut keeps: Vec<Vec<bool>> = Vec::with_capacity(fetched.len());
         for (f, ids) in fetched.iter().zip(&index.ids) {
             self.refuse_skipped(f, &done, rep);
@@ -452,30 +452,37 @@ impl<'a> Mirror<'a> {
     /// The event path rsync means by `reported` (module-relative with a
     /// leading `/` through a daemon below the module, absolute for a local
     /// source). With `asked`, only one of those paths.
-    fn event_path_of(&self, reported: &str, asked: Option<&HashSet<&str>>) -> Option<String> {
-        let r = reported.trim_start_matches('/');
-        let mut cands: Vec<&str> = Vec::new();
+    fn event_path_of(&self, reported: &[u8], asked: Option<&HashSet<&RelPath>>) -> Option<RelPath> {
+        use std::os::unix::ffi::OsStrExt;
+        let trim = |b: &[u8], c: u8| {
+            let start = b.iter().position(|&x| x != c).unwrap_or(b.len());
+            let end = b.iter().rposition(|&x| x != c).map_or(start, |e| e + 1);
+            b[start..end.max(start)].to_vec()
+        };
+        let r = &reported[reported.iter().position(|&b| b != b'/').unwrap_or(reported.len())..];
+        let mut cands: Vec<&[u8]> = Vec::new();
         let (_, prefix) = self.cfg.remote.files_from_base();
-        if let Some(x) = prefix.strip_suffix("./").and_then(|sub| r.strip_prefix(sub)) {
+        if let Some(x) = prefix.strip_suffix("./").and_then(|sub| r.strip_prefix(sub.as_bytes())) {
             cands.push(x);
         }
         let root = std::path::absolute(&self.cfg.remote.root).unwrap_or_else(|_| self.cfg.remote.root.clone().into());
-        let root = root.to_string_lossy();
-        let root = root.trim_matches('/');
-        if let Some(x) = r.strip_prefix(root).and_then(|x| x.strip_prefix('/')) {
+        let root = trim(root.as_os_str().as_bytes(), b'/');
+        if let Some(x) = r.strip_prefix(&root[..]).and_then(|x| x.strip_prefix(b"/")) {
             cands.push(x);
         }
         cands.push(r);
         match asked {
-            Some(asked) => cands.iter().find(|c| asked.contains(**c)).map(|c| c.to_string()).or_else(|| {
-                // Another spelling (e.g. over ssh): the longest asked path it ends with.
-                asked
-                    .iter()
-                    .filter(|p| r == **p || r.ends_with(&format!("/{p}")))
-                    .max_by_key(|p| p.len())
-                    .map(|p| p.to_string())
-            }),
-            None => cands.into_iter().find(|c| check_relative_path(c).is_ok()).map(str::to_string),
+            Some(asked) => {
+                cands.iter().find(|c| asked.contains(&RelPath::from(**c))).map(|c| RelPath::from(*c)).or_else(|| {
+                    // Another spelling (e.g. over ssh): the longest asked path it ends with.
+                    asked
+                        .iter()
+                        .filter(|p| r == p.as_bytes() || r.ends_with(&[b"/", p.as_bytes()].concat()))
+                        .max_by_key(|p| p.len())
+                        .map(|p| (*p).clone())
+                })
+            }
+            None => cands.into_iter().find(|c| check_relative_path(c).is_ok()).map(RelPath::from),
         }
     }
 
@@ -486,28 +493,32 @@ impl<'a> Mirror<'a> {
     fn record_failures(
         &mut self,
         out: &RsyncOutcome,
-        asked: Option<(&HashSet<&str>, &HashMap<&str, &Epoch>)>,
+        asked: Option<(&HashSet<&RelPath>, &HashMap<&RelPath, &Epoch>)>,
         fetched: &[Fetched],
         rep: &mut PassReport,
-    ) -> HashSet<String> {
+    ) -> HashSet<RelPath> {
         let now = self.clock.now();
         let mut failed = HashSet::new();
         // For the bootstrap: each path's newest event in the fetched files.
-        let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+        let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
         if asked.is_none() && !out.failed.is_empty() {
             for e in fetched.iter().flat_map(|f| f.rf.events.iter()) {
-                newest.entry(e.path.as_str()).and_modify(|n| *n = (*n).max(&e.epoch)).or_insert(&e.epoch);
+                newest.entry(&e.path).and_modify(|n| *n = (*n).max(&e.epoch)).or_insert(&e.epoch);
             }
         }
         for fp in &out.failed {
             let Some(path) = self.event_path_of(&fp.path, asked.map(|a| a.0)) else {
-                let msg = format!("rsync could not send {:?}, a path rrr did not ask for: {}", fp.path, fp.message);
+                let msg = format!(
+                    "rsync could not send {}, a path rrr did not ask for: {}",
+                    shown_path(&fp.path),
+                    fp.message
+                );
                 tracing::error!("{msg}");
                 rep.errors.push(msg);
                 continue;
             };
             let epochs = asked.map_or(&newest, |a| a.1);
-            let epoch = epochs.get(path.as_str()).map(|e| (*e).clone());
+            let epoch = epochs.get(&path).map(|e| (*e).clone());
             let n = self.state.fail(&path, epoch.as_ref(), &fp.message, &now);
             self.state.error("failing");
             tracing::warn!(
@@ -521,10 +532,10 @@ impl<'a> Mirror<'a> {
     }
 
     /// One `--files-from` rsync of `paths` (sorted, unique) into the target.
-    fn run_files_from(&mut self, what: &str, paths: &[&str], rep: &mut PassReport) -> Result<RsyncOutcome> {
+    fn run_files_from(&mut self, what: &str, paths: &[&RelPath], rep: &mut PassReport) -> Result<RsyncOutcome> {
         let (source, prefix) = self.cfg.remote.files_from_base();
-        let listed: Vec<String> = paths.iter().map(|p| format!("{prefix}{p}")).collect();
-        let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+        let listed: Vec<Vec<u8>> = paths.iter().map(|p| [prefix.as_bytes(), p.as_bytes()].concat()).collect();
+        let listed: Vec<&[u8]> = listed.iter().map(Vec::as_slice).collect();
         let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed)
             .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
@@ -562,7 +573,7 @@ impl<'a> Mirror<'a> {
         epochs: &[&Epoch],
         news: &[usize],
         ignore: &IgnoreSet,
-        attempted: &mut HashSet<String>,
+        attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<bool> {
         if news.is_empty() {
@@ -585,7 +596,7 @@ impl<'a> Mirror<'a> {
                     ok_ix.push(ix);
                 }
             }
-            let mut paths: Vec<&str> = ok_ix.iter().map(|&ix| f.rf.events[ix].path.as_str()).collect();
+            let mut paths: Vec<&RelPath> = ok_ix.iter().map(|&ix| &f.rf.events[ix].path).collect();
             paths.sort_unstable();
             paths.dedup();
             if !paths.is_empty() {
@@ -598,15 +609,15 @@ impl<'a> Mirror<'a> {
                     }
                 };
                 // The newest event of each path in this chunk.
-                let mut newest: HashMap<&str, &Epoch> = HashMap::new();
+                let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
                 for &ix in &ok_ix {
                     let e = &f.rf.events[ix];
-                    newest.entry(e.path.as_str()).or_insert(&e.epoch);
+                    newest.entry(&e.path).or_insert(&e.epoch);
                 }
-                let asked: HashSet<&str> = paths.iter().copied().collect();
+                let asked: HashSet<&RelPath> = paths.iter().copied().collect();
                 let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
                 for p in &paths {
-                    attempted.insert(p.to_string());
+                    attempted.insert((*p).clone());
                     if !failed.contains(*p) {
                         self.state.unfail(p);
                     }
@@ -636,22 +647,22 @@ impl<'a> Mirror<'a> {
     pub(super) fn retry_failing(
         &mut self,
         ignore: &IgnoreSet,
-        seen: &HashMap<String, Epoch>,
-        attempted: &mut HashSet<String>,
+        seen: &HashMap<RelPath, Epoch>,
+        attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<()> {
         let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
         let mut safe = HashSet::new();
-        let mut todo: Vec<(String, Option<Epoch>)> = Vec::new();
-        let mut dropped: Vec<String> = Vec::new();
-        let mut retyped: Vec<(String, Epoch)> = Vec::new();
+        let mut todo: Vec<(RelPath, Option<Epoch>)> = Vec::new();
+        let mut dropped: Vec<RelPath> = Vec::new();
+        let mut retyped: Vec<(RelPath, Epoch)> = Vec::new();
         for f in &self.state.failing {
             if attempted.contains(&f.path) || superseded(f) {
                 continue;
             }
             let root = &self.cfg.localroot;
             let blocked = blocked_by(root, &f.path, ignore).is_some()
-                || fs::symlink_metadata(root.join(&f.path)).is_ok_and(|m| m.is_dir());
+                || fs::symlink_metadata(root.join(f.path.as_path())).is_ok_and(|m| m.is_dir());
             match (check_event_path(root, &f.path, ignore, &mut safe), &f.epoch) {
                 // A type change not placed yet (Mirror::place).
                 (_, Some(e)) if blocked => retyped.push((f.path.clone(), e.clone())),
@@ -663,9 +674,9 @@ impl<'a> Mirror<'a> {
             }
         }
         for (path, epoch) in retyped {
-            let below = format!("{path}/");
+            let below = [path.as_bytes(), b"/"].concat();
             let under_newer = seen.iter().any(|(p, n)| p.starts_with(&below) && *n > epoch);
-            let parent_newer = |p: &str| seen.get(p).is_some_and(|n| *n > epoch);
+            let parent_newer = |p: &RelPath| seen.get(p).is_some_and(|n| *n > epoch);
             match self.place(&path, &epoch, ignore, &parent_newer, under_newer, rep) {
                 Placement::Go => todo.push((path, Some(epoch))),
                 Placement::Superseded => dropped.push(path),
@@ -679,8 +690,8 @@ impl<'a> Mirror<'a> {
         todo.sort();
         for chunk in todo.chunks(self.cfg.max_files_per_connection.max(1)) {
             self.check_stop()?;
-            let paths: Vec<&str> = chunk.iter().map(|(p, _)| p.as_str()).collect();
-            attempted.extend(paths.iter().map(|p| p.to_string()));
+            let paths: Vec<&RelPath> = chunk.iter().map(|(p, _)| p).collect();
+            attempted.extend(paths.iter().map(|p| (*p).clone()));
             let out = match self.run_files_from("retrying failing paths", &paths, rep) {
                 Ok(out) => out,
                 Err(e) => {
@@ -688,11 +699,11 @@ impl<'a> Mirror<'a> {
                     break;
                 }
             };
-            let asked: HashSet<&str> = paths.iter().copied().collect();
-            let epochs: HashMap<&str, &Epoch> =
-                chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p.as_str(), e))).collect();
+            let asked: HashSet<&RelPath> = paths.iter().copied().collect();
+            let epochs: HashMap<&RelPath, &Epoch> =
+                chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))).collect();
             let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
-            let vanished: HashSet<String> =
+            let vanished: HashSet<RelPath> =
                 out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
             for p in &paths {
                 if !failed.contains(*p) {

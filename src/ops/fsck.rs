@@ -9,7 +9,7 @@ use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::ops::{Ctx, Exit};
 use crate::origin::Writer;
-use crate::recentfile::{EventKind, Merged, Recentfile};
+use crate::recentfile::{EventKind, Merged, Recentfile, RelPath};
 use crate::sys::tree::{self, Entry, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
@@ -33,11 +33,11 @@ pub struct Options {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Finding {
     /// On disk, but the index says deleted or never heard of it.
-    MissingInIndex { path: String },
+    MissingInIndex { path: RelPath },
     /// The index says it exists, but it is not on disk.
-    MissingOnDisk { path: String },
+    MissingOnDisk { path: RelPath },
     /// On disk and indexed, but changed after `changed_since` (watch start-up).
-    Modified { path: String },
+    Modified { path: RelPath },
     /// A recentfile that cannot be read (order, duplicates, syntax...).
     Unreadable { file: String, error: String },
     /// A recentfile named by the aggregator that does not exist although
@@ -50,9 +50,9 @@ pub(crate) enum Finding {
     /// meta.interval differs from the file name's interval (a warning).
     IntervalMismatch { file: String, meta_interval: String },
     /// An event the reader skipped (unknown type, unreadable path or item).
-    SkippedEvent { file: String, line: Option<usize>, epoch: String, path: String, reason: String },
-    /// A tree entry that cannot be indexed (a name that is not UTF-8).
-    Unindexable { path: String, reason: String },
+    SkippedEvent { file: String, line: Option<usize>, epoch: String, path: RelPath, reason: String },
+    /// A tree entry that cannot be indexed (unreadable, or a name over 4096 bytes).
+    Unindexable { path: RelPath, reason: String },
 }
 
 impl Finding {
@@ -179,7 +179,7 @@ pub(crate) fn check_files(coll: &Collection, findings: &mut Vec<Finding>, mut ea
 pub(crate) struct Index {
     /// The whole second of each path's newest event if that is a `new`;
     /// `None` if it is a `delete`.
-    newest: foldhash::HashMap<String, Option<i64>>,
+    newest: foldhash::HashMap<RelPath, Option<i64>>,
 }
 
 /// The events of the file read before, newest first, as epochs and one
@@ -191,7 +191,7 @@ pub(crate) struct Index {
 struct Previous {
     epochs: Vec<Epoch>,
     ends: Vec<usize>,
-    paths: String,
+    paths: Vec<u8>,
 }
 
 impl Previous {
@@ -199,16 +199,16 @@ impl Previous {
     fn for_file(rf: &Recentfile) -> Previous {
         let n = rf.events.len();
         let bytes = rf.events.iter().map(|e| e.path.len()).sum();
-        Previous { epochs: Vec::with_capacity(n), ends: Vec::with_capacity(n), paths: String::with_capacity(bytes) }
+        Previous { epochs: Vec::with_capacity(n), ends: Vec::with_capacity(n), paths: Vec::with_capacity(bytes) }
     }
 
-    fn push(&mut self, epoch: Epoch, path: &str) {
-        self.paths.push_str(path);
+    fn push(&mut self, epoch: Epoch, path: &RelPath) {
+        self.paths.extend_from_slice(path.as_bytes());
         self.ends.push(self.paths.len());
         self.epochs.push(epoch);
     }
 
-    fn path(&self, i: usize) -> &str {
+    fn path(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.paths[start..self.ends[i]]
     }
@@ -233,9 +233,9 @@ impl Index {
             while j < prev.epochs.len() && prev.epochs[j] > e.epoch {
                 j += 1;
             }
-            let repeated = j < prev.epochs.len() && prev.epochs[j] == e.epoch && prev.path(j) == e.path;
+            let repeated = j < prev.epochs.len() && prev.epochs[j] == e.epoch && prev.path(j) == e.path.as_bytes();
             cur.push(e.epoch.clone(), &e.path);
-            if !repeated && !self.newest.contains_key(e.path.as_str()) {
+            if !repeated && !self.newest.contains_key(&e.path) {
                 let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
                 self.newest.insert(e.path, live);
             }
@@ -249,7 +249,8 @@ impl Index {
     }
 
     /// The paths the index says exist under `dir`.
-    pub fn live_under(&self, dir: &str) -> Vec<String> {
+    pub fn live_under(&self, dir: impl AsRef<[u8]>) -> Vec<RelPath> {
+        let dir = dir.as_ref();
         self.newest
             .iter()
             .filter(|(p, v)| v.is_some() && crate::origin::watch::rules::is_under(p, dir))
@@ -265,7 +266,7 @@ pub(crate) fn differences(index: Index, tree: &[Entry], changed_since: Option<i6
     let mut newest = index.newest;
     let mut findings = Vec::new();
     for e in tree {
-        match newest.remove(e.rel.as_str()).flatten() {
+        match newest.remove(&e.rel).flatten() {
             None => findings.push(Finding::MissingInIndex { path: e.rel.clone() }),
             Some(indexed_at) => {
                 if let Some(since) = changed_since {
@@ -276,7 +277,7 @@ pub(crate) fn differences(index: Index, tree: &[Entry], changed_since: Option<i6
             }
         }
     }
-    let mut gone: Vec<String> = newest.into_iter().filter(|(_, v)| v.is_some()).map(|(p, _)| p).collect();
+    let mut gone: Vec<RelPath> = newest.into_iter().filter(|(_, v)| v.is_some()).map(|(p, _)| p).collect();
     gone.sort();
     findings.extend(gone.into_iter().map(|path| Finding::MissingOnDisk { path }));
     findings
@@ -296,7 +297,7 @@ pub(crate) fn compare_with(
     coll: &Collection,
     ignore: &IgnoreSet,
     changed_since: Option<i64>,
-    enter: impl FnMut(&str),
+    enter: impl FnMut(&RelPath),
 ) -> Result<Report> {
     let mut report = Report::default();
     let mut tree = Vec::new();
@@ -311,7 +312,7 @@ pub(crate) fn compare_with(
             ignore,
             enter,
             |e| tree.push(e),
-            |p, why| unindexable.push(Finding::Unindexable { path: p.to_string_lossy().into_owned(), reason: why }),
+            |p, why| unindexable.push(Finding::Unindexable { path: RelPath::from(p), reason: why }),
         );
         (reader.join(), walked)
     });
@@ -408,14 +409,15 @@ mod tests {
         let mut v: Vec<(String, i64)> = newest_per_path(files.iter())
             .into_iter()
             .filter(|e| e.kind == EventKind::New)
-            .map(|e| (e.path.clone(), e.epoch.whole_seconds()))
+            .map(|e| (e.path.to_str().unwrap().to_string(), e.epoch.whole_seconds()))
             .collect();
         v.sort();
         v
     }
 
     fn live_by_index(index: &Index) -> Vec<(String, i64)> {
-        let mut v: Vec<(String, i64)> = index.newest.iter().filter_map(|(p, t)| t.map(|t| (p.clone(), t))).collect();
+        let mut v: Vec<(String, i64)> =
+            index.newest.iter().filter_map(|(p, t)| t.map(|t| (p.to_str().unwrap().to_string(), t))).collect();
         v.sort();
         v
     }
@@ -460,7 +462,7 @@ mod tests {
                 }
                 for (t, (p, del)) in f.iter().rev() {
                     let path = format!("p{p}");
-                    if seen.insert(path.clone()) {
+                    if seen.insert(RelPath::from(&path)) {
                         let kind = if *del { EventKind::Delete } else { EventKind::New };
                         events.push(Event::new(Epoch::from_whole_seconds(*t), path, kind));
                     }

@@ -116,7 +116,7 @@ pub(crate) fn index(opts: &Options, w: &Writer, progress: bool) -> Result<Report
         },
         |p, why| {
             skipped += 1;
-            tracing::warn!("not indexed: {}: {why}", crate::recentfile::escape_path(&p.to_string_lossy()));
+            tracing::warn!("not indexed: {}: {why}", crate::recentfile::escape_path(p.as_os_str().as_encoded_bytes()));
         },
     )
     .map_err(|e| interrupted_or(e, &opts.root))?;
@@ -270,15 +270,15 @@ fn stopped() -> Result<()> {
 /// Perl writer meanwhile), as changes with their epochs, oldest first.
 fn recorded_since(before: Option<&Recentfile>, ours: &Recentfile, now: Option<&Recentfile>) -> Vec<Change> {
     let Some(now) = now else { return Vec::new() };
-    let seen: std::collections::HashSet<(&str, &str, EventKind)> = before
+    let seen: std::collections::HashSet<(&str, &[u8], EventKind)> = before
         .into_iter()
         .chain(std::iter::once(ours))
-        .flat_map(|rf| rf.events.iter().map(|e| (e.epoch.as_str(), e.path.as_str(), e.kind)))
+        .flat_map(|rf| rf.events.iter().map(|e| (e.epoch.as_str(), e.path.as_bytes(), e.kind)))
         .collect();
     now.events
         .iter()
         .rev()
-        .filter(|e| !seen.contains(&(e.epoch.as_str(), e.path.as_str(), e.kind)))
+        .filter(|e| !seen.contains(&(e.epoch.as_str(), e.path.as_bytes(), e.kind)))
         .map(|e| Change { path: e.path.clone(), kind: e.kind, epoch: Some(e.epoch.clone()) })
         .collect()
 }

@@ -130,7 +130,8 @@ pub(crate) fn fetch_remote(
 fn print(files: &[Recentfile], opts: &Options, out: &mut dyn Write) -> Result<()> {
     for e in News::of(files).finish(&opts.filter) {
         if opts.perl_format {
-            writeln!(out, "{}", crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), &e.path))?;
+            out.write_all(&crate::perl_compat::perl_news_line(e.epoch.whole_seconds(), e.path.as_bytes()))?;
+            out.write_all(b"\n")?;
         } else {
             crate::query::write_news_line(out, e, opts.json)?;
         }

@@ -670,7 +670,7 @@ impl RunLock {
             Err(fs::TryLockError::Error(err)) => return Err(io_err(err)),
         }
         let cmd: Vec<String> = std::env::args().collect();
-        let record = format!("{}\n{}\n", std::process::id(), crate::recentfile::escape_path(&cmd.join(" ")));
+        let record = format!("{}\n{}\n", std::process::id(), crate::recentfile::escape_path(cmd.join(" ")));
         file.set_len(0).and_then(|()| file.write_all(record.as_bytes())).map_err(io_err)?;
         Ok(RunLock { _file: file })
     }

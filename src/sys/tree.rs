@@ -11,6 +11,8 @@
 
 use crate::collection::is_recentfile_name;
 use crate::pattern::Pattern;
+use crate::recentfile::RelPath;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// What the tree walk and the watcher leave out.
@@ -32,18 +34,21 @@ impl IgnoreSet {
 
     /// Whether `rel` (relative to the root, `/`-separated; a file, or a
     /// directory when that does not matter) is ignored.
-    pub fn is_ignored(&self, rel: &str) -> bool {
+    pub fn is_ignored(&self, rel: impl AsRef<[u8]>) -> bool {
         self.is_ignored_entry(rel, false)
     }
 
     /// [`IgnoreSet::is_ignored`] for an entry known to be a directory or
     /// not (patterns with a trailing `/` match directories only).
-    pub fn is_ignored_entry(&self, rel: &str, is_dir: bool) -> bool {
-        if is_recentfile_name(rel, &self.filenameroot) || rel == ".rrr" || rel.starts_with(".rrr/") {
+    pub fn is_ignored_entry(&self, rel: impl AsRef<[u8]>, is_dir: bool) -> bool {
+        let rel = rel.as_ref();
+        // rrr's and the Perl tools' own names are ASCII.
+        let own = std::str::from_utf8(rel).is_ok_and(|r| is_recentfile_name(r, &self.filenameroot));
+        if own || rel == b".rrr" || rel.starts_with(b".rrr/") {
             return true;
         }
-        for comp in rel.split('/') {
-            if comp == ".~tmp~" || comp.starts_with(".FRMRecent-") || is_rsync_temp(comp) {
+        for comp in rel.split(|&b| b == b'/') {
+            if comp == b".~tmp~" || comp.starts_with(b".FRMRecent-") || is_rsync_temp(comp) {
                 return true;
             }
         }
@@ -52,10 +57,10 @@ impl IgnoreSet {
 }
 
 /// rsync's temp names: `.<name>.XXXXXX` (six characters after the last dot).
-fn is_rsync_temp(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix('.') else { return false };
-    match rest.rfind('.') {
-        Some(i) if i > 0 => rest.len() - i - 1 == 6 && rest[i + 1..].bytes().all(|b| b.is_ascii_alphanumeric()),
+fn is_rsync_temp(name: &[u8]) -> bool {
+    let Some(rest) = name.strip_prefix(b".") else { return false };
+    match rest.iter().rposition(|&b| b == b'.') {
+        Some(i) if i > 0 => rest.len() - i - 1 == 6 && rest[i + 1..].iter().all(|b| b.is_ascii_alphanumeric()),
         _ => false,
     }
 }
@@ -63,7 +68,7 @@ fn is_rsync_temp(name: &str) -> bool {
 /// One file (or symlink) of the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    pub rel: String,
+    pub rel: RelPath,
     /// lstat mtime, whole seconds.
     pub mtime: i64,
     /// lstat ctime, whole seconds.
@@ -71,9 +76,8 @@ pub struct Entry {
 }
 
 /// Walk `root` and call `each` for every file and symlink not ignored.
-/// Names with any character but NUL are recorded, control characters
-/// included; names that are not UTF-8 cannot be yet: they are reported
-/// through `skipped` and left out.
+/// Names with any byte but NUL are recorded, control characters and names
+/// that are not UTF-8 included.
 ///
 /// Depth first, each directory's entries in the order the directory lists
 /// them, a directory's contents right after the directory itself (the
@@ -100,17 +104,17 @@ pub fn walk(
 pub fn walk_with(
     root: &Path,
     ignore: &IgnoreSet,
-    mut enter: impl FnMut(&str),
+    mut enter: impl FnMut(&RelPath),
     mut each: impl FnMut(Entry),
     mut skipped: impl FnMut(&Path, String),
 ) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     let io_error = |p: &Path, e: std::io::Error| format!("IO error for operation on {}: {e}", p.display());
     // Open directories, innermost last, each with its path relative to the root.
-    let mut stack: Vec<(std::fs::ReadDir, String)> = Vec::new();
-    enter("");
+    let mut stack: Vec<(std::fs::ReadDir, Vec<u8>)> = Vec::new();
+    enter(&RelPath::default());
     match std::fs::read_dir(root) {
-        Ok(rd) => stack.push((rd, String::new())),
+        Ok(rd) => stack.push((rd, Vec::new())),
         Err(e) => skipped(root, io_error(root, e)),
     }
     while let Some((dir, prefix)) = stack.last_mut() {
@@ -124,17 +128,17 @@ pub fn walk_with(
         let de = match next {
             Ok(de) => de,
             Err(e) => {
-                let p = root.join(prefix.as_str());
+                let p = root.join(std::ffi::OsStr::from_bytes(prefix));
                 skipped(&p, io_error(&p, e));
                 continue;
             }
         };
         let name = de.file_name();
-        let Some(name) = name.to_str() else {
-            skipped(&de.path(), "path is not UTF-8".into());
-            continue;
-        };
-        let rel = if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") };
+        let rel = RelPath::from(if prefix.is_empty() {
+            name.as_bytes().to_vec()
+        } else {
+            [prefix.as_slice(), b"/", name.as_bytes()].concat()
+        });
         let file_type = match de.file_type() {
             Ok(t) => t,
             Err(e) => {
@@ -148,7 +152,7 @@ pub fn walk_with(
         if file_type.is_dir() {
             enter(&rel);
             match std::fs::read_dir(de.path()) {
-                Ok(rd) => stack.push((rd, rel)),
+                Ok(rd) => stack.push((rd, rel.into_bytes())),
                 Err(e) => skipped(&de.path(), io_error(&de.path(), e)),
             }
             continue;

@@ -32,7 +32,7 @@ pub struct NewsArgs {
     pub skip_deletes: bool,
     /// Only this path.
     #[arg(long, alias = "contains_path", value_name = "PATH")]
-    pub contains_path: Option<String>,
+    pub contains_path: Option<std::ffi::OsString>,
     /// Only the event with exactly this epoch.
     #[arg(long, value_name = "EPOCH")]
     pub contains_epoch: Option<String>,
@@ -66,7 +66,7 @@ impl From<NewsArgs> for Options {
             before: a.before,
             max: a.max,
             skip_deletes: a.skip_deletes,
-            contains_path: a.contains_path,
+            contains_path: a.contains_path.as_deref().map(rrr::recentfile::RelPath::from),
             contains_epoch: a.contains_epoch,
             contains_type: a.contains_type.map(|t| match t {
                 EventType::New => EventKind::New,

@@ -4,6 +4,7 @@ use crate::cli::LockArgs;
 use clap::Args;
 use rrr::epoch::Epoch;
 use rrr::ops::update::Options;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -12,8 +13,8 @@ pub struct UpdateArgs {
     pub lock: LockArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
-    /// Files, relative to the root or absolute inside it.
-    pub paths: Vec<String>,
+    /// Files, relative to the root or absolute inside it (any bytes).
+    pub paths: Vec<OsString>,
     /// Record deletes instead of news.
     #[arg(long)]
     pub delete: bool,
@@ -23,6 +24,11 @@ pub struct UpdateArgs {
     /// Read `[EPOCH] new|delete PATH` lines from stdin (one batch, one lock).
     #[arg(long)]
     pub stdin: bool,
+    /// As --stdin, but each `[EPOCH] new|delete PATH` record ends with a NUL
+    /// byte instead of a newline (`find -print0`), so that a name may hold
+    /// a newline.
+    #[arg(long, conflicts_with = "stdin")]
+    pub stdin0: bool,
     /// Behave as the Perl rrr-update: the disk is not consulted, a path
     /// outside the root is a warning, a future epoch becomes the clock, a
     /// delete needs the path in the collection.
@@ -40,7 +46,8 @@ impl From<UpdateArgs> for Options {
             paths: a.paths,
             delete: a.delete,
             epoch: a.epoch,
-            stdin: a.stdin,
+            stdin: a.stdin || a.stdin0,
+            stdin_nul: a.stdin0,
             perl: a.perl,
             add: a.add,
         }

@@ -31,7 +31,7 @@ use crate::interval::Interval;
 /// let (h1, h6) = (Interval::parse("1h")?, Interval::parse("6h")?);
 ///
 /// assert!(merge(&mut big, &h6, &mut small, &h1, &Epoch::parse("1700003100")?, false));
-/// let paths: Vec<&str> = big.events.iter().map(|e| e.path.as_str()).collect();
+/// let paths: Vec<&recentfile::RelPath> = big.events.iter().map(|e| &e.path).collect();
 /// assert_eq!(paths, ["a", "b", "c"]);
 /// assert_eq!(big.events[0].epoch.as_str(), "1700003000");
 /// // The small file remembers how far it was merged.
@@ -85,7 +85,7 @@ pub fn merge(
     let mut z_deletes: PathSet = path_set(0);
     for (ev, _) in small.events[..n_in].iter().zip(&first).filter(|(_, f)| **f) {
         if is_z && ev.kind == EventKind::Delete && !keep_deletes {
-            z_deletes.insert(ev.path.as_str());
+            z_deletes.insert(ev.path.as_bytes());
             continue;
         }
         if big_newest.as_ref().is_none_or(|n| ev.epoch > *n) {
@@ -94,7 +94,7 @@ pub fn merge(
         incoming.push(ev.clone());
     }
     // A delete that reaches Z changes it when Z lists the path (protocol.md 9.4, 16).
-    if !done && !z_deletes.is_empty() && big.events.iter().any(|e| z_deletes.contains(e.path.as_str())) {
+    if !done && !z_deletes.is_empty() && big.events.iter().any(|e| z_deletes.contains(e.path.as_bytes())) {
         done = true;
     }
     if !done {
@@ -197,7 +197,7 @@ mod tests {
             ev("1700000050.5", "gone", EventKind::New),
         ]);
         assert!(merge(&mut z, &iv("Z"), &mut small, &iv("1Y"), &e("1700000400.5"), false));
-        let paths: Vec<&str> = z.events.iter().map(|e| e.path.as_str()).collect();
+        let paths: Vec<&crate::RelPath> = z.events.iter().map(|e| &e.path).collect();
         assert_eq!(paths, ["keep"]);
     }
 

@@ -53,9 +53,11 @@ pub mod done;
 pub mod epoch;
 pub mod format;
 pub mod interval;
+pub mod path;
 pub mod query;
 pub mod update;
 
 pub use epoch::Epoch;
 pub use format::{parse_bytes, serialize, Event, EventKind, Format, Recentfile};
 pub use interval::Interval;
+pub use path::RelPath;

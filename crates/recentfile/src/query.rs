@@ -25,7 +25,7 @@ pub struct NewsFilter {
     /// Leave out paths whose newest event is a delete.
     pub skip_deletes: bool,
     /// Only the newest event of exactly this path (`--contains-path`).
-    pub contains_path: Option<String>,
+    pub contains_path: Option<crate::RelPath>,
     /// Only the event with exactly this epoch string (`rrr-news --contains_epoch`).
     pub contains_epoch: Option<String>,
     /// Only events of this type (`rrr-news --contains_type`).
@@ -65,8 +65,8 @@ impl NewsFilter {
 /// ]);
 ///
 /// let all = News::of([&small, &big]).finish(&NewsFilter::default());
-/// let paths: Vec<(&str, EventKind)> = all.iter().map(|e| (e.path.as_str(), e.kind)).collect();
-/// assert_eq!(paths, [("a.tar.gz", EventKind::Delete), ("b.tar.gz", EventKind::New), ("c.tar.gz", EventKind::New)]);
+/// let paths: Vec<(&[u8], EventKind)> = all.iter().map(|e| (e.path.as_bytes(), e.kind)).collect();
+/// assert_eq!(paths, [(&b"a.tar.gz"[..], EventKind::Delete), (b"b.tar.gz", EventKind::New), (b"c.tar.gz", EventKind::New)]);
 ///
 /// // What a mirror wants to fetch: no deletes, newer than what it has.
 /// let filter = NewsFilter { skip_deletes: true, after: Some(Epoch::parse("1699500000")?), ..NewsFilter::default() };
@@ -149,8 +149,9 @@ fn sort_newest_first(events: &mut [&Event]) {
 
 /// One line of `rrr news`: `EPOCH<TAB>TYPE<TAB>PATH` with control
 /// characters escaped as `ls -b` does ([`crate::format::escape_path`]),
-/// or with `json` the object (lossless: JSON's string escapes)
-/// `{"epoch":"…","type":"…","path":"…"}`.
+/// or with `json` the object `{"epoch":"…","type":"…","path":"…"}`,
+/// lossless: JSON's string escapes, and `"path":{"bytes":"<hex>"}` for a
+/// path that is not UTF-8 ([`crate::RelPath`]'s JSON form).
 pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> std::io::Result<()> {
     if json {
         #[derive(serde::Serialize)]
@@ -158,7 +159,7 @@ pub fn write_news_line(out: &mut dyn std::io::Write, e: &Event, json: bool) -> s
             epoch: &'a str,
             #[serde(rename = "type")]
             kind: &'a str,
-            path: &'a str,
+            path: &'a crate::RelPath,
         }
         let line = Line { epoch: e.epoch.as_str(), kind: e.kind.as_str(), path: &e.path };
         // An I/O error keeps its kind (a closed pipe ends a listing with 0).

@@ -10,16 +10,18 @@
 //! - 4.2: only `new` and `delete` are accepted.
 
 use crate::epoch::{perl_min, Epoch, PerlNum};
-use crate::format::{check_relative_path, Event, EventKind, Merged, Recentfile};
+use crate::format::{check_relative_path, shown_path, Event, EventKind, Merged, Recentfile};
+use crate::path::RelPath;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// One change to record. `epoch: Some` is a dirty insert (an event in the past).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
     /// Relative to the collection's root (see [`relative_to_root`]).
-    pub path: String,
+    pub path: RelPath,
     /// `new` or `delete`.
     pub kind: EventKind,
     /// The event's time for a dirty insert; `None` takes the clock.
@@ -66,7 +68,7 @@ pub struct Outcome {
 /// // A second change at the same clock reading gets a unique, larger epoch,
 /// // and the path's earlier event goes.
 /// batch_update(&mut rf, 3600, &[add("id/B/b.tar.gz"), add("id/A/a.tar.gz")], &now);
-/// let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+/// let paths: Vec<&recentfile::RelPath> = rf.events.iter().map(|e| &e.path).collect();
 /// assert_eq!(paths, ["id/A/a.tar.gz", "id/B/b.tar.gz"]);
 /// assert!(rf.events[0].epoch > rf.events[1].epoch);
 /// assert!(rf.events[1].epoch > now);
@@ -90,11 +92,11 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     let order: Vec<&Change> = order.into_iter().map(|(_, c)| c).collect();
     // Paths already in the file (for dirty items only), and paths of this
     // batch (borrowed: init's batch is the whole tree).
-    let listed: HashSet<String> = match changes.iter().any(|c| c.epoch.is_some()) {
+    let listed: HashSet<RelPath> = match changes.iter().any(|c| c.epoch.is_some()) {
         true => rf.events.iter().map(|e| e.path.clone()).collect(),
         false => HashSet::new(),
     };
-    let mut batch: HashSet<&str> = HashSet::with_capacity(changes.len());
+    let mut batch: HashSet<&RelPath> = HashSet::with_capacity(changes.len());
     let mut spread: HashMap<String, u64> = HashMap::new();
     let mut bound: Option<Epoch> = None;
     // Items without a caller epoch (they come last) go on top in order:
@@ -103,7 +105,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     // index 0 moved the whole list every time, quadratic for a big batch
     // into a big principal (a burst under `watch`).
     let mut top: Vec<Event> = Vec::new();
-    let mut replaced: HashSet<&str> = HashSet::new();
+    let mut replaced: HashSet<&RelPath> = HashSet::new();
     let steps: Vec<Option<&Change>> = if order.is_empty() { vec![None] } else { order.into_iter().map(Some).collect() };
     for change in steps {
         let caller = change.and_then(|c| c.epoch.as_ref());
@@ -122,13 +124,13 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
         }
         let Some(change) = change else { continue };
         if caller.is_none() {
-            if batch.contains(change.path.as_str()) {
+            if batch.contains(&change.path) {
                 top.retain(|e| e.path != change.path);
             }
             replaced.insert(&change.path);
             top.push(Event::new(epoch, change.path.clone(), change.kind));
         } else {
-            if listed.contains(&change.path) || batch.contains(change.path.as_str()) {
+            if listed.contains(&change.path) || batch.contains(&change.path) {
                 rf.events.retain(|e| e.path != change.path);
             }
             let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut spread);
@@ -143,7 +145,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
         out.inserted += 1;
     }
     if !top.is_empty() {
-        rf.events.retain(|e| !replaced.contains(e.path.as_str()));
+        rf.events.retain(|e| !replaced.contains(&e.path));
         rf.events.splice(0..0, top.into_iter().rev());
     }
     if !out.dirty {
@@ -198,7 +200,7 @@ fn monotonic(top: Option<&Event>, now: &Epoch) -> Epoch {
 fn dirty_insert(
     rf: &mut Recentfile,
     mut epoch: Epoch,
-    path: &str,
+    path: &RelPath,
     kind: EventKind,
     spread: &mut HashMap<String, u64>,
 ) -> Epoch {
@@ -325,8 +327,9 @@ pub fn normalize(p: &Path) -> PathBuf {
 /// The path relative to `root` for a path given absolute or relative to
 /// the root. `roots` are the forms of the root to accept (as given,
 /// absolute, canonical), compared by whole components.
-pub fn relative_to_root(path: &str, roots: &[PathBuf]) -> Result<String, PathError> {
-    let p = Path::new(path);
+pub fn relative_to_root(path: impl AsRef<Path>, roots: &[PathBuf]) -> Result<RelPath, PathError> {
+    let p = path.as_ref();
+    let path = shown_path(p.as_os_str().as_bytes());
     let rel: PathBuf = if p.is_absolute() {
         let n = normalize(p);
         let found = roots.iter().find_map(|r| n.strip_prefix(normalize(r)).ok().map(Path::to_path_buf));
@@ -337,15 +340,14 @@ pub fn relative_to_root(path: &str, roots: &[PathBuf]) -> Result<String, PathErr
     } else {
         normalize(p)
     };
-    let rel =
-        rel.to_str().ok_or_else(|| PathError::Invalid(format!("{}: path is not UTF-8", p.display())))?.to_string();
-    if rel.starts_with("..") && (rel == ".." || rel.starts_with("../")) {
+    let rel = RelPath::from(rel.as_path());
+    if rel == ".." || rel.starts_with("../") {
         return Err(PathError::Outside(format!("{path}: outside the tree root {}", roots[0].display())));
     }
     if rel.is_empty() {
         return Err(PathError::Invalid(format!("{path}: names the tree root itself, not a file")));
     }
-    check_relative_path(&rel).map_err(|m| PathError::Invalid(format!("{path:?}: {m}")))?;
+    check_relative_path(&rel).map_err(|m| PathError::Invalid(format!("{path}: {m}")))?;
     Ok(rel)
 }
 

@@ -12,7 +12,7 @@ use crate::ops::fsck::{compare_with, Finding};
 use crate::ops::update::record;
 use crate::origin::watch::rules::Heartbeat;
 use crate::origin::watch::watcher::AddError;
-use crate::recentfile::EventKind;
+use crate::recentfile::{shown_path, EventKind, RelPath};
 use crate::update::Change;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -30,22 +30,22 @@ impl Daemon<'_> {
     /// the tree on the way (each before it is listed) and dropping the
     /// watches of directories no longer there. Returns (new, delete).
     pub(super) fn reconcile(&mut self, since: Option<i64>, fatal_limit: bool) -> Result<(usize, usize)> {
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut failed: Vec<(String, AddError)> = Vec::new();
+        let mut seen: HashSet<RelPath> = HashSet::new();
+        let mut failed: Vec<(RelPath, AddError)> = Vec::new();
         let watcher = &mut self.watcher;
         let report = compare_with(&self.coll, &self.ignore, since, |dir| {
             if !watcher.is_watched(dir) {
                 if let Err(e) = watcher.add(dir) {
-                    failed.push((dir.to_string(), e));
+                    failed.push((dir.clone(), e));
                 }
             }
-            seen.insert(dir.to_string());
+            seen.insert(dir.clone());
         })?;
         for (dir, e) in failed {
             self.watch_failed(&dir, e, fatal_limit)?;
         }
-        let stale: Vec<String> =
-            self.watcher.dirs().filter(|d| !seen.contains(*d) && *d != ".rrr").map(String::from).collect();
+        let stale: Vec<RelPath> =
+            self.watcher.dirs().filter(|d| !seen.contains(*d) && **d != ".rrr").cloned().collect();
         for d in stale {
             self.watcher.remove(&d);
         }
@@ -56,7 +56,7 @@ impl Daemon<'_> {
         }
         for f in &report.findings {
             if let Finding::Unindexable { path, reason } = f {
-                self.log.warn(format!("cannot index {path:?}: {reason}"));
+                self.log.warn(format!("cannot index {}: {reason}", shown_path(path)));
             }
         }
         let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();
@@ -73,8 +73,9 @@ impl Daemon<'_> {
     pub(super) fn start(&mut self, previous: Option<Heartbeat>) -> Result<()> {
         let t0 = Instant::now();
         fs::create_dir_all(self.root.join(".rrr")).context("cannot create .rrr/")?;
-        if let Err(e) = self.watcher.add(".rrr") {
-            self.watch_failed(".rrr", e, true)?;
+        let rrr_dir = RelPath::from(".rrr");
+        if let Err(e) = self.watcher.add(&rrr_dir) {
+            self.watch_failed(&rrr_dir, e, true)?;
         }
         let since = previous
             .as_ref()

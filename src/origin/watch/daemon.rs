@@ -7,7 +7,7 @@ use super::{release_memory, Daemon};
 use crate::ops::fsck::{Finding, Index};
 use crate::ops::update::record;
 use crate::origin::watch::rules::{aggregate_at, Flush, OnDisk};
-use crate::recentfile::EventKind;
+use crate::recentfile::{EventKind, RelPath};
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::fs;
@@ -129,7 +129,7 @@ impl Daemon<'_> {
 
     /// The live indexed paths that a flush's moved-away directories
     /// delete: one pass over the index, whatever the number of moves.
-    pub(super) fn indexed_forgotten(&self, f: &Flush) -> Result<Vec<String>> {
+    pub(super) fn indexed_forgotten(&self, f: &Flush) -> Result<Vec<RelPath>> {
         let mut findings = Vec::new();
         let index = Index::read(&self.coll, &mut findings);
         if let Some(Finding::Unreadable { file, error }) =
@@ -137,13 +137,13 @@ impl Daemon<'_> {
         {
             bail!("cannot read recentfile {file}: {error}");
         }
-        let mut live = index.live_under("");
+        let mut live = index.live_under(RelPath::default());
         live.retain(|p| f.forgets(p));
         Ok(live)
     }
 
     /// What the disk shows of a created file that saw no write.
-    pub(super) fn look(&self, rel: &str) -> OnDisk {
+    pub(super) fn look(&self, rel: &RelPath) -> OnDisk {
         use std::os::unix::fs::MetadataExt;
         match fs::symlink_metadata(self.abs(rel)) {
             Err(_) => OnDisk::Gone,

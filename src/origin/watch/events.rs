@@ -8,9 +8,10 @@
 use super::Daemon;
 use crate::origin::watch::rules::{classify, is_under, join, watch_limit_message, Happening};
 use crate::origin::watch::watcher::{AddError, RawEvent, Read};
-use crate::recentfile::{check_relative_path, EventKind};
+use crate::recentfile::{check_relative_path, shown_path, EventKind, RelPath};
 use anyhow::{bail, Context, Result};
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Instant;
 
@@ -29,15 +30,15 @@ impl Daemon<'_> {
             + 1
     }
 
-    pub(super) fn limit_message(&self, rel: &str) -> String {
+    pub(super) fn limit_message(&self, rel: &RelPath) -> String {
         let limit =
             fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
-        watch_limit_message(rel, limit, self.count_dirs())
+        watch_limit_message(&shown_path(rel), limit, self.count_dirs())
     }
 
     /// A watch could not be added: at start the limit is fatal; later the
     /// daemon rescans periodically until every directory is watched.
-    pub(super) fn watch_failed(&mut self, rel: &str, e: AddError, fatal_limit: bool) -> Result<()> {
+    pub(super) fn watch_failed(&mut self, rel: &RelPath, e: AddError, fatal_limit: bool) -> Result<()> {
         match e {
             AddError::Gone => {}
             AddError::Limit if fatal_limit => bail!("{}", self.limit_message(rel)),
@@ -61,8 +62,8 @@ impl Daemon<'_> {
     /// Watch `rel` and every directory below it (those not watched yet),
     /// listing each after its watch exists, and record the files found as
     /// new (a directory made or moved in).
-    pub(super) fn watch_tree(&mut self, rel: &str) -> Result<()> {
-        let mut stack = vec![rel.to_string()];
+    pub(super) fn watch_tree(&mut self, rel: &RelPath) -> Result<()> {
+        let mut stack = vec![rel.clone()];
         let now = Instant::now();
         while let Some(dir) = stack.pop() {
             if !self.watcher.is_watched(&dir) {
@@ -79,11 +80,7 @@ impl Daemon<'_> {
                 }
             };
             for ent in rd.flatten() {
-                let Some(name) = ent.file_name().to_str().map(str::to_string) else {
-                    self.log.warn(format!("cannot index {}: path is not UTF-8", ent.path().display()));
-                    continue;
-                };
-                let child = join(&dir, &name);
+                let child = join(&dir, ent.file_name().as_bytes());
                 if self.ignore.is_ignored(&child) {
                     continue;
                 }
@@ -91,7 +88,7 @@ impl Daemon<'_> {
                     Ok(ft) if ft.is_dir() => stack.push(child),
                     Ok(_) => match check_relative_path(&child) {
                         Ok(()) => self.batch.record(&child, EventKind::New, now),
-                        Err(why) => self.log.warn(format!("cannot index {child:?}: {why}")),
+                        Err(why) => self.log.warn(format!("cannot index {}: {why}", shown_path(&child))),
                     },
                     Err(_) => {}
                 }
@@ -135,21 +132,12 @@ impl Daemon<'_> {
             }
             return Ok(());
         };
-        let rel = match name.to_str() {
-            Some(n) => join(dir, n),
-            None => {
-                if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. }) {
-                    let p = self.abs(dir).join(name);
-                    self.log.warn(format!("cannot index {}: path is not UTF-8", p.display()));
-                }
-                return Ok(());
-            }
-        };
+        let rel = join(dir, name.as_bytes());
         if is_under(&rel, ".rrr") {
             if rel == ".rrr/watch.json" && h == (Happening::MovedIn { dir: false }) {
                 self.on_marker();
             } else if rel == ".rrr" && matches!(h, Happening::MovedOut { .. } | Happening::Deleted { .. }) {
-                self.watcher.remove(".rrr");
+                self.watcher.remove(&RelPath::from(".rrr"));
             }
             return Ok(());
         }
@@ -171,10 +159,10 @@ impl Daemon<'_> {
         Ok(())
     }
 
-    pub(super) fn file_event(&mut self, h: Happening, rel: &str, now: Instant) {
+    pub(super) fn file_event(&mut self, h: Happening, rel: &RelPath, now: Instant) {
         if let Err(why) = check_relative_path(rel) {
             if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. }) {
-                self.log.warn(format!("cannot index {rel:?}: {why}"));
+                self.log.warn(format!("cannot index {}: {why}", shown_path(rel)));
             }
             return;
         }

@@ -93,9 +93,9 @@ impl Daemon<'_> {
         self.last_heartbeat = Instant::now();
         self.active = false;
         let dir = self.root.join(".rrr");
-        if !self.watcher.is_watched(".rrr") {
+        if !self.watcher.is_watched(&".rrr".into()) {
             let _ = fs::create_dir_all(&dir);
-            let _ = self.watcher.add(".rrr");
+            let _ = self.watcher.add(&".rrr".into());
         }
         let now = wall();
         let hb = Heartbeat {

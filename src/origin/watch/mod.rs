@@ -45,6 +45,7 @@ use crate::ops::{Ctx, Exit};
 use crate::origin::watch::rules::{Batch, Pace};
 use crate::origin::watch::watcher::Watcher;
 use crate::origin::Writer;
+use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
@@ -227,11 +228,11 @@ impl Daemon<'_> {
     }
 
     /// The absolute path of `rel` ("" is the root).
-    fn abs(&self, rel: &str) -> PathBuf {
+    fn abs(&self, rel: &RelPath) -> PathBuf {
         if rel.is_empty() {
             self.root.clone()
         } else {
-            self.root.join(rel)
+            self.root.join(rel.as_path())
         }
     }
 }

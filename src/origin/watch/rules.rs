@@ -36,7 +36,7 @@
 //! daemon's time (a quarter in a steady burst) whatever the principal's
 //! size.
 
-use crate::recentfile::EventKind;
+use crate::recentfile::{EventKind, RelPath};
 use crate::update::Change;
 use inotify::{EventMask, WatchMask};
 use std::collections::HashMap;
@@ -112,17 +112,15 @@ pub fn classify(mask: EventMask) -> Option<Happening> {
 }
 
 /// `dir/name` (`name` alone in the root, "").
-pub fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}/{name}")
-    }
+pub fn join(dir: impl AsRef<[u8]>, name: impl AsRef<[u8]>) -> RelPath {
+    let (dir, name) = (dir.as_ref(), name.as_ref());
+    RelPath::from(if dir.is_empty() { name.to_vec() } else { [dir, b"/", name].concat() })
 }
 
 /// Whether `path` is `dir` or lies below it (`dir` = "" is the root).
-pub fn is_under(path: &str, dir: &str) -> bool {
-    dir.is_empty() || path == dir || (path.starts_with(dir) && path.as_bytes().get(dir.len()) == Some(&b'/'))
+pub fn is_under(path: impl AsRef<[u8]>, dir: impl AsRef<[u8]>) -> bool {
+    let (path, dir) = (path.as_ref(), dir.as_ref());
+    dir.is_empty() || path == dir || (path.starts_with(dir) && path.get(dir.len()) == Some(&b'/'))
 }
 
 /// What the disk shows, at flush time, of a file that was created and has
@@ -201,15 +199,15 @@ struct Created {
 #[derive(Debug, Default)]
 pub struct Batch {
     seq: u64,
-    changes: HashMap<String, (u64, EventKind)>,
+    changes: HashMap<RelPath, (u64, EventKind)>,
     /// Created, and neither written nor closed since.
-    created: HashMap<String, Created>,
+    created: HashMap<RelPath, Created>,
     /// Files with data written and not yet closed: the marker time current
     /// when the first write was seen (a lower bound of the file's mtime).
-    writing: HashMap<String, f64>,
+    writing: HashMap<RelPath, f64>,
     /// Directories that moved away, each with the sequence number of its
     /// latest move: one entry per directory however often it moves.
-    forgotten: HashMap<String, u64>,
+    forgotten: HashMap<RelPath, u64>,
     /// When the oldest pending change arrived.
     since: Option<Instant>,
     /// When the newest change arrived.
@@ -224,13 +222,13 @@ pub struct Batch {
 /// and the index.
 #[derive(Debug, Default, PartialEq)]
 pub struct Flush {
-    changes: Vec<(u64, String, EventKind)>,
+    changes: Vec<(u64, RelPath, EventKind)>,
     /// Created and neither written nor closed since, with their creation time.
-    unwritten: Vec<(u64, String, Instant)>,
+    unwritten: Vec<(u64, RelPath, Instant)>,
     /// Directories moved away (with the sequence number of the latest
     /// move): their indexed files, and the changes made under them before
     /// the move, are deletes.
-    pub forgotten: HashMap<String, u64>,
+    pub forgotten: HashMap<RelPath, u64>,
     pub since: Option<Instant>,
     pub events: usize,
 }
@@ -240,7 +238,7 @@ pub struct Flush {
 #[derive(Debug, Default, PartialEq)]
 pub struct Resolved {
     pub changes: Vec<Change>,
-    fresh: Vec<(u64, String, Instant)>,
+    fresh: Vec<(u64, RelPath, Instant)>,
 }
 
 impl Batch {
@@ -252,25 +250,27 @@ impl Batch {
     }
 
     /// Record `kind` for `path` (the last word wins).
-    pub fn record(&mut self, path: &str, kind: EventKind, now: Instant) {
+    pub fn record(&mut self, path: impl AsRef<[u8]>, kind: EventKind, now: Instant) {
+        let path = path.as_ref();
         let seq = self.next(now);
         self.created.remove(path);
         self.writing.remove(path);
-        self.changes.insert(path.to_string(), (seq, kind));
+        self.changes.insert(RelPath::from(path), (seq, kind));
     }
 
     /// A file-level event on `path` (not ignored, not a directory).
     /// `marker` is the time of the newest heartbeat marker received.
-    pub fn on_file(&mut self, h: Happening, path: &str, marker: f64, now: Instant) {
+    pub fn on_file(&mut self, h: Happening, path: impl AsRef<[u8]>, marker: f64, now: Instant) {
+        let path = path.as_ref();
         match h {
             Happening::Created { dir: false } => {
                 let seq = self.next(now);
-                self.created.insert(path.to_string(), Created { seq, at: now, fresh_until: None });
+                self.created.insert(RelPath::from(path), Created { seq, at: now, fresh_until: None });
             }
             Happening::Modified => {
                 // Being written: it waits for its close.
                 self.created.remove(path);
-                self.writing.entry(path.to_string()).or_insert(marker);
+                self.writing.entry(RelPath::from(path)).or_insert(marker);
             }
             Happening::ClosedWrite | Happening::MovedIn { dir: false } => self.record(path, EventKind::New, now),
             Happening::MovedOut { dir: false } | Happening::Deleted { dir: false } => {
@@ -286,11 +286,12 @@ impl Batch {
     /// times in one batch costs one entry, not a thousand, and the pending
     /// changes are not rewritten here (a storm of moves would rewrite them
     /// all at each move).
-    pub fn forget_dir(&mut self, dir: &str, now: Instant) {
+    pub fn forget_dir(&mut self, dir: impl AsRef<[u8]>, now: Instant) {
+        let dir = dir.as_ref();
         let seq = self.next(now);
         self.created.retain(|p, _| !is_under(p, dir));
         self.writing.retain(|p, _| !is_under(p, dir));
-        self.forgotten.insert(dir.to_string(), seq);
+        self.forgotten.insert(RelPath::from(dir), seq);
     }
 
     /// Changes waiting to be recorded (created files not known to be
@@ -377,7 +378,7 @@ impl Batch {
     /// Take the batch: the changes, and the created files due for a look
     /// (all but the fresh ones still within their wait).
     pub fn take(&mut self, now: Instant) -> Flush {
-        let mut un: Vec<(u64, String, Instant)> = self
+        let mut un: Vec<(u64, RelPath, Instant)> = self
             .created
             .iter()
             .filter(|(_, c)| c.fresh_until.is_none_or(|t| now >= t))
@@ -434,7 +435,7 @@ impl Flush {
     }
 
     /// Whether the indexed file `path` is deleted by a directory moved away.
-    pub fn forgets(&self, path: &str) -> bool {
+    pub fn forgets(&self, path: impl AsRef<[u8]>) -> bool {
         moved_away_at(path, &self.forgotten).is_some()
     }
 }
@@ -442,13 +443,14 @@ impl Flush {
 /// The sequence number of the latest move away of a directory above
 /// `path`, if one moved: a lookup per ancestor, so that resolving a batch
 /// costs its changes times the tree's depth, not times its moves.
-fn moved_away_at(path: &str, forgotten: &HashMap<String, u64>) -> Option<u64> {
+fn moved_away_at(path: impl AsRef<[u8]>, forgotten: &HashMap<RelPath, u64>) -> Option<u64> {
     if forgotten.is_empty() {
         return None;
     }
+    let path = path.as_ref();
     let mut newest = None;
     let mut end = path.len();
-    while let Some(slash) = path[..end].rfind('/') {
+    while let Some(slash) = path[..end].iter().rposition(|&b| b == b'/') {
         if let Some(&s) = forgotten.get(&path[..slash]) {
             newest = newest.max(Some(s));
         }
@@ -465,12 +467,12 @@ impl Flush {
     /// file waited long enough.
     pub fn resolve(
         &self,
-        look: impl Fn(&str) -> OnDisk,
-        indexed: &[String],
+        look: impl Fn(&RelPath) -> OnDisk,
+        indexed: &[RelPath],
         now: Instant,
         fresh_wait: Duration,
     ) -> Resolved {
-        let mut last: HashMap<&str, (u64, EventKind)> = HashMap::new();
+        let mut last: HashMap<&RelPath, (u64, EventKind)> = HashMap::new();
         let mut fresh = Vec::new();
         let mut unwritten = Vec::new();
         for (s, p, at) in &self.unwritten {
@@ -487,20 +489,20 @@ impl Flush {
                 Some(m) if m > *s => (m, EventKind::Delete),
                 _ => (*s, *k),
             };
-            if last.get(p.as_str()).is_none_or(|(s0, _)| *s0 < s) {
+            if last.get(p).is_none_or(|(s0, _)| *s0 < s) {
                 last.insert(p, (s, k));
             }
         }
         for p in indexed {
             if let Some(seq) = moved_away_at(p, &self.forgotten) {
-                if last.get(p.as_str()).is_none_or(|(s0, _)| *s0 < seq) {
+                if last.get(p).is_none_or(|(s0, _)| *s0 < seq) {
                     last.insert(p, (seq, EventKind::Delete));
                 }
             }
         }
-        let mut v: Vec<(u64, &str, EventKind)> = last.into_iter().map(|(p, (s, k))| (s, p, k)).collect();
+        let mut v: Vec<(u64, &RelPath, EventKind)> = last.into_iter().map(|(p, (s, k))| (s, p, k)).collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let changes = v.into_iter().map(|(_, p, k)| Change { path: p.to_string(), kind: k, epoch: None }).collect();
+        let changes = v.into_iter().map(|(_, p, k)| Change { path: p.clone(), kind: k, epoch: None }).collect();
         Resolved { changes, fresh }
     }
 }
@@ -568,18 +570,19 @@ mod tests {
         under: &[String],
     ) -> Vec<(String, EventKind)> {
         let f = b.take(now);
-        let look = |p: &str| {
-            if linked.contains(&p) {
+        let under: Vec<RelPath> = under.iter().map(RelPath::from).collect();
+        let look = |p: &RelPath| {
+            if linked.iter().any(|l| p == l) {
                 OnDisk::Linked
-            } else if fresh.contains(&p) {
+            } else if fresh.iter().any(|l| p == l) {
                 OnDisk::Fresh
             } else {
                 OnDisk::Gone
             }
         };
-        let r = f.resolve(look, under, now, PACE.fresh_wait);
+        let r = f.resolve(look, &under, now, PACE.fresh_wait);
         b.keep_fresh(&r, &PACE);
-        r.changes.into_iter().map(|c| (c.path, c.kind)).collect()
+        r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect()
     }
 
     fn changes(b: &mut Batch, linked: &[&str], under: &[String]) -> Vec<(String, EventKind)> {
@@ -743,9 +746,9 @@ mod tests {
         b.on_file(Happening::MovedIn { dir: false }, "d/back", 0.0, t);
         let f = b.take(t);
         assert_eq!(f.forgotten.keys().collect::<Vec<_>>(), ["d"]);
-        let under = vec!["d/old".to_string(), "d/back".to_string(), "dx/other".to_string()];
+        let under = ["d/old", "d/back", "dx/other"].map(RelPath::from);
         let r = f.resolve(|_| OnDisk::Linked, &under, t, PACE.fresh_wait);
-        let got: Vec<_> = r.changes.into_iter().map(|c| (c.path, c.kind)).collect();
+        let got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
         assert_eq!(got.len(), 4, "{got:?}");
         assert_eq!(got[0], ("dx/keep".to_string(), New));
         let mut middle: Vec<&str> = got[1..3]
@@ -805,7 +808,7 @@ mod tests {
         assert_eq!(b.deadline(&PACE), None);
         // A steady stream: never quiet, due by the delay.
         for i in 0..20 {
-            b.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, t + ms(50 * i));
+            b.on_file(Happening::ClosedWrite, format!("f{i}"), 0.0, t + ms(50 * i));
         }
         let last = t + ms(950);
         assert!(!b.due(last + ms(40), &PACE));
@@ -827,14 +830,14 @@ mod tests {
         big.recorded(t, ms(300));
         let size_rested = t + ms(300) * SIZE_REST;
         for i in 0..PACE.size {
-            big.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, size_rested - ms(50));
+            big.on_file(Happening::ClosedWrite, format!("f{i}"), 0.0, size_rested - ms(50));
         }
         assert!(!big.due(t + ms(300), &PACE));
         assert!(!big.due(size_rested - ms(1), &PACE));
         assert!(big.due(size_rested, &PACE));
         let mut fresh = Batch::default();
         for i in 0..PACE.size {
-            fresh.on_file(Happening::ClosedWrite, &format!("f{i}"), 0.0, t);
+            fresh.on_file(Happening::ClosedWrite, format!("f{i}"), 0.0, t);
         }
         assert!(fresh.due(t, &PACE), "size");
     }

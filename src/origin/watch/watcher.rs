@@ -16,6 +16,7 @@
 //! events still queued for a removed descriptor are dropped.
 
 use super::rules::MASK;
+use crate::recentfile::RelPath;
 use inotify::{EventMask, Inotify, WatchDescriptor, Watches};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -57,8 +58,8 @@ pub struct Watcher {
     root: PathBuf,
     watches: Watches,
     rx: Receiver<Read>,
-    by_wd: HashMap<i32, (WatchDescriptor, String)>,
-    by_dir: HashMap<String, i32>,
+    by_wd: HashMap<i32, (WatchDescriptor, RelPath)>,
+    by_dir: HashMap<RelPath, i32>,
 }
 
 impl Watcher {
@@ -91,26 +92,26 @@ impl Watcher {
         Ok(Watcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: HashMap::new() })
     }
 
-    fn abs(&self, rel: &str) -> PathBuf {
+    fn abs(&self, rel: &RelPath) -> PathBuf {
         if rel.is_empty() {
             self.root.clone()
         } else {
-            self.root.join(rel)
+            self.root.join(rel.as_path())
         }
     }
 
     /// Watch directory `rel` (again: the same inode gives the same
     /// descriptor, which then names `rel`).
-    pub fn add(&mut self, rel: &str) -> Result<(), AddError> {
+    pub fn add(&mut self, rel: &RelPath) -> Result<(), AddError> {
         match self.watches.add(self.abs(rel), MASK) {
             Ok(wd) => {
                 let id = wd.get_watch_descriptor_id();
-                if let Some((_, old)) = self.by_wd.insert(id, (wd, rel.to_string())) {
-                    if old != rel && self.by_dir.get(&old) == Some(&id) {
+                if let Some((_, old)) = self.by_wd.insert(id, (wd, rel.clone())) {
+                    if old != *rel && self.by_dir.get(&old) == Some(&id) {
                         self.by_dir.remove(&old);
                     }
                 }
-                if let Some(prev) = self.by_dir.insert(rel.to_string(), id) {
+                if let Some(prev) = self.by_dir.insert(rel.clone(), id) {
                     if prev != id {
                         self.by_wd.remove(&prev);
                     }
@@ -126,8 +127,8 @@ impl Watcher {
     }
 
     /// Stop watching `rel` and every directory below it.
-    pub fn remove_under(&mut self, rel: &str) {
-        let gone: Vec<String> =
+    pub fn remove_under(&mut self, rel: &RelPath) {
+        let gone: Vec<RelPath> =
             self.by_dir.keys().filter(|d| crate::origin::watch::rules::is_under(d, rel)).cloned().collect();
         for d in gone {
             self.remove(&d);
@@ -135,7 +136,7 @@ impl Watcher {
     }
 
     /// Stop watching `rel` (not below it).
-    pub fn remove(&mut self, rel: &str) {
+    pub fn remove(&mut self, rel: &RelPath) {
         if let Some(id) = self.by_dir.remove(rel) {
             if let Some((wd, _)) = self.by_wd.remove(&id) {
                 // It may be gone already (deleted): nothing to undo then.
@@ -155,17 +156,17 @@ impl Watcher {
     }
 
     /// The directory that `wd` watches.
-    pub fn dir_of(&self, wd: i32) -> Option<&str> {
-        self.by_wd.get(&wd).map(|(_, d)| d.as_str())
+    pub fn dir_of(&self, wd: i32) -> Option<&RelPath> {
+        self.by_wd.get(&wd).map(|(_, d)| d)
     }
 
-    pub fn is_watched(&self, rel: &str) -> bool {
+    pub fn is_watched(&self, rel: &RelPath) -> bool {
         self.by_dir.contains_key(rel)
     }
 
     /// The watched directories.
-    pub fn dirs(&self) -> impl Iterator<Item = &str> {
-        self.by_dir.keys().map(String::as_str)
+    pub fn dirs(&self) -> impl Iterator<Item = &RelPath> {
+        self.by_dir.keys()
     }
 
     pub fn count(&self) -> usize {

@@ -4,8 +4,14 @@
 //! epochs as strings, in one file. rrr reads both and keeps a number's
 //! source text (serde_json's `arbitrary_precision`); it writes every epoch
 //! as a string (docs/decisions.md#format), which the Perl reader accepts.
+//!
+//! Paths are byte strings, and the Perl tools (`Data::Serializer::JSON`:
+//! `JSON->new->utf8`) give JSON each byte of a name as the character of
+//! that number: `é` (bytes C3 A9) is written `"Ã©"`, the byte FF as `"ÿ"`.
+//! rrr writes and reads paths the same way ([`path_to_json`],
+//! [`path_from_json`]), so a name means the same file to both.
 
-use super::read::{RawDoc, RawEvent, RawMeta, ReadError, Text, TextMap};
+use super::read::{not_utf8_path, RawDoc, RawEvent, RawMeta, ReadError, Text, TextMap};
 use super::{Merged, Producer, Recentfile};
 use serde_json::{json, Map, Value};
 
@@ -64,10 +70,28 @@ pub(crate) fn emit(rf: &Recentfile, producer: &Producer) -> String {
     if let Some(s) = &m.serializer_suffix {
         meta.insert("serializer_suffix".into(), json!(s));
     }
-    let recent: Vec<Value> =
-        rf.events.iter().map(|e| json!({"epoch": e.epoch.as_str(), "path": e.path, "type": e.kind.as_str()})).collect();
+    let recent: Vec<Value> = rf
+        .events
+        .iter()
+        .map(|e| json!({"epoch": e.epoch.as_str(), "path": path_to_json(e.path.as_bytes()), "type": e.kind.as_str()}))
+        .collect();
     let doc = json!({"meta": Value::Object(meta), "recent": recent});
     serde_json::to_string(&doc).expect("JSON of strings cannot fail")
+}
+
+/// A path as the Perl tools' JSON writer gives it: one character per byte.
+fn path_to_json(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char::from(b)).collect()
+}
+
+/// The bytes the Perl tools take a JSON path for: one byte per character
+/// when every character is below U+0100, else (a wide string) the UTF-8
+/// of the whole string, as Perl's `open` would name the file.
+fn path_from_json(text: &str) -> Vec<u8> {
+    match text.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect::<Option<Vec<u8>>>() {
+        Some(bytes) => bytes,
+        None => text.as_bytes().to_vec(),
+    }
 }
 
 /// Integers stay numbers (as the reference writes `protocol` and `mtime`).
@@ -138,10 +162,31 @@ pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
         .map(|e| RawEvent {
             line: None,
             epoch: e.get("epoch").and_then(scalar_text),
-            path: e.get("path").and_then(scalar_text),
+            path: e.get("path").and_then(scalar_text).map(|p| not_utf8_path(&path_from_json(&p))),
             kind: e.get("type").and_then(scalar_text),
             problem: None,
         })
         .collect();
     Ok(RawDoc { meta, events })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_bytes_as_the_perl_json_writer_gives_them() {
+        // What JSON::PP->new->utf8 writes for these Perl byte strings.
+        for (bytes, json) in [
+            (&b"a/b"[..], &b"a/b"[..]),
+            (b"\xc3\xa9", b"\xc3\x83\xc2\xa9"),
+            (b"\xff/\x80", b"\xc3\xbf/\xc2\x80"),
+            (b"t\tn\n", b"t\tn\n"),
+        ] {
+            assert_eq!(path_to_json(bytes).as_bytes(), json);
+            assert_eq!(path_from_json(&path_to_json(bytes)), bytes);
+        }
+        // A wide character: Perl names the file by the string's UTF-8.
+        assert_eq!(path_from_json("\u{e9}\u{263a}"), "\u{e9}\u{263a}".as_bytes());
+    }
 }

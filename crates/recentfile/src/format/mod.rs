@@ -32,6 +32,7 @@ pub mod syck;
 pub mod yaml;
 
 use crate::epoch::Epoch;
+pub use crate::path::RelPath;
 use std::fmt;
 
 pub use read::{parse_bytes, ReadError};
@@ -39,7 +40,7 @@ pub use read::{parse_bytes, ReadError};
 /// A set of paths borrowed from events. foldhash is several times faster
 /// than std's SipHash on such keys and still seeded per process, so paths
 /// from a hostile upstream file cannot be chosen to collide.
-pub(crate) type PathSet<'a> = foldhash::HashSet<&'a str>;
+pub(crate) type PathSet<'a> = foldhash::HashSet<&'a [u8]>;
 
 /// An empty [`PathSet`] with room for `n` paths.
 pub(crate) fn path_set<'a>(n: usize) -> PathSet<'a> {
@@ -115,8 +116,9 @@ impl fmt::Display for EventKind {
 pub struct Event {
     /// When it happened; unique within a file (protocol.md 7.4).
     pub epoch: Epoch,
-    /// Relative to the collection's root, `/`-separated (protocol.md 4.2, 14).
-    pub path: String,
+    /// Relative to the collection's root, `/`-separated, any bytes but NUL
+    /// (protocol.md 4.2, 14).
+    pub path: RelPath,
     /// The `type` key.
     pub kind: EventKind,
 }
@@ -124,7 +126,7 @@ pub struct Event {
 impl Event {
     /// An event from its three parts (the path is not checked here: see
     /// [`check_relative_path`]).
-    pub fn new(epoch: Epoch, path: impl Into<String>, kind: EventKind) -> Event {
+    pub fn new(epoch: Epoch, path: impl Into<RelPath>, kind: EventKind) -> Event {
         Event { epoch, path: path.into(), kind }
     }
 }
@@ -213,13 +215,13 @@ pub struct Skipped {
     pub line: Option<usize>,
     /// Its epoch, as written.
     pub epoch: String,
-    /// Its path, as written.
-    pub path: String,
+    /// Its path, as read (empty when it had none).
+    pub path: RelPath,
     /// Why it was skipped.
     pub reason: String,
     /// Whether a writer that rewrote the file without this event would
-    /// lose one that other readers use (a Perl tool reads a name that is
-    /// not UTF-8, or an item rrr's YAML reader rejects): rrr's writers
+    /// lose one that other readers use (an item rrr's YAML reader
+    /// rejects, which YAML::Syck may read): rrr's writers
     /// refuse to rewrite such a file. An unknown type, an over-long path
     /// and a missing path (`path: ~`) are useless to every reader.
     pub keep_on_rewrite: bool,
@@ -321,33 +323,34 @@ pub struct Producer {
 /// ```
 pub fn serialize(rf: &Recentfile, format: Format, producer: &Producer) -> Vec<u8> {
     match format {
-        Format::Yaml => yaml::emit(rf, producer).into_bytes(),
+        Format::Yaml => yaml::emit(rf, producer),
         Format::Json => json::emit(rf, producer).into_bytes(),
     }
 }
 
 /// Why a path may not be written into a recentfile or acted on by a mirror:
 /// empty, NUL, absolute, over 4096 bytes, empty, `.` and `..` components.
-/// Every other character is allowed, control characters included (tab,
-/// newline, CR, DEL, C1): the kernel, the Perl tools and rsync take them,
-/// and YAML::Syck writes them quoted.
-pub fn check_relative_path(path: &str) -> Result<(), String> {
+/// Every other byte is allowed, control characters (tab, newline, CR, DEL,
+/// C1) and bytes that are not UTF-8 included: the kernel, the Perl tools
+/// and rsync take them, and YAML::Syck writes them.
+pub fn check_relative_path(path: impl AsRef<[u8]>) -> Result<(), String> {
+    let path = path.as_ref();
     if path.is_empty() {
         return Err("empty path".into());
     }
-    if path.contains('\0') {
+    if path.contains(&0) {
         return Err("path contains NUL".into());
     }
-    if path.starts_with('/') {
+    if path.starts_with(b"/") {
         return Err("absolute path".into());
     }
     if path.len() > 4096 {
         return Err(format!("path is {} bytes long (limit 4096)", path.len()));
     }
-    for comp in path.split('/') {
+    for comp in path.split(|&b| b == b'/') {
         match comp {
-            "" => return Err("empty path component (`//` or trailing `/`)".into()),
-            "." | ".." => return Err(format!("`{comp}` path component")),
+            b"" => return Err("empty path component (`//` or trailing `/`)".into()),
+            b"." | b".." => return Err(format!("`{}` path component", String::from_utf8_lossy(comp))),
             _ => {}
         }
     }
@@ -356,11 +359,33 @@ pub fn check_relative_path(path: &str) -> Result<(), String> {
 
 /// A path made safe to print on one line, as `ls -b` (GNU's escape
 /// quoting) shows it: `\\` for a backslash, `\t`, `\n`, `\r`, `\a`,
-/// `\b`, `\f`, `\v`, and every other control character (C0, DEL, C1) as
-/// the octal escapes of its UTF-8 bytes (`\033`, `\177`, `\302\205`).
-/// Unlike `ls -b`, spaces stay as they are (news separates fields by tabs).
-pub fn escape_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
+/// `\b`, `\f`, `\v`, every other control character (C0, DEL, C1) as
+/// the octal escapes of its UTF-8 bytes (`\033`, `\177`, `\302\205`),
+/// and every byte that is not part of a UTF-8 character as its octal
+/// escape (`\377`). Unlike `ls -b`, spaces stay as they are (news
+/// separates fields by tabs).
+pub fn escape_path(path: impl AsRef<[u8]>) -> String {
+    let mut rest = path.as_ref();
+    let mut out = String::with_capacity(rest.len());
+    while !rest.is_empty() {
+        let (text, bad) = match std::str::from_utf8(rest) {
+            Ok(text) => (text, 0),
+            Err(e) => (
+                std::str::from_utf8(&rest[..e.valid_up_to()]).expect("valid up to here"),
+                e.error_len().unwrap_or(rest.len() - e.valid_up_to()),
+            ),
+        };
+        escape_text(text, &mut out);
+        for b in &rest[text.len()..text.len() + bad] {
+            out.push_str(&format!("\\{b:03o}"));
+        }
+        rest = &rest[text.len() + bad..];
+    }
+    out
+}
+
+/// [`escape_path`] of text.
+fn escape_text(path: &str, out: &mut String) {
     for c in path.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -380,25 +405,28 @@ pub fn escape_path(path: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// Whether [`escape_path`] would change `path` (cheap: most paths are
 /// plain ASCII without a backslash).
-pub fn needs_escape(path: &str) -> bool {
+pub fn needs_escape(path: impl AsRef<[u8]>) -> bool {
+    let path = path.as_ref();
     // 0xC2 starts U+0080..U+00BF, where the C1 controls are.
-    path.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\' || b == 0xc2) && escape_path(path) != path
+    path.iter().any(|&b| b < 0x20 || b == 0x7f || b == b'\\' || b >= 0x80)
+        && (std::str::from_utf8(path).is_err() || escape_path(path).as_bytes() != path)
 }
 
 /// [`escape_path`] for messages: a path over 256 bytes (a hostile one can
 /// be megabytes) is cut, with its length said.
-pub fn shown_path(path: &str) -> String {
+pub fn shown_path(path: impl AsRef<[u8]>) -> String {
     const SHOWN: usize = 256;
+    let path = path.as_ref();
     if path.len() <= SHOWN {
         return escape_path(path);
     }
+    // Cut before a UTF-8 continuation byte, not inside a character.
     let mut end = SHOWN;
-    while !path.is_char_boundary(end) {
+    while end > SHOWN - 3 && path[end] & 0xc0 == 0x80 {
         end -= 1;
     }
     format!("{}… ({} bytes)", escape_path(&path[..end]), path.len())
@@ -420,7 +448,7 @@ mod tests {
         );
         for (bytes, format) in [(yaml.as_bytes(), Format::Yaml), (json.as_bytes(), Format::Json)] {
             let rf = parse_bytes(bytes, format).unwrap();
-            let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+            let paths: Vec<&crate::RelPath> = rf.events.iter().map(|e| &e.path).collect();
             assert_eq!(paths, ["ok1", "ok2"], "{format:?}");
             assert_eq!(rf.skipped.len(), 1);
             assert_eq!(rf.skipped[0].path, long);

@@ -6,7 +6,7 @@
 //! paths, size limits) live here once. Errors carry the line where the
 //! reader knows it; callers add the file name ([`ReadError::in_file`]).
 
-use super::{Event, EventKind, Format, Merged, Meta, MinMax, Recentfile, Skipped};
+use super::{Event, EventKind, Format, Merged, Meta, MinMax, Recentfile, RelPath, Skipped};
 use crate::epoch::Epoch;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -186,14 +186,26 @@ pub(crate) struct RawEvent {
     pub problem: Option<String>,
 }
 
-/// Put into a decoded path where its bytes were not UTF-8 (followed by
-/// the lossy text, for messages). A path holding it is skipped by
-/// [`validate`]; no real path holds it (NUL is never part of a name).
+/// Starts a decoded path whose bytes are not UTF-8, followed by the hex of
+/// all its bytes: the readers decode scalars into text, and this carries a
+/// byte string through them losslessly ([`path_of_decoded`] turns it back).
+/// No real path starts with it (NUL is never part of a name).
 pub(crate) const NOT_UTF8: &str = "\0\0";
 
-/// [`NOT_UTF8`] and a lossy rendering of `bytes`.
+/// The decoded text that stands for the path `bytes` (itself when UTF-8).
 pub(crate) fn not_utf8_path(bytes: &[u8]) -> String {
-    format!("{NOT_UTF8}{}", String::from_utf8_lossy(bytes))
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(_) => format!("{NOT_UTF8}{}", crate::path::hex(bytes)),
+    }
+}
+
+/// The path a decoded scalar stands for (see [`NOT_UTF8`]).
+pub(crate) fn path_of_decoded(text: String) -> RelPath {
+    match text.strip_prefix(NOT_UTF8).and_then(crate::path::unhex) {
+        Some(bytes) => RelPath::from(bytes),
+        None => RelPath::from(text),
+    }
 }
 
 /// A document before validation. `meta: None` is protocol 0 (a bare list).
@@ -235,7 +247,7 @@ impl Outline {
 /// strictly decreasing (protocol.md 7.4), paths at most 4096 bytes
 /// (protocol.md 14; the other path rules are the mirror's), the size
 /// within [`MAX_FILE_BYTES`]. An event that cannot be used (an
-/// unknown type, no path or type, a path that is not UTF-8 or too long,
+/// unknown type, no path or type, a path that is too long,
 /// an item no YAML reader takes) is skipped, not fatal, and listed in
 /// [`Recentfile::skipped`] (protocol.md 4.2); an event without a readable epoch
 /// breaks the list and so the file. A bare
@@ -285,10 +297,10 @@ pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError
 }
 
 /// The text of a YAML file that is not UTF-8 throughout, where every
-/// event `path:` line that is not UTF-8 has become a double-quoted path
-/// that [`validate`] skips ([`NOT_UTF8`]): a Perl origin writes a file
-/// name's bytes as they are, and such a name is one refused event, not an
-/// unreadable file. Any other line that is not UTF-8 is an error.
+/// event `path:` line that is not UTF-8 has become a double-quoted
+/// [`NOT_UTF8`] carrier of the bytes YAML::Syck loads from it: a Perl
+/// origin writes a file name's bytes as they are. Any other line that is
+/// not UTF-8 is an error.
 fn mark_non_utf8_paths(bytes: &[u8], first: std::str::Utf8Error) -> Result<String, ReadError> {
     let mut out = String::with_capacity(bytes.len() + 64);
     // Lines before the first bad one are UTF-8.
@@ -307,17 +319,13 @@ fn mark_non_utf8_paths(bytes: &[u8], first: std::str::Utf8Error) -> Result<Strin
         let Some(value) = rest.strip_prefix(b"path: ") else {
             return Err(ReadError::at(line_no, "not valid UTF-8 (only an event's path may be)".into()));
         };
-        let mut shown = String::new();
-        for c in not_utf8_path(value).chars() {
-            match c {
-                '"' | '\\' => shown.push_str(&format!("\\{c}")),
-                c if (c as u32) < 0x20 || c == '\x7f' => shown.push_str(&format!("\\x{:02X}", c as u32)),
-                c => shown.push(c),
-            }
-        }
+        let Some(decoded) = super::yaml::scalar_bytes(value) else {
+            return Err(ReadError::at(line_no, "a path that is not UTF-8 and no YAML scalar".into()));
+        };
         out.push_str(std::str::from_utf8(lead).expect("ASCII"));
         out.push_str("path: \"");
-        out.push_str(&shown);
+        // The carrier is ASCII but for its NULs, which are escaped.
+        out.push_str(&not_utf8_path(&decoded).replace('\0', "\\x00"));
         out.push_str("\"\n");
     }
     if !bytes.ends_with(b"\n") {
@@ -389,28 +397,26 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
 /// The path and type of an event whose epoch was read, or (the path as
 /// far as it is known, why the event is skipped, whether a rewrite must
 /// keep it: [`Skipped::keep_on_rewrite`]).
-fn event_parts(ev: &RawEvent) -> Result<(String, EventKind), (String, String, bool)> {
-    let path = ev.path.clone().unwrap_or_default();
+fn event_parts(ev: &RawEvent) -> Result<(RelPath, EventKind), (RelPath, String, bool)> {
+    let path = ev.path.clone().map(path_of_decoded).unwrap_or_default();
+    let shown = || path.clone();
     if let Some(problem) = &ev.problem {
+        let path = shown();
         return Err((path, problem.clone(), true));
     }
-    let Some(path) = ev.path.clone() else {
+    if ev.path.is_none() {
         // YAML::Syck loads a path of "\r" as undef, and Perl writes it back as `~`.
-        return Err((path, "the event has no path (`path: ~` or none)".into(), false));
-    };
-    if let Some(at) = path.find(NOT_UTF8) {
-        let shown = format!("{}{}", &path[..at], &path[at + NOT_UTF8.len()..]);
-        return Err((shown, "the path is not valid UTF-8".into(), true));
+        return Err((RelPath::default(), "the event has no path (`path: ~` or none)".into(), false));
     }
     if path.len() > MAX_PATH_BYTES {
-        return Err((path.clone(), format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len()), false));
+        return Err((shown(), format!("path is {} bytes long (limit {MAX_PATH_BYTES})", path.len()), false));
     }
     let Some(kind) = ev.kind.as_deref() else {
-        return Err((path, "the event has no type".into(), true));
+        return Err((shown(), "the event has no type".into(), true));
     };
     match EventKind::parse(kind) {
         Some(kind) => Ok((path, kind)),
-        None => Err((path, format!("unknown event type {kind:?}"), false)),
+        None => Err((shown(), format!("unknown event type {kind:?}"), false)),
     }
 }
 
@@ -472,9 +478,6 @@ mod tests {
     #[test]
     fn an_unreadable_event_is_one_skipped_event() {
         for (bad, reason) in [
-            (item("1700000002.5", b"caf\xe9/x", "new"), "not valid UTF-8"),
-            (item("1700000002.5", b"\"caf\\xE9\\tx\"", "new"), "not valid UTF-8"),
-            (item("1700000002.5", b"'caf\xe9 x'", "new"), "not valid UTF-8"),
             (item("1700000002.5", b"~", "new"), "no path"),
             (item("1700000002.5", b"", "new"), "no path"),
             (item("1700000002.5", b"\"unterminated", "new"), "cannot be read"),
@@ -487,24 +490,34 @@ mod tests {
         ] {
             let shown = String::from_utf8_lossy(&bad).into_owned();
             let rf = parse_bytes(&around(&bad), Format::Yaml).unwrap_or_else(|e| panic!("{shown:?}: {e}"));
-            let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+            let paths: Vec<&crate::RelPath> = rf.events.iter().map(|e| &e.path).collect();
             assert_eq!(paths, ["ok/one", "ok/two"], "{shown:?}");
             assert_eq!(rf.skipped.len(), 1, "{shown:?}");
             let s = &rf.skipped[0];
             assert_eq!((s.line, s.epoch.as_str()), (Some(11), "1700000002.5"), "{shown:?}");
             assert!(s.reason.contains(reason), "{shown:?}: {s:?}");
-            assert!(!s.path.contains('\0'), "{s:?}");
+            assert!(!s.path.contains(b"\0"), "{s:?}");
         }
     }
 
     #[test]
-    fn a_name_that_is_not_utf8_is_never_read_as_another_name() {
+    fn a_name_that_is_not_utf8_is_read_as_its_bytes() {
         // `\xE9` alone is not UTF-8; read as Latin-1 it would be `é`, a
-        // different file that may exist.
-        for path in [&b"\"caf\\xE9\""[..], b"caf\xe9", b"'caf\xe9'"] {
+        // different file that may exist. YAML::Syck loads these bytes.
+        for (path, bytes) in [
+            (&b"\"caf\\xE9\""[..], &b"caf\xe9"[..]),
+            (b"caf\xe9", b"caf\xe9"),
+            (b"'caf\xe9'", b"caf\xe9"),
+            (b"\"caf\\xE9\\tx\"", b"caf\xe9\tx"),
+            (b"'caf\xe9 x'", b"caf\xe9 x"),
+            (b"'it''s \xff'", b"it's \xff"),
+            (b"\xff\xc3\xa9/\xe2\x82", b"\xff\xc3\xa9/\xe2\x82"),
+            (b"f\xff\r", b"f\xff\r"),
+        ] {
             let rf = parse_bytes(&around(&item("1700000002.5", path, "new")), Format::Yaml).unwrap();
-            assert!(rf.events.iter().all(|e| !e.path.starts_with("caf")), "{rf:?}");
-            assert_eq!(rf.skipped[0].path.replace('\'', ""), "caf\u{FFFD}");
+            let paths: Vec<&[u8]> = rf.events.iter().map(|e| e.path.as_bytes()).collect();
+            assert_eq!(paths, [&b"ok/one"[..], bytes, b"ok/two"], "{}", String::from_utf8_lossy(path));
+            assert!(rf.skipped.is_empty(), "{rf:?}");
         }
         // A non-UTF-8 line that is not a path still breaks the file.
         let bad_meta = [&HEAD[..12], b"  comment: caf\xe9\n", &HEAD[12..], &item("1700000003.5", b"a", "new")].concat();
@@ -536,8 +549,9 @@ mod tests {
         ]
         .concat();
         let rf = parse_bytes(&doc, Format::Yaml).unwrap();
-        let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
-        assert_eq!((paths, rf.skipped.len()), (vec!["a/x", "a/x"], 0));
+        let paths: Vec<&crate::RelPath> = rf.events.iter().map(|e| &e.path).collect();
+        assert_eq!(paths, ["a/x", "a/x"]);
+        assert_eq!(rf.skipped.len(), 0);
         // With a broken item beside them, the others are still read.
         let broken = [&doc[..], b"  - \n    epoch: '1.5'\n    path: [x\n    type: new\n"].concat();
         let rf = parse_bytes(&broken, Format::Yaml).unwrap();
@@ -548,7 +562,7 @@ mod tests {
     fn json_events_without_a_path_or_type_are_skipped() {
         let json = br#"{"meta":{"interval":"1h"},"recent":[{"epoch":"3.5","path":"a","type":"new"},{"epoch":"2.5","path":null,"type":"new"},{"epoch":"1.5","path":{"x":1},"type":"new"},{"epoch":"1.2","path":"b"},{"epoch":"1.1","path":"c","type":"delete"}]}"#;
         let rf = parse_bytes(json, Format::Json).unwrap();
-        let paths: Vec<&str> = rf.events.iter().map(|e| e.path.as_str()).collect();
+        let paths: Vec<&crate::RelPath> = rf.events.iter().map(|e| &e.path).collect();
         assert_eq!(paths, ["a", "c"]);
         let why: Vec<&str> = rf.skipped.iter().map(|s| s.reason.as_str()).collect();
         assert_eq!(

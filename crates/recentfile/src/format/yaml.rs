@@ -21,14 +21,14 @@
 //!   that one unreadable event is one skipped event.
 //!
 //! A path that is not UTF-8 (raw bytes, or `\xHH` escapes that spell no
-//! character) is decoded with the `NOT_UTF8` mark, never as the Latin-1
-//! text its bytes also spell, and [`super::read::validate`] skips it.
+//! character) is decoded to its bytes (carried through the text readers
+//! with the `NOT_UTF8` mark), never to the Latin-1 text they also spell.
 //!
 //! `meta` is small and always goes through serde-saphyr. [`outline`] reads
 //! only what `overview` needs (meta, count, newest, oldest) from a stream,
 //! checking the layout of every item without keeping any.
 
-use super::read::{meta_from_raw, not_utf8_path, Outline, RawDoc, RawEvent, RawMeta, ReadError, Text, NOT_UTF8};
+use super::read::{meta_from_raw, not_utf8_path, path_of_decoded, Outline, RawDoc, RawEvent, RawMeta, ReadError, Text};
 use super::syck::scalar;
 use super::{Event, EventKind, Merged, Producer, Recentfile};
 use crate::epoch::{cmp_epochs, Epoch};
@@ -37,12 +37,13 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::io::Read;
 
-/// The YAML text of `rf`, as YAML::Syck 1.34 would write it.
-pub fn emit(rf: &Recentfile, producer: &Producer) -> String {
+/// The YAML bytes of `rf`, as YAML::Syck 1.34 would write them (a path
+/// that is not UTF-8 keeps its bytes, so this is not always text).
+pub fn emit(rf: &Recentfile, producer: &Producer) -> Vec<u8> {
     let body: usize = rf.events.iter().map(|e| e.epoch.as_str().len() + e.path.len() + 48).sum();
     let mut out = Vec::with_capacity(1024 + body);
     emit_to(rf, producer, &mut out).expect("writing to a Vec cannot fail");
-    String::from_utf8(out).expect("built from strings")
+    out
 }
 
 /// [`emit`] into a writer, in pieces of about `WRITE_PIECE` bytes (a Z
@@ -85,25 +86,26 @@ pub fn emit_to(rf: &Recentfile, producer: &Producer, w: &mut dyn std::io::Write)
     }
     opt(&mut out, 2, "protocol", m.protocol.as_deref());
     opt(&mut out, 2, "serializer_suffix", m.serializer_suffix.as_deref());
+    let mut out = out.into_bytes();
     if rf.events.is_empty() {
-        out.push_str("recent: []\n\n");
+        out.extend_from_slice(b"recent: []\n\n");
     } else {
-        out.push_str("recent: \n");
+        out.extend_from_slice(b"recent: \n");
         for e in &rf.events {
-            out.push_str("  - \n    epoch: ");
+            out.extend_from_slice(b"  - \n    epoch: ");
             push_epoch(&mut out, e.epoch.as_str());
-            out.push_str("\n    path: ");
-            push_path(&mut out, &e.path);
-            out.push_str("\n    type: ");
-            out.push_str(e.kind.as_str());
-            out.push('\n');
+            out.extend_from_slice(b"\n    path: ");
+            push_path(&mut out, e.path.as_bytes());
+            out.extend_from_slice(b"\n    type: ");
+            out.extend_from_slice(e.kind.as_str().as_bytes());
+            out.push(b'\n');
             if out.len() >= WRITE_PIECE {
-                w.write_all(out.as_bytes())?;
+                w.write_all(&out)?;
                 out.clear();
             }
         }
     }
-    w.write_all(out.as_bytes())
+    w.write_all(&out)
 }
 
 /// How much [`emit_to`] gathers before each write.
@@ -112,13 +114,13 @@ const WRITE_PIECE: usize = 1 << 18;
 /// `scalar(epoch)` without allocating: a dotted decimal (`1700000000.5`)
 /// is a float to a YAML reader, so Syck single-quotes it; anything else
 /// (a dot-less epoch may stay plain) goes through [`scalar`].
-fn push_epoch(out: &mut String, epoch: &str) {
+fn push_epoch(out: &mut Vec<u8>, epoch: &str) {
     if is_dotted_decimal(epoch) {
-        out.push('\'');
-        out.push_str(epoch);
-        out.push('\'');
+        out.push(b'\'');
+        out.extend_from_slice(epoch.as_bytes());
+        out.push(b'\'');
     } else {
-        out.push_str(&scalar(epoch));
+        out.extend_from_slice(scalar(epoch).as_bytes());
     }
 }
 
@@ -167,16 +169,15 @@ fn epoch_lt(a: &str, da: Option<usize>, b: &str, db: Option<usize>) -> bool {
 /// DEL, does not end in `:` (so nothing calls for double quotes), and
 /// does not start with a YAML bool or null word that a non-ASCII byte
 /// ends (`Null\u{a0}x/y`, single-quoted). Such a path is written plain.
-fn push_path(out: &mut String, path: &str) {
+fn push_path(out: &mut Vec<u8>, path: &[u8]) {
     if is_plain_path(path) {
-        out.push_str(path);
+        out.extend_from_slice(path);
     } else {
-        out.push_str(&scalar(path));
+        out.extend_from_slice(&super::syck::scalar_bytes(path));
     }
 }
 
-fn is_plain_path(s: &str) -> bool {
-    let b = s.as_bytes();
+fn is_plain_path(b: &[u8]) -> bool {
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
         && b.iter().all(|&c| c > b' ' && c != 0x7f)
@@ -360,7 +361,7 @@ fn strict_events<R: Read>(items: &mut Items<R>, events: &mut Vec<Event>) -> std:
             return false;
         }
         prev_dot = dot;
-        let Some(path) = decode_path(it.path, it.path_special) else { return false };
+        let Some(path) = decode_path(it.path, it.path_special).map(path_of_decoded) else { return false };
         if path.len() > MAX_PATH {
             return false;
         }
@@ -593,15 +594,14 @@ fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
     v != "null"
 }
 
-/// A path value decoded as the line reader decodes it, or `None` (also
-/// for a name that is not UTF-8, which only a quoted value can spell:
-/// the line reader and `validate` skip that event).
+/// A path value decoded as the line reader decodes it (a name that is
+/// not UTF-8 as its `NOT_UTF8` carrier), or `None`.
 fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
     if plain_path_ok_with(v, colon_or_hash) {
         return Some(v.to_string());
     }
     match v.as_bytes().first()? {
-        b'\'' | b'"' => fast_scalar(v).filter(|p| !p.contains(NOT_UTF8)),
+        b'\'' | b'"' => fast_scalar(v),
         _ => None,
     }
 }
@@ -613,7 +613,7 @@ fn path_ok(v: &str, colon_or_hash: bool) -> bool {
     }
     match v.as_bytes().first() {
         Some(b'\'') if v.len() >= 2 && v.ends_with('\'') && !v[1..v.len() - 1].contains('\'') => true,
-        Some(b'\'' | b'"') => fast_scalar(v).is_some_and(|p| !p.contains(NOT_UTF8)),
+        Some(b'\'' | b'"') => fast_scalar(v).is_some(),
         _ => false,
     }
 }
@@ -977,39 +977,8 @@ fn fast_scalar(v: &str) -> Option<String> {
         }
         b'"' => {
             let inner = v.strip_prefix('"')?.strip_suffix('"')?;
-            // Bytes, not characters: Syck writes each byte of a non-ASCII
-            // character as its own `\xHH` (`ä` is `\xC3\xA4`).
-            let mut out = Vec::with_capacity(inner.len());
-            let mut bytes = inner.bytes();
-            while let Some(c) = bytes.next() {
-                match c {
-                    b'"' => return None,
-                    b'\\' => out.push(match bytes.next()? {
-                        b'\\' => b'\\',
-                        b'"' => b'"',
-                        b'/' => b'/',
-                        b'n' => b'\n',
-                        b't' => b'\t',
-                        b'r' => b'\r',
-                        b'0' => 0,
-                        b'a' => 0x07,
-                        b'b' => 0x08,
-                        b'e' => 0x1b,
-                        b'f' => 0x0c,
-                        b'v' => 0x0b,
-                        b' ' => b' ',
-                        b'x' => {
-                            let hi = (bytes.next()? as char).to_digit(16)?;
-                            let lo = (bytes.next()? as char).to_digit(16)?;
-                            (hi * 16 + lo) as u8
-                        }
-                        _ => return None,
-                    }),
-                    c => out.push(c),
-                }
-            }
-            // A name that is not UTF-8 is one event to skip (see `NOT_UTF8`).
-            Some(String::from_utf8(out).unwrap_or_else(|e| not_utf8_path(e.as_bytes())))
+            // A name that is not UTF-8 is carried as its bytes (see `NOT_UTF8`).
+            Some(not_utf8_path(&decode_double_quoted(inner.as_bytes())?))
         }
         b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
         _ => {
@@ -1017,6 +986,80 @@ fn fast_scalar(v: &str) -> Option<String> {
                 return None;
             }
             Some(v.to_string())
+        }
+    }
+}
+
+/// The inside of a double-quoted scalar on one line, decoded to bytes:
+/// Syck writes each byte of a non-ASCII character as its own `\xHH`
+/// (`ä` is `\xC3\xA4`), and a name that is not UTF-8 the same way.
+/// `None` for an unescaped quote or an escape Syck does not write.
+fn decode_double_quoted(inner: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(inner.len());
+    let mut bytes = inner.iter().copied();
+    while let Some(c) = bytes.next() {
+        match c {
+            b'"' => return None,
+            b'\\' => out.push(match bytes.next()? {
+                b'\\' => b'\\',
+                b'"' => b'"',
+                b'/' => b'/',
+                b'n' => b'\n',
+                b't' => b'\t',
+                b'r' => b'\r',
+                b'0' => 0,
+                b'a' => 0x07,
+                b'b' => 0x08,
+                b'e' => 0x1b,
+                b'f' => 0x0c,
+                b'v' => 0x0b,
+                b' ' => b' ',
+                b'x' => {
+                    let hi = (bytes.next()? as char).to_digit(16)?;
+                    let lo = (bytes.next()? as char).to_digit(16)?;
+                    (hi * 16 + lo) as u8
+                }
+                _ => return None,
+            }),
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// The bytes of a one-line scalar `v` that may hold bytes that are not
+/// UTF-8: double-quoted (escapes decoded), single-quoted (`''` is a
+/// quote), or plain (trailing spaces dropped; a trailing CR is kept, as
+/// the line reader keeps it: Syck writes a name ending in CR plain, and
+/// rrr reads it back exactly). `None` when it is none of these.
+pub(crate) fn scalar_bytes(v: &[u8]) -> Option<Vec<u8>> {
+    match v.first()? {
+        b'"' => decode_double_quoted(v.trim_ascii_end().strip_prefix(b"\"")?.strip_suffix(b"\"")?),
+        b'\'' => {
+            let inner = v.trim_ascii_end().strip_prefix(b"'")?.strip_suffix(b"'")?;
+            let mut out = Vec::with_capacity(inner.len());
+            let mut i = 0;
+            while i < inner.len() {
+                if inner[i] == b'\'' {
+                    if inner.get(i + 1) != Some(&b'\'') {
+                        return None;
+                    }
+                    i += 1;
+                }
+                out.push(inner[i]);
+                i += 1;
+            }
+            Some(out)
+        }
+        b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
+        _ => {
+            let mut end = v.len();
+            while end > 0 && v[end - 1] == b' ' {
+                end -= 1;
+            }
+            let v = &v[..end];
+            let has = |n: &[u8]| v.windows(n.len()).any(|w| w == n);
+            (!has(b" #") && !has(b": ")).then(|| v.to_vec())
         }
     }
 }
@@ -1041,15 +1084,27 @@ fn resolve_byte_escapes(text: &str) -> std::borrow::Cow<'_, str> {
         let c = b[i];
         match c {
             b'"' if token_start => {
+                // A scalar whose bytes are no UTF-8 text is carried whole
+                // as its bytes (`NOT_UTF8`), never read as the Latin-1
+                // characters its bytes also spell.
+                if let Some((end, bytes)) = double_quoted_at(b, i) {
+                    if std::str::from_utf8(&bytes).is_err() {
+                        out.push('"');
+                        out.push_str(&not_utf8_path(&bytes).replace('\0', "\\x00"));
+                        out.push('"');
+                        i = end;
+                        token_start = false;
+                        continue;
+                    }
+                }
                 out.push('"');
                 i += 1;
                 let mut run: Vec<u8> = Vec::new();
                 let flush = |run: &mut Vec<u8>, out: &mut String| {
                     match std::str::from_utf8(run) {
                         Ok(s) => out.push_str(s),
-                        // Not a character: the scalar is marked as a name
-                        // that is not UTF-8 (`NOT_UTF8`), never read as
-                        // the Latin-1 characters its bytes also spell.
+                        // Not a character (only in a scalar with an escape
+                        // Syck never writes): marked, never read as Latin-1.
                         Err(_) => {
                             out.push_str("\\0\\0");
                             out.push_str(&String::from_utf8_lossy(run));
@@ -1107,6 +1162,20 @@ fn resolve_byte_escapes(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// The end (after the closing quote) and decoded bytes of the
+/// double-quoted scalar on one line that starts at `b[start]`.
+fn double_quoted_at(b: &[u8], start: usize) -> Option<(usize, Vec<u8>)> {
+    let mut k = start + 1;
+    while k < b.len() && b[k] != b'\n' {
+        match b[k] {
+            b'\\' => k += 2,
+            b'"' => return Some((k + 1, decode_double_quoted(&b[start + 1..k])?)),
+            _ => k += 1,
+        }
+    }
+    None
 }
 
 /// Either a protocol 1 mapping or a protocol 0 bare list.
@@ -1235,10 +1304,10 @@ mod tests {
     fn byte_escapes_become_characters_for_serde_saphyr() {
         for (text, want) in [
             ("a: \"\\xC3\\xA4: b\"\n", "a: \"ä: b\"\n"),
-            // A byte that is no character marks the scalar (`NOT_UTF8`).
-            ("- \"x\\x7F\\xE2\\x82\\xAC\\\"\\xC3\"\n", "- \"x\\x7F€\\\"\\0\\0\u{FFFD}\"\n"),
+            // A byte that is no character: the scalar is carried as its bytes (`NOT_UTF8`).
+            ("- \"x\\x7F\\xE2\\x82\\xAC\\\"\\xC3\"\n", "- \"\\x00\\x00787fe282ac22c3\"\n"),
             ("a: '\\xC3\\xA4'\nb: c\\xC3\\xA4\n", "a: '\\xC3\\xA4'\nb: c\\xC3\\xA4\n"),
-            ("a: \"\\\\xC3\\xA4\"\n", "a: \"\\\\xC3\\0\\0\u{FFFD}\"\n"),
+            ("a: \"\\\\xC3\\xA4\"\n", "a: \"\\x00\\x005c784333a4\"\n"),
             ("ä: \"ü\\xC3\\xA4\"", "ä: \"üä\""),
         ] {
             assert_eq!(resolve_byte_escapes(text), want, "{text:?}");
@@ -1255,7 +1324,7 @@ mod tests {
         assert_eq!(fast_scalar("\"a: b\"").as_deref(), Some("a: b"));
         assert_eq!(fast_scalar("\"\\x7F\\0\\n\"").as_deref(), Some("\x7f\0\n"));
         assert_eq!(fast_scalar("\"\\xC3\\xA4: b\"").as_deref(), Some("ä: b"));
-        assert_eq!(fast_scalar("\"\\xC3: b\"").as_deref(), Some("\0\0\u{FFFD}: b"), "not UTF-8");
+        assert_eq!(fast_scalar("\"\\xC3: b\"").as_deref(), Some("\0\0c33a2062"), "not UTF-8: its bytes");
         assert_eq!(fast_scalar("id/A/x.tar.gz").as_deref(), Some("id/A/x.tar.gz"));
         assert_eq!(fast_scalar("a #comment"), None);
         assert_eq!(fast_scalar("&anchor x"), None);
@@ -1340,7 +1409,6 @@ mod tests {
             item("'1700000002.5'", "a ", "new"),                              // trailing space
             item("'1700000002.5'", "a #c", "new"),                            // comment
             item("'1700000002.5'", "~", "new"),                               // null
-            item("'1700000002.5'", "\"caf\\xE9\"", "new"),                    // not UTF-8
             item("'1700000002.5'", &"x".repeat(5000), "new"),                 // long path
             ok[..ok.len() - 5].to_string(),                                   // truncated
             ok.clone() + "\n",                                                // blank line
@@ -1415,9 +1483,9 @@ mod tests {
     #[test]
     fn emitter_shortcuts_match_syck_scalars() {
         for s in ["1700000000.5", "0.5", "1700000000", "5", "007.5", "1.", ".5", "1.5.5", "12345678901"] {
-            let mut out = String::new();
+            let mut out = Vec::new();
             push_epoch(&mut out, s);
-            assert_eq!(out, scalar(s), "{s}");
+            assert_eq!(out, scalar(s).as_bytes(), "{s}");
         }
         for s in [
             "id/A/AB/Foo-1.tar.gz",
@@ -1437,9 +1505,9 @@ mod tests {
             "off\u{2028}/y",
             "offx/y",
         ] {
-            let mut out = String::new();
-            push_path(&mut out, s);
-            assert_eq!(out, scalar(s), "{s}");
+            let mut out = Vec::new();
+            push_path(&mut out, s.as_bytes());
+            assert_eq!(out, scalar(s).as_bytes(), "{s}");
         }
     }
 }

@@ -69,4 +69,5 @@ pub mod progress;
 pub(crate) mod rsync;
 pub mod signals;
 pub mod store;
+pub(crate) mod sys;
 pub(crate) mod tree;

@@ -329,18 +329,13 @@ fn stall_watchdog(pid: u32, limit: Duration, stopped: std::sync::mpsc::Receiver<
 /// the same while every process waits. `None` where `/proc` cannot tell,
 /// which [`stall_limit_works`] finds out first.
 fn activity(pid: u32) -> Option<u64> {
+    use crate::sys::proc;
     fn one(pid: u32) -> Option<u64> {
-        let (rchar, wchar) = io_bytes(pid)?;
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // After the command name, which may hold anything: utime is the
-        // 14th field, stime the 15th.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut f = rest.split(' ').skip(11);
-        let (utime, stime): (u64, u64) = (f.next()?.parse().ok()?, f.next()?.parse().ok()?);
-        Some(rchar + wchar + utime + stime)
+        let (rchar, wchar) = proc::io_bytes(pid)?;
+        Some(rchar + wchar + proc::stat(pid)?.cpu_ticks())
     }
     let mut total = one(pid)?;
-    let mut todo = children(pid);
+    let mut todo = proc::children(pid);
     let mut seen = 0;
     while let Some(c) = todo.pop() {
         seen += 1;
@@ -348,30 +343,9 @@ fn activity(pid: u32) -> Option<u64> {
             break;
         }
         total = total.wrapping_add(one(c).unwrap_or(0));
-        todo.extend(children(c));
+        todo.extend(proc::children(c));
     }
     Some(total)
-}
-
-/// Bytes `pid` has read and written so far (`rchar`, `wchar` of
-/// `/proc/PID/io`: files, pipes and sockets alike).
-fn io_bytes(pid: u32) -> Option<(u64, u64)> {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-    let field = |k: &str| io.lines().find_map(|l| l.strip_prefix(k)).and_then(|v| v.trim().parse::<u64>().ok());
-    Some((field("rchar: ")?, field("wchar: ")?))
-}
-
-/// The children of `pid` (of each of its threads).
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for t in tasks.flatten() {
-            if let Ok(list) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(list.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
-            }
-        }
-    }
-    out
 }
 
 /// Whether [`Rsync::stall_limit`] can see rsync's activity here: `/proc`
@@ -379,10 +353,7 @@ fn children(pid: u32) -> Vec<u32> {
 /// CONFIG_PROC_CHILDREN). Where it cannot, rsync's own `--timeout` is used.
 pub fn stall_limit_works() -> bool {
     static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WORKS.get_or_init(|| {
-        let me = std::process::id();
-        activity(me).is_some() && std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
-    })
+    *WORKS.get_or_init(|| activity(std::process::id()).is_some() && crate::sys::proc::lists_children())
 }
 
 /// Wait until the child `pid` has exited, leaving it unreaped (WNOWAIT).
@@ -784,8 +755,9 @@ pub enum Output<'l> {
 /// `/proc` cannot tell.
 pub fn received_bytes(pid: u32) -> Option<u64> {
     // Not an ssh it runs: that one reads what the receiver reads again.
-    let is_rsync = |p: &u32| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "rsync");
-    std::iter::once(pid).chain(children(pid)).filter(is_rsync).filter_map(|p| Some(io_bytes(p)?.0)).max()
+    use crate::sys::proc;
+    let is_rsync = |p: &u32| proc::comm(*p).is_some_and(|c| c == "rsync");
+    std::iter::once(pid).chain(proc::children(pid)).filter(is_rsync).filter_map(|p| Some(proc::io_bytes(p)?.0)).max()
 }
 
 /// Calls `f` with each line of `r` as it arrives, a line ending at `\n`

@@ -435,9 +435,11 @@ fn pid_state(pid: u32, written: Option<SystemTime>) -> PidState {
     if !process_alive(pid) {
         return PidState::NotRunning;
     }
-    match read_proc_stat(pid) {
-        Some((state, _)) if state == 'Z' || state == 'X' => PidState::NotRunning,
-        Some((_, Some(started))) if written.is_some_and(|w| started > w + REUSE_SLACK) => PidState::Reused,
+    match crate::sys::proc::stat(pid) {
+        Some(st) if st.is_dead() => PidState::NotRunning,
+        Some(st) if st.started().is_some_and(|started| written.is_some_and(|w| started > w + REUSE_SLACK)) => {
+            PidState::Reused
+        }
         _ => PidState::Running,
     }
 }
@@ -453,37 +455,10 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// State letter and start time of a process, from `/proc/PID/stat`
-/// (start = boot time + starttime ticks).
-fn read_proc_stat(pid: u32) -> Option<(char, Option<SystemTime>)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields.first()?.chars().next()?;
-    // Field 22 of the whole line is the 20th after the name (field 3 = state).
-    let started = fields.get(19).and_then(|t| t.parse::<u64>().ok()).and_then(|ticks| {
-        let boot = fs::read_to_string("/proc/stat")
-            .ok()?
-            .lines()
-            .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok()))?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
-        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 1000 / hz))
-    });
-    Some((state, started))
-}
-
 /// `process N (command)` for messages.
 fn describe_pid(pid: u32) -> String {
-    match fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(raw) if !raw.is_empty() => {
-            let words: Vec<String> = raw
-                .split(|b| *b == 0)
-                .filter(|w| !w.is_empty())
-                .map(|w| String::from_utf8_lossy(w).into_owned())
-                .collect();
+    match crate::sys::proc::cmdline(pid) {
+        Some(words) => {
             let mut cmd = words.join(" ");
             if cmd.len() > 80 {
                 let cut = (0..=80).rev().find(|i| cmd.is_char_boundary(*i)).unwrap_or(0);
@@ -492,7 +467,7 @@ fn describe_pid(pid: u32) -> String {
             }
             format!("process {pid} ({})", crate::recentfile::escape_path(&cmd))
         }
-        _ => format!("process {pid}"),
+        None => format!("process {pid}"),
     }
 }
 

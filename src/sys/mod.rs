@@ -1,0 +1,6 @@
+//! The system layer: what rrr asks of the operating system beyond plain
+//! files, each in one place — reading `/proc` ([`proc`]).
+//!
+//! Linux only, as rrr is (inotify, `/proc`, `PR_SET_PDEATHSIG`).
+
+pub(crate) mod proc;

@@ -120,14 +120,13 @@ pub(crate) fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Ou
         });
     }
     drop(tx);
-    let pgid = child.id() as libc::pid_t;
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
     let end = Instant::now() + timeout;
     let outcome = loop {
         match child.try_wait() {
             Ok(Some(st)) => break if st.success() { Outcome::Ok } else { Outcome::Failed(st.code()) },
             Ok(None) if Instant::now() >= end || crate::signals::stop_requested() => {
-                // SAFETY: signalling the process group we created.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
                 let _ = child.wait();
                 break Outcome::TimedOut;
             }

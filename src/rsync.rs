@@ -44,11 +44,12 @@
 //! of non-ASCII bytes in names (`\#303\#251` for `é`) do not depend on the
 //! user's locale; `vanished_path` undoes that escaping ([`unescape`]).
 
+use nix::sys::signal::Signal;
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
@@ -166,14 +167,14 @@ impl Rsync {
         // temp file and stops its own receiver). A parent that died before
         // the prctl is caught by the getppid() re-check. Both calls are
         // async-signal-safe, as pre_exec requires.
-        // SAFETY: prctl and getppid only; no allocation, no locks.
-        let parent = std::process::id() as libc::pid_t;
+        let parent = nix::unistd::getpid();
+        // SAFETY: std has no safe way to run code between fork and exec;
+        // the closure calls only prctl and getppid (no allocation, no
+        // locks), as pre_exec requires.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+                if nix::unistd::getppid() != parent {
                     return Err(io::Error::other("rrr exited before rsync started"));
                 }
                 Ok(())
@@ -205,12 +206,13 @@ impl Rsync {
         let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
         let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
 
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let quiet = quiet.map(|d| (stdout.as_raw_fd(), d));
+        // A File, so that the reader and the poll share it by reference.
+        let stdout = std::fs::File::from(std::os::fd::OwnedFd::from(child.stdout.take().expect("stdout is piped")));
+        let quiet = quiet.map(|d| (stdout.as_fd(), d));
         // A read error on our end of the pipe only costs progress lines;
         // rsync's exit status still decides. The child is not reaped
         // before this returns, so `pid` is still rsync's in `Quiet`.
-        let _ = for_each_line(stdout, quiet, |line| match line {
+        let _ = for_each_line(&stdout, quiet, |line| match line {
             Some(line) => on(Output::Line(&String::from_utf8_lossy(line))),
             None => on(Output::Quiet { pid }),
         });
@@ -311,11 +313,11 @@ fn stall_watchdog(pid: u32, limit: Duration, stopped: std::sync::mpsc::Receiver<
         }
         // The caller reports the failure (with its retries).
         tracing::debug!("rsync moved no data and used no CPU for {} s: stopping it (--timeout)", limit.as_secs());
-        // SAFETY: kill(2) on our child, which is not reaped before `stopped`.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        // Our child, which is not reaped before `stopped`: `pid` is still rsync's.
+        let pid = nix::unistd::Pid::from_raw(pid as i32);
+        let _ = nix::sys::signal::kill(pid, Signal::SIGTERM);
         if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(10)) {
-            // SAFETY: as above.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
         }
         return Some(limit);
     }
@@ -358,15 +360,9 @@ pub fn stall_limit_works() -> bool {
 
 /// Wait until the child `pid` has exited, leaving it unreaped (WNOWAIT).
 fn wait_exited_unreaped(pid: u32) {
-    // SAFETY: waitid on our own child with a zeroed siginfo_t out-parameter.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        while libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) != 0 {
-            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                break;
-            }
-        }
-    }
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
+    while let Err(nix::errno::Errno::EINTR) = waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {}
 }
 
 /// The shell-quoted command line: program and arguments, no environment.
@@ -765,7 +761,11 @@ pub fn received_bytes(pid: u32) -> Option<u64> {
 /// ends removed and empty lines skipped; a line longer than [`LINE_CAP`]
 /// comes in pieces. With `quiet` (`r`'s descriptor and a period), `f`
 /// also gets `None` each time that period passes without input.
-fn for_each_line(r: impl Read, quiet: Option<(RawFd, Duration)>, mut f: impl FnMut(Option<&[u8]>)) -> io::Result<()> {
+fn for_each_line(
+    r: impl Read,
+    quiet: Option<(BorrowedFd<'_>, Duration)>,
+    mut f: impl FnMut(Option<&[u8]>),
+) -> io::Result<()> {
     let mut r = BufReader::new(r);
     let mut line = Vec::new();
     loop {
@@ -809,20 +809,15 @@ fn for_each_line(r: impl Read, quiet: Option<(RawFd, Duration)>, mut f: impl FnM
 }
 
 /// Whether `fd` has input (or its end: EOF and errors count) within `period`.
-fn readable_within(fd: RawFd, period: Duration) -> io::Result<bool> {
-    let ms = period.as_millis().clamp(1, libc::c_int::MAX as u128) as libc::c_int;
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+fn readable_within(fd: BorrowedFd<'_>, period: Duration) -> io::Result<bool> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let timeout = PollTimeout::try_from(period.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
     loop {
-        // SAFETY: one valid pollfd; `fd` is open while the reader owns it.
-        match unsafe { libc::poll(&mut pfd, 1, ms) } {
-            0 => return Ok(false),
-            n if n > 0 => return Ok(true),
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
+        match poll(&mut [PollFd::new(fd, PollFlags::POLLIN)], timeout) {
+            Ok(0) => return Ok(false),
+            Ok(_) => return Ok(true),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -1249,13 +1244,12 @@ mod tests {
     #[test]
     fn quiet_input_gives_ticks_then_lines() {
         let (r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
-        let fd = r.as_raw_fd();
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(250));
             w.write_all(b"one\ntwo").unwrap();
         });
         let mut got = Vec::new();
-        for_each_line(r, Some((fd, Duration::from_millis(50))), |l| {
+        for_each_line(&r, Some((r.as_fd(), Duration::from_millis(50))), |l| {
             got.push(l.map_or("<quiet>".to_string(), |l| String::from_utf8_lossy(l).into_owned()))
         })
         .unwrap();

@@ -105,8 +105,7 @@ fn boot_time() -> Option<SystemTime> {
 }
 
 fn clock_ticks_per_second() -> Option<u64> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
     u64::try_from(hz).ok().filter(|h| *h > 0)
 }
 

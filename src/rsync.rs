@@ -368,22 +368,12 @@ fn wait_exited_unreaped(pid: u32) {
 /// The shell-quoted command line: program and arguments, no environment.
 impl fmt::Display for Rsync {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::sys::child::shell_quote;
         f.write_str(&shell_quote(&self.program.to_string_lossy()))?;
         for a in &self.args {
             write!(f, " {}", shell_quote(&a.to_string_lossy()))?;
         }
         Ok(())
-    }
-}
-
-/// `s` as one shell word: unchanged if it holds only characters no shell
-/// treats specially, else in single quotes (a `'` becomes `'\''`).
-pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%^".contains(&b));
-    if plain {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }
 

@@ -124,7 +124,7 @@ impl std::fmt::Display for LockError {
                 f,
                 "lock {} is stale ({why}) but belongs to {owner}, and this user may not remove it; as {owner}, run: rm -r -- {}",
                 lock.display(),
-                shell_quote(&lock.to_string_lossy())
+                crate::sys::child::shell_quote(&lock.to_string_lossy())
             ),
             LockError::Interrupted { lock } => write!(f, "interrupted while waiting for lock {}", lock.display()),
             // The I/O error is the source (`{:#}` prints it once).
@@ -486,11 +486,6 @@ fn user_name(uid: u32) -> String {
         Ok(Some(user)) => user.name,
         _ => format!("uid {uid}"),
     }
-}
-
-/// Single-quote for a shell command line.
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 fn age(t: SystemTime) -> Duration {

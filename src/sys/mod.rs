@@ -1,6 +1,8 @@
 //! The system layer: what rrr asks of the operating system beyond plain
-//! files, each in one place — reading `/proc` ([`proc`]).
+//! files, each in one place: reading `/proc` ([`proc`]) and running child
+//! processes ([`child`]).
 //!
 //! Linux only, as rrr is (inotify, `/proc`, `PR_SET_PDEATHSIG`).
 
+pub(crate) mod child;
 pub(crate) mod proc;

@@ -44,12 +44,11 @@
 //! of non-ASCII bytes in names (`\#303\#251` for `é`) do not depend on the
 //! user's locale; `vanished_path` undoes that escaping ([`unescape`]).
 
-use nix::sys::signal::Signal;
-use std::collections::VecDeque;
+use crate::sys::child::{for_each_line, Child, Tail, Ties};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
@@ -57,8 +56,6 @@ use std::time::Duration;
 
 /// How much of rsync's stderr is kept: the last 64 KiB.
 const STDERR_CAP: usize = 64 * 1024;
-/// Longest line handed on at once; a longer one arrives in pieces.
-const LINE_CAP: u64 = 64 * 1024;
 /// How many stderr lines [`RsyncError`]'s `Display` shows.
 const DISPLAY_LINES: usize = 20;
 
@@ -152,7 +149,6 @@ impl Rsync {
         quiet: Option<Duration>,
         on: &mut dyn FnMut(Output<'_>),
     ) -> Result<RsyncOutcome, RsyncError> {
-        use std::os::unix::process::CommandExt;
         tracing::debug!("running {self}");
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
@@ -162,24 +158,6 @@ impl Rsync {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // No rsync outlives rrr, even after kill -9: the kernel sends the
-        // child SIGTERM when its parent thread dies (rsync then removes its
-        // temp file and stops its own receiver). A parent that died before
-        // the prctl is caught by the getppid() re-check. Both calls are
-        // async-signal-safe, as pre_exec requires.
-        let parent = nix::unistd::getpid();
-        // SAFETY: std has no safe way to run code between fork and exec;
-        // the closure calls only prctl and getppid (no allocation, no
-        // locks), as pre_exec requires.
-        unsafe {
-            cmd.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
-                if nix::unistd::getppid() != parent {
-                    return Err(io::Error::other("rrr exited before rsync started"));
-                }
-                Ok(())
-            });
-        }
         let not_started = |stderr: String| RsyncError {
             command: self.to_string(),
             code: None,
@@ -188,17 +166,21 @@ impl Rsync {
             class: RsyncFailure::NotStarted,
             cause: None,
         };
-        let mut child = cmd.spawn().map_err(|e| not_started(e.to_string()))?;
-        // SIGINT/SIGTERM to rrr are passed on to this child (see signals).
-        let forward = crate::signals::ForwardTo::child(child.id());
+        // No rsync outlives rrr, even after kill -9 (rsync then removes
+        // its temp file and stops its own receiver); a stop of rrr is
+        // passed on to it.
+        let ties = Ties { die_with_parent: true, forward_stop: true, own_group: false };
+        let mut child = Child::spawn(&mut cmd, ties).map_err(|e| not_started(e.to_string()))?;
 
-        let stderr = child.stderr.take().expect("stderr is piped");
-        let stderr_thread =
-            thread::Builder::new().name("rsync-stderr".into()).spawn(move || drain_stderr(stderr)).map_err(|e| {
-                let _ = child.kill();
-                let _ = child.wait();
-                not_started(format!("cannot start a thread to read its stderr: {e}"))
-            })?;
+        let stderr = child.take_stderr().expect("stderr is piped");
+        let stderr_thread = match thread::Builder::new().name("rsync-stderr".into()).spawn(move || drain_stderr(stderr))
+        {
+            Ok(t) => t,
+            Err(e) => {
+                child.kill();
+                return Err(not_started(format!("cannot start a thread to read its stderr: {e}")));
+            }
+        };
 
         let pid = child.id();
         // Stopped (the sender dropped) once rsync has exited, before it is
@@ -207,7 +189,7 @@ impl Rsync {
         let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
 
         // A File, so that the reader and the poll share it by reference.
-        let stdout = std::fs::File::from(std::os::fd::OwnedFd::from(child.stdout.take().expect("stdout is piped")));
+        let stdout = std::fs::File::from(std::os::fd::OwnedFd::from(child.take_stdout().expect("stdout is piped")));
         let quiet = quiet.map(|d| (stdout.as_fd(), d));
         // A read error on our end of the pipe only costs progress lines;
         // rsync's exit status still decides. The child is not reaped
@@ -217,12 +199,11 @@ impl Rsync {
             None => on(Output::Quiet { pid }),
         });
 
-        // Stop forwarding signals once rsync has exited but before it is
-        // reaped, so its pid cannot have been reused by then.
-        wait_exited_unreaped(child.id());
+        // The watchdog may signal `pid` until rsync has exited but is not
+        // reaped yet, so that its pid cannot have been reused by then.
+        child.wait_exited();
         drop(stop_watchdog);
         let stalled = watchdog.and_then(|w| w.join().ok()).flatten();
-        drop(forward);
         let status = child.wait();
         let stderr = stderr_thread.join().unwrap_or_else(|_| StderrSummary::default());
         let status = status.map_err(|e| RsyncError {
@@ -315,9 +296,9 @@ fn stall_watchdog(pid: u32, limit: Duration, stopped: std::sync::mpsc::Receiver<
         tracing::debug!("rsync moved no data and used no CPU for {} s: stopping it (--timeout)", limit.as_secs());
         // Our child, which is not reaped before `stopped`: `pid` is still rsync's.
         let pid = nix::unistd::Pid::from_raw(pid as i32);
-        let _ = nix::sys::signal::kill(pid, Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         if let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(Duration::from_secs(10)) {
-            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
         }
         return Some(limit);
     }
@@ -356,13 +337,6 @@ fn activity(pid: u32) -> Option<u64> {
 pub fn stall_limit_works() -> bool {
     static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *WORKS.get_or_init(|| activity(std::process::id()).is_some() && crate::sys::proc::lists_children())
-}
-
-/// Wait until the child `pid` has exited, leaving it unreaped (WNOWAIT).
-fn wait_exited_unreaped(pid: u32) {
-    use nix::sys::wait::{waitid, Id, WaitPidFlag};
-    let pid = nix::unistd::Pid::from_raw(pid as i32);
-    while let Err(nix::errno::Errno::EINTR) = waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {}
 }
 
 /// The shell-quoted command line: program and arguments, no environment.
@@ -746,72 +720,6 @@ pub fn received_bytes(pid: u32) -> Option<u64> {
     std::iter::once(pid).chain(proc::children(pid)).filter(is_rsync).filter_map(|p| Some(proc::io_bytes(p)?.0)).max()
 }
 
-/// Calls `f` with each line of `r` as it arrives, a line ending at `\n`
-/// or `\r` (rsync's `--info=progress2` rewrites its line with `\r`), line
-/// ends removed and empty lines skipped; a line longer than [`LINE_CAP`]
-/// comes in pieces. With `quiet` (`r`'s descriptor and a period), `f`
-/// also gets `None` each time that period passes without input.
-fn for_each_line(
-    r: impl Read,
-    quiet: Option<(BorrowedFd<'_>, Duration)>,
-    mut f: impl FnMut(Option<&[u8]>),
-) -> io::Result<()> {
-    let mut r = BufReader::new(r);
-    let mut line = Vec::new();
-    loop {
-        if let Some((fd, period)) = quiet {
-            if r.buffer().is_empty() && !readable_within(fd, period)? {
-                f(None);
-                continue;
-            }
-        }
-        let (ended, used) = {
-            let buf = match r.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if buf.is_empty() {
-                if !line.is_empty() {
-                    f(Some(&line));
-                }
-                return Ok(());
-            }
-            match buf.iter().position(|&b| b == b'\n' || b == b'\r') {
-                Some(i) => {
-                    line.extend_from_slice(&buf[..i]);
-                    (true, i + 1)
-                }
-                None => {
-                    line.extend_from_slice(buf);
-                    (false, buf.len())
-                }
-            }
-        };
-        r.consume(used);
-        if ended || line.len() as u64 >= LINE_CAP {
-            if !line.is_empty() {
-                f(Some(&line));
-            }
-            line.clear();
-        }
-    }
-}
-
-/// Whether `fd` has input (or its end: EOF and errors count) within `period`.
-fn readable_within(fd: BorrowedFd<'_>, period: Duration) -> io::Result<bool> {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let timeout = PollTimeout::try_from(period.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
-    loop {
-        match poll(&mut [PollFd::new(fd, PollFlags::POLLIN)], timeout) {
-            Ok(0) => return Ok(false),
-            Ok(_) => return Ok(true),
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
 /// What the stderr thread learned.
 #[derive(Debug, Default)]
 struct StderrSummary {
@@ -830,7 +738,7 @@ struct StderrSummary {
 
 fn drain_stderr(r: impl Read) -> StderrSummary {
     let mut judge = StderrJudge::default();
-    let mut tail = TailBuffer::default();
+    let mut tail = Tail::new(STDERR_CAP);
     let res = for_each_line(r, None, |line| {
         if let Some(line) = line {
             judge.line(&String::from_utf8_lossy(line));
@@ -960,38 +868,6 @@ impl StderrJudge {
                 s.cause = s.cause.or(cause);
             }
         }
-    }
-}
-
-/// The last [`STDERR_CAP`] bytes of a stream of lines.
-#[derive(Debug, Default)]
-struct TailBuffer {
-    lines: VecDeque<Vec<u8>>,
-    bytes: usize,
-    dropped: usize,
-}
-
-impl TailBuffer {
-    fn push(&mut self, line: &[u8]) {
-        self.lines.push_back(line.to_vec());
-        self.bytes += line.len() + 1;
-        while self.bytes > STDERR_CAP && self.lines.len() > 1 {
-            let old = self.lines.pop_front().expect("more than one line");
-            self.bytes -= old.len() + 1;
-            self.dropped += 1;
-        }
-    }
-
-    fn into_string(self) -> String {
-        let mut out = Vec::with_capacity(self.bytes + 40);
-        if self.dropped > 0 {
-            out.extend_from_slice(format!("[{} lines dropped]\n", self.dropped).as_bytes());
-        }
-        for l in self.lines {
-            out.extend_from_slice(&l);
-            out.push(b'\n');
-        }
-        String::from_utf8_lossy(&out).into_owned()
     }
 }
 
@@ -1152,18 +1028,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn lines_end_at_carriage_returns_too() {
-        let mut got = Vec::new();
-        let input: &[u8] =
-            b">f+++ 1 a\n\r   100  1%  1.00kB/s  0:00:01\r   200  2%  1.00kB/s  0:00:01 (xfr#1, to-chk=1/2)\n\rlast";
-        for_each_line(input, None, |l| got.extend(l.map(|l| String::from_utf8_lossy(l).into_owned()))).unwrap();
-        assert_eq!(
-            got,
-            [">f+++ 1 a", "   100  1%  1.00kB/s  0:00:01", "   200  2%  1.00kB/s  0:00:01 (xfr#1, to-chk=1/2)", "last"]
-        );
-    }
-
     /// A real rsync, slowed down: what it received so far shows in /proc
     /// while it runs, and nothing is claimed for a process that is no rsync.
     #[test]
@@ -1229,24 +1093,6 @@ mod tests {
         r.stall_limit(Duration::from_millis(700));
         r.run().unwrap();
         assert_eq!(std::fs::metadata(tmp.path().join("g")).unwrap().len(), 600_000);
-    }
-
-    #[test]
-    fn quiet_input_gives_ticks_then_lines() {
-        let (r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(250));
-            w.write_all(b"one\ntwo").unwrap();
-        });
-        let mut got = Vec::new();
-        for_each_line(&r, Some((r.as_fd(), Duration::from_millis(50))), |l| {
-            got.push(l.map_or("<quiet>".to_string(), |l| String::from_utf8_lossy(l).into_owned()))
-        })
-        .unwrap();
-        writer.join().unwrap();
-        let quiet = got.iter().take_while(|l| *l == "<quiet>").count();
-        assert!(quiet >= 2, "ticks while nothing came: {got:?}");
-        assert_eq!(got[quiet..], ["one", "two"]);
     }
 
     #[test]
@@ -1363,18 +1209,6 @@ rsync error: some files/attrs were not transferred (see previous errors) (code 2
         let summary_last =
             RsyncError { cause: None, stderr: "rsync: x\nrsync error: y (code 5) at z\n".into(), ..full };
         assert_eq!(summary_last.key_line(), "rsync: x");
-    }
-
-    #[test]
-    fn tail_buffer_keeps_the_end() {
-        let mut t = TailBuffer::default();
-        for i in 0..10_000 {
-            t.push(format!("line {i:05}").as_bytes());
-        }
-        let s = t.into_string();
-        assert!(s.len() <= STDERR_CAP + 40);
-        assert!(s.starts_with('['));
-        assert!(s.ends_with("line 09999\n"));
     }
 
     #[test]

@@ -66,7 +66,6 @@ pub mod origin;
 pub mod pattern;
 pub mod perl_compat;
 pub mod progress;
-pub(crate) mod rsync;
 pub mod signals;
 pub mod store;
 pub(crate) mod sys;

@@ -14,8 +14,8 @@ use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path};
-use crate::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
 use crate::signals::Interrupted;
+use crate::sys::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
 use crate::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
@@ -115,7 +115,7 @@ impl Itemized {
                 self.deleted_files += 1;
             }
             if self.listing {
-                self.would.push(format!("delete {}", crate::rsync::unescape(name)));
+                self.would.push(format!("delete {}", crate::sys::rsync::unescape(name)));
             }
             return;
         }
@@ -134,7 +134,7 @@ impl Itemized {
                 self.bytes += len.parse::<u64>().unwrap_or(0);
             }
             if self.listing {
-                self.would.push(format!("new {}", crate::rsync::unescape(name)));
+                self.would.push(format!("new {}", crate::sys::rsync::unescape(name)));
             }
         }
     }
@@ -609,7 +609,7 @@ impl<'a> Mirror<'a> {
         let (source, prefix) = self.cfg.remote.files_from_base();
         let listed: Vec<String> = paths.iter().map(|p| format!("{prefix}{p}")).collect();
         let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
-        let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed)
+        let list = crate::sys::rsync::write_files_from(&self.cfg.state_dir(), &listed)
             .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links", "--from0", OUT_FORMAT]);

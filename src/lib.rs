@@ -33,10 +33,12 @@
 //! **The edges**, each side effect in one place:
 //! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,
 //!   reading recentfiles from disk, the principal symlink;
+//! - `sys`: the system layer: `sys::proc` (the one `/proc` reader),
+//!   `sys::child` (the one child runner: PDEATHSIG, process group, stop
+//!   forwarding, stderr tail, timeout), `sys::rsync` (the builder, running
+//!   and failure classes, stderr classification, the stall watchdog);
 //! - `tree`: the walk and the one ignore set; `collection`: a collection on
-//!   disk; `rsync`: the subprocess (bounded stderr, failure classes,
-//!   PDEATHSIG); [`signals`]: SIGINT/SIGTERM; [`clock`]: the one clock
-//!   (`--now`);
+//!   disk; [`signals`]: SIGINT/SIGTERM; [`clock`]: the one clock (`--now`);
 //! - [`log`]: the one channel for messages; [`progress`]: bars, only on a
 //!   terminal; `human`: times and sizes for people; `notify`: sd_notify;
 //!   [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command

@@ -5,6 +5,7 @@
 
 use super::{Cause, FailedPath};
 use crate::sys::child::{for_each_line, Tail};
+use nix::errno::Errno;
 use std::io::Read;
 
 /// How much of rsync's stderr is kept: the last 64 KiB.
@@ -209,17 +210,17 @@ pub fn classify(line: &str) -> Line {
         Some((role, rest)) => (Some(role), rest),
         None => (None, rest),
     };
-    let errno = errno_of(rest);
+    let errno = errno_of(rest).map(Errno::from_raw);
     let ours = matches!(role.map(str::to_ascii_lowercase).as_deref(), Some("receiver" | "generator") | None);
     match (role.map(str::to_ascii_lowercase).as_deref(), errno) {
         // change_dir is the source root itself: the whole source is gone.
         (Some("sender"), Some(e)) if !rest.starts_with("change_dir") => match quoted_path(rest) {
-            Some(p) if e == libc::ENOENT => Line::Vanished(p),
+            Some(p) if e == Errno::ENOENT => Line::Vanished(p),
             Some(p) => Line::OriginFailed(p),
             None => Line::Error(None),
         },
-        (_, Some(libc::ENOSPC | libc::EDQUOT)) if ours => Line::Error(Some(Cause::NoSpace)),
-        (_, Some(libc::EACCES | libc::EPERM | libc::EROFS)) if ours && role.is_some() => {
+        (_, Some(Errno::ENOSPC | Errno::EDQUOT)) if ours => Line::Error(Some(Cause::NoSpace)),
+        (_, Some(Errno::EACCES | Errno::EPERM | Errno::EROFS)) if ours && role.is_some() => {
             Line::Error(Some(Cause::LocalPermission))
         }
         _ => Line::Error(None),

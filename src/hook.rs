@@ -16,8 +16,8 @@
 //! but beside the daemon (`Background`): recording never waits for it.
 
 use crate::mirror::PassReport;
+use crate::sys::child::{collect, Child, Ties};
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -92,59 +92,33 @@ pub(crate) enum Outcome {
     NotStarted(String),
 }
 
+/// How much of a hook's output is kept: the last 4 KiB.
+const OUTPUT_CAP: usize = 4096;
+
 /// Run `cmd` through `/bin/sh -c` with `env`, in its own process group
 /// (killed whole on timeout or when rrr is asked to stop); its output
-/// (stdout and stderr, the last 4 KiB) is returned with the outcome.
+/// (stdout and stderr, the last [`OUTPUT_CAP`] bytes) is returned with the
+/// outcome.
 pub(crate) fn run(cmd: &str, env: &[(String, String)], timeout: Duration) -> (Outcome, String) {
     let mut c = Command::new("/bin/sh");
     c.arg("-c").arg(cmd).envs(env.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
-    c.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = match c.spawn() {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match Child::spawn(&mut c, Ties { own_group: true, ..Ties::default() }) {
         Ok(ch) => ch,
         Err(e) => return (Outcome::NotStarted(e.to_string()), String::new()),
     };
-    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    for stream in [
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut s = stream;
-            let _ = s.read_to_end(&mut buf);
-            let _ = tx.send(buf);
-        });
-    }
-    drop(tx);
-    let pgid = child.id() as libc::pid_t;
-    let end = Instant::now() + timeout;
-    let outcome = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break if st.success() { Outcome::Ok } else { Outcome::Failed(st.code()) },
-            Ok(None) if Instant::now() >= end || crate::sys::signals::stop_requested() => {
-                // SAFETY: signalling the process group we created.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                let _ = child.wait();
-                break Outcome::TimedOut;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => break Outcome::NotStarted(e.to_string()),
-        }
+    let stdout = child.take_stdout().map(|s| Box::new(s) as Box<dyn Read + Send>);
+    let stderr = child.take_stderr().map(|s| Box::new(s) as Box<dyn Read + Send>);
+    let output = collect(stdout.into_iter().chain(stderr).collect(), OUTPUT_CAP);
+    let outcome = match child.wait_until(Instant::now() + timeout) {
+        Ok(Some(st)) if st.success() => Outcome::Ok,
+        Ok(Some(st)) => Outcome::Failed(st.code()),
+        Ok(None) => Outcome::TimedOut,
+        Err(e) => Outcome::NotStarted(e.to_string()),
     };
     // A grandchild that left the group may hold a pipe open: wait briefly.
-    let mut out = Vec::new();
-    let until = Instant::now() + Duration::from_millis(500);
-    while let Ok(b) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-        out.extend(b);
-    }
-    let text = String::from_utf8_lossy(&out);
-    let text = text.trim_end();
-    let tail = text.char_indices().rev().nth(4095).map_or(text, |(i, _)| &text[i..]);
-    (outcome, tail.to_string())
+    let text = output.finish(Duration::from_millis(500));
+    (outcome, text.trim_end().to_string())
 }
 
 /// Run the hook for one pass and log how it went (never an error).

@@ -40,10 +40,13 @@
 //! **The edges**, each side effect in one place:
 //! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,
 //!   reading recentfiles from disk, the principal symlink;
-//! - [`sys`]: `tree` (the walk and the one ignore set), [`sys::signals`]
+//! - [`sys`]: the system layer: `sys::proc` (the one `/proc` reader),
+//!   `sys::child` (the one child runner: PDEATHSIG, process group, stop
+//!   forwarding, stderr tail, timeout), `sys::rsync` (the builder, running
+//!   and failure classes, stderr classification, the stall watchdog),
+//!   `tree` (the walk and the one ignore set), [`sys::signals`]
 //!   (SIGINT/SIGTERM), [`sys::clock`] (the one clock, `--now`), `notify`
-//!   (sd_notify); `rsync`: the subprocess (bounded stderr, failure classes,
-//!   PDEATHSIG); `collection`: a collection on disk;
+//!   (sd_notify); `collection`: a collection on disk;
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
 //!   sizes for people), [`output::manual`] (help and man page text);
@@ -68,6 +71,5 @@ pub mod origin;
 pub mod output;
 pub mod pattern;
 pub mod perl_compat;
-pub(crate) mod rsync;
 pub mod store;
 pub mod sys;

@@ -16,7 +16,7 @@ use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
-use crate::rsync::{Output, RsyncError};
+use crate::sys::rsync::{Output, RsyncError};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{Context, Result};

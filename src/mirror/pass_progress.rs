@@ -10,13 +10,13 @@
 //! 500 bytes: 1.05 s against 0.85 s, rsync writing and rrr reading 11k
 //! lines). So without a terminal rsync prints nothing until its summary,
 //! and the heartbeat and the log lines come from the clock
-//! ([`crate::rsync::Output::Quiet`]), with the bytes received so far read
-//! from `/proc` ([`crate::rsync::received_bytes`]). An operator who wants
+//! ([`crate::sys::rsync::Output::Quiet`]), with the bytes received so far read
+//! from `/proc` ([`crate::sys::rsync::received_bytes`]). An operator who wants
 //! rsync's percentage in the log anyway passes
 //! `--rsync-option=--info=progress2`: its lines are used whenever they come.
 
 use crate::epoch::Epoch;
-use crate::rsync::{parse_progress2, received_bytes, Output};
+use crate::sys::rsync::{parse_progress2, received_bytes, Output};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -76,7 +76,7 @@ fn periods() -> (Duration, Duration) {
 }
 
 /// How long an rsync may be silent before its watcher hears of it
-/// ([`crate::rsync::Output::Quiet`]): often enough for the heartbeat.
+/// ([`crate::sys::rsync::Output::Quiet`]): often enough for the heartbeat.
 pub(crate) fn quiet_period() -> Duration {
     periods().1.min(Duration::from_secs(1))
 }

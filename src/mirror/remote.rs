@@ -25,7 +25,7 @@
 use crate::collection::split_name;
 use crate::interval::Interval;
 use crate::recentfile::Recentfile;
-use crate::rsync::{Output, Rsync, RsyncError};
+use crate::sys::rsync::{Output, Rsync, RsyncError};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
 use std::fs;
@@ -288,7 +288,7 @@ impl RsyncSettings {
         let mut r = Rsync::new();
         if self.timeout > 0 {
             let limit = std::time::Duration::from_secs(self.timeout);
-            if crate::rsync::stall_limit_works() {
+            if crate::sys::rsync::stall_limit_works() {
                 // rsync's own --timeout costs 40 ms a connection (Rsync::stall_limit).
                 r.stall_limit(limit);
             } else {
@@ -677,7 +677,7 @@ fn internal_error(what: &str) -> RsyncError {
         code: None,
         signal: None,
         stderr: what.to_string(),
-        class: crate::rsync::RsyncFailure::Other,
+        class: crate::sys::rsync::RsyncFailure::Other,
         cause: None,
     }
 }

@@ -127,7 +127,7 @@ impl Itemized {
                 self.deleted_files += 1;
             }
             if self.listing {
-                self.would.push(format!("delete {}", shown_path(crate::rsync::unescape(name))));
+                self.would.push(format!("delete {}", shown_path(crate::sys::rsync::unescape(name))));
             }
             return;
         }
@@ -146,7 +146,7 @@ impl Itemized {
                 self.bytes += len.parse::<u64>().unwrap_or(0);
             }
             if self.listing {
-                self.would.push(format!("new {}", shown_path(crate::rsync::unescape(name))));
+                self.would.push(format!("new {}", shown_path(crate::sys::rsync::unescape(name))));
             }
         }
     }

@@ -14,7 +14,7 @@ use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, RelPath};
-use crate::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
+use crate::sys::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
@@ -536,7 +536,7 @@ impl<'a> Mirror<'a> {
         let (source, prefix) = self.cfg.remote.files_from_base();
         let listed: Vec<Vec<u8>> = paths.iter().map(|p| [prefix.as_bytes(), p.as_bytes()].concat()).collect();
         let listed: Vec<&[u8]> = listed.iter().map(Vec::as_slice).collect();
-        let list = crate::rsync::write_files_from(&self.cfg.state_dir(), &listed)
+        let list = crate::sys::rsync::write_files_from(&self.cfg.state_dir(), &listed)
             .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
         let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
         r.args(["-rlt", "--safe-links", "--from0", OUT_FORMAT]);

@@ -40,11 +40,16 @@
 //! `flock(2)` locks on a file that records the holder for messages: they
 //! vanish with their process, so nothing stale can stop the next run.
 
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+use nix::unistd::UnlinkatFlags;
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -119,7 +124,7 @@ impl std::fmt::Display for LockError {
                 f,
                 "lock {} is stale ({why}) but belongs to {owner}, and this user may not remove it; as {owner}, run: rm -r -- {}",
                 lock.display(),
-                shell_quote(&lock.to_string_lossy())
+                crate::sys::child::shell_quote(&lock.to_string_lossy())
             ),
             LockError::Interrupted { lock } => write!(f, "interrupted while waiting for lock {}", lock.display()),
             // The I/O error is the source (`{:#}` prints it once).
@@ -142,7 +147,7 @@ impl std::error::Error for LockError {
 pub(crate) struct Lock {
     dir: PathBuf,
     /// The lock directory, open and flocked for as long as it is held.
-    handle: OwnedFd,
+    handle: fs::File,
 }
 
 /// What the `process` file of a lock directory says.
@@ -164,7 +169,7 @@ enum Verdict {
     /// judged, for the break.
     Stale {
         why: String,
-        dir: OwnedFd,
+        dir: fs::File,
         judged: Holder,
         leftovers: Vec<std::ffi::OsString>,
     },
@@ -275,7 +280,7 @@ fn claim(dir: &Path, me: u32) -> Result<Option<Lock>, LockError> {
         Err(e) => return Err(io_err(e)),
     };
     // Blocking: a waiter holds it only for the moment of its inspection.
-    flock(&handle, libc::LOCK_EX);
+    flock(&handle);
     if !same_instance(&handle, dir) {
         return Ok(None);
     }
@@ -357,7 +362,7 @@ fn inspect(dir: &Path, me: u32) -> Result<Verdict, LockError> {
 /// Remove a lock judged stale. `Ok(false)`: it changed meanwhile; look again.
 fn break_stale(
     dir: &Path,
-    fd: &OwnedFd,
+    fd: &fs::File,
     judged: &Holder,
     leftovers: &[std::ffi::OsString],
     why: &str,
@@ -365,8 +370,8 @@ fn break_stale(
     if !same_instance(fd, dir) || read_holder(fd).0 != *judged {
         return Ok(false);
     }
-    let refused = |err: io::Error| match err.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => LockError::NotOwner {
+    let refused = |err: io::Error| match err.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EACCES | Errno::EPERM) => LockError::NotOwner {
             lock: dir.to_path_buf(),
             why: why.to_string(),
             owner: fs::symlink_metadata(dir).map_or_else(|_| "its owner".to_string(), |m| user_name(m.uid())),
@@ -384,7 +389,12 @@ fn break_stale(
     }
     match fs::remove_dir(dir) {
         Ok(()) => Ok(true),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST) | Some(libc::ENOENT)) => {
+        Err(e)
+            if matches!(
+                e.raw_os_error().map(Errno::from_raw),
+                Some(Errno::ENOTEMPTY | Errno::EEXIST | Errno::ENOENT)
+            ) =>
+        {
             Ok(false)
         }
         Err(e) => Err(refused(e)),
@@ -404,8 +414,8 @@ fn leftover_pid(name: &std::ffi::OsStr) -> Option<u32> {
 
 /// The holder named by `process` (read through the open directory) and
 /// that file's mtime.
-fn read_holder(dir: &OwnedFd) -> (Holder, Option<SystemTime>) {
-    let file = match open_at(dir, "process", libc::O_RDONLY) {
+fn read_holder(dir: &fs::File) -> (Holder, Option<SystemTime>) {
+    let file = match open_at(dir, "process", OFlag::O_RDONLY) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return (Holder::Missing, None),
         Err(_) => return (Holder::Unreadable, None),
@@ -435,55 +445,28 @@ fn pid_state(pid: u32, written: Option<SystemTime>) -> PidState {
     if !process_alive(pid) {
         return PidState::NotRunning;
     }
-    match read_proc_stat(pid) {
-        Some((state, _)) if state == 'Z' || state == 'X' => PidState::NotRunning,
-        Some((_, Some(started))) if written.is_some_and(|w| started > w + REUSE_SLACK) => PidState::Reused,
+    match crate::sys::proc::stat(pid) {
+        Some(st) if st.is_dead() => PidState::NotRunning,
+        Some(st) if st.started().is_some_and(|started| written.is_some_and(|w| started > w + REUSE_SLACK)) => {
+            PidState::Reused
+        }
         _ => PidState::Running,
     }
 }
 
 /// `kill 0`; EPERM means alive (another user's process).
 pub(crate) fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    let Ok(pid) = i32::try_from(pid) else { return false };
     if pid <= 0 {
         return false;
     }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// State letter and start time of a process, from `/proc/PID/stat`
-/// (start = boot time + starttime ticks).
-fn read_proc_stat(pid: u32) -> Option<(char, Option<SystemTime>)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields.first()?.chars().next()?;
-    // Field 22 of the whole line is the 20th after the name (field 3 = state).
-    let started = fields.get(19).and_then(|t| t.parse::<u64>().ok()).and_then(|ticks| {
-        let boot = fs::read_to_string("/proc/stat")
-            .ok()?
-            .lines()
-            .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok()))?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let hz = u64::try_from(hz).ok().filter(|h| *h > 0)?;
-        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 1000 / hz))
-    });
-    Some((state, started))
+    matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Ok(()) | Err(Errno::EPERM))
 }
 
 /// `process N (command)` for messages.
 fn describe_pid(pid: u32) -> String {
-    match fs::read(format!("/proc/{pid}/cmdline")) {
-        Ok(raw) if !raw.is_empty() => {
-            let words: Vec<String> = raw
-                .split(|b| *b == 0)
-                .filter(|w| !w.is_empty())
-                .map(|w| String::from_utf8_lossy(w).into_owned())
-                .collect();
+    match crate::sys::proc::cmdline(pid) {
+        Some(words) => {
             let mut cmd = words.join(" ");
             if cmd.len() > 80 {
                 let cut = (0..=80).rev().find(|i| cmd.is_char_boundary(*i)).unwrap_or(0);
@@ -492,69 +475,38 @@ fn describe_pid(pid: u32) -> String {
             }
             format!("process {pid} ({})", crate::recentfile::escape_path(&cmd))
         }
-        _ => format!("process {pid}"),
+        None => format!("process {pid}"),
     }
 }
 
-/// The user name of `uid` from /etc/passwd, or `uid N`.
+/// The user name of `uid` through the system's resolver (so LDAP and
+/// other NSS users too), or `uid N`.
 fn user_name(uid: u32) -> String {
-    let from_passwd = fs::read_to_string("/etc/passwd").ok().and_then(|text| {
-        text.lines().find_map(|l| {
-            let mut f = l.split(':');
-            let name = f.next()?;
-            (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
-        })
-    });
-    from_passwd.unwrap_or_else(|| format!("uid {uid}"))
-}
-
-/// Single-quote for a shell command line.
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(user)) => user.name,
+        _ => format!("uid {uid}"),
+    }
 }
 
 fn age(t: SystemTime) -> Duration {
     SystemTime::now().duration_since(t).unwrap_or_default()
 }
 
-fn older_than(fd: &OwnedFd, secs: u64) -> bool {
-    fstat(fd).and_then(|m| m.modified()).is_ok_and(|t| age(t) > Duration::from_secs(secs))
+fn older_than(fd: &fs::File, secs: u64) -> bool {
+    fd.metadata().and_then(|m| m.modified()).is_ok_and(|t| age(t) > Duration::from_secs(secs))
 }
 
 // --- the directory primitives, through an open descriptor -------------------
 
-fn cstr(s: &[u8]) -> io::Result<std::ffi::CString> {
-    std::ffi::CString::new(s).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a file name"))
-}
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
-
 /// Open a directory (not a symlink to one) for `*at` calls and flock.
-fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
-    let c = cstr(dir.as_os_str().as_bytes())?;
-    // SAFETY: a valid NUL-terminated path; the fd is owned below.
-    let fd = cvt(unsafe {
-        libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-    })?;
-    // SAFETY: fd was just opened and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn fstat(fd: &OwnedFd) -> io::Result<fs::Metadata> {
-    // A File on a dup, only to reach std's fstat.
-    fs::File::from(fd.try_clone()?).metadata()
+fn open_dir(dir: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new().read(true).custom_flags((OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW).bits()).open(dir)
 }
 
 /// Whether `dir` still names the directory open as `fd`. While `fd` is
 /// open its inode cannot be reused, so equal (dev, ino) is proof.
-fn same_instance(fd: &OwnedFd, dir: &Path) -> bool {
-    match (fstat(fd), fs::symlink_metadata(dir)) {
+fn same_instance(fd: &fs::File, dir: &Path) -> bool {
+    match (fd.metadata(), fs::symlink_metadata(dir)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
     }
@@ -568,55 +520,43 @@ enum FlockTry {
 
 /// Non-blocking exclusive flock. A filesystem without flock (some NFS)
 /// counts as "got": the pid rules alone then decide, as in the reference.
-fn try_flock(fd: &OwnedFd) -> FlockTry {
-    // SAFETY: flock on a valid fd.
-    match cvt(unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }) {
-        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => FlockTry::Held,
+fn try_flock(fd: &fs::File) -> FlockTry {
+    match fd.try_lock() {
+        Err(fs::TryLockError::WouldBlock) => FlockTry::Held,
         _ => FlockTry::Got,
     }
 }
 
-fn flock(fd: &OwnedFd, op: libc::c_int) {
-    loop {
-        // SAFETY: flock on a valid fd.
-        match cvt(unsafe { libc::flock(fd.as_raw_fd(), op) }) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            _ => return,
-        }
-    }
+/// Blocking exclusive flock; as [`try_flock`], a failure other than a
+/// signal counts as taken.
+fn flock(fd: &fs::File) {
+    while matches!(fd.lock(), Err(e) if e.kind() == io::ErrorKind::Interrupted) {}
 }
 
-fn open_at(dir: &OwnedFd, name: &str, flags: libc::c_int) -> io::Result<fs::File> {
-    let c = cstr(name.as_bytes())?;
-    // SAFETY: valid fd and NUL-terminated name; the fd is owned below.
-    let fd =
-        cvt(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0o644) })?;
-    // SAFETY: fd was just opened.
-    Ok(unsafe { fs::File::from_raw_fd(fd) })
+fn open_at(dir: &fs::File, name: &str, flags: OFlag) -> io::Result<fs::File> {
+    let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = nix::fcntl::openat(dir.as_fd(), name, flags, Mode::from_bits_truncate(0o644))?;
+    Ok(fs::File::from(fd))
 }
 
-fn write_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let mut f = open_at(dir, name, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+fn write_at(dir: &fs::File, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let mut f = open_at(dir, name, OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC)?;
     f.write_all(bytes)
 }
 
 /// A second name for `from`, failing with `AlreadyExists` where `to`
 /// exists: unlike a rename it never replaces a `process` file that a Perl
 /// writer put there (and, unlike `renameat2`, it works on NFS too).
-fn link_at(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
-    let (a, b) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
-    // SAFETY: valid fds and NUL-terminated names.
-    cvt(unsafe { libc::linkat(dir.as_raw_fd(), a.as_ptr(), dir.as_raw_fd(), b.as_ptr(), 0) }).map(drop)
+fn link_at(dir: &fs::File, from: &str, to: &str) -> io::Result<()> {
+    Ok(nix::unistd::linkat(dir.as_fd(), from, dir.as_fd(), to, AtFlags::empty())?)
 }
 
-fn unlink_at(dir: &OwnedFd, name: &str) -> io::Result<()> {
+fn unlink_at(dir: &fs::File, name: &str) -> io::Result<()> {
     unlink_at_bytes(dir, name.as_bytes())
 }
 
-fn unlink_at_bytes(dir: &OwnedFd, name: &[u8]) -> io::Result<()> {
-    let c = cstr(name)?;
-    // SAFETY: valid fd and NUL-terminated name.
-    cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
+fn unlink_at_bytes(dir: &fs::File, name: &[u8]) -> io::Result<()> {
+    Ok(nix::unistd::unlinkat(dir.as_fd(), name, UnlinkatFlags::NoRemoveDir)?)
 }
 
 /// Test failpoint (debug builds only): with `RRR_FAILPOINT_<NAME>=DIR`,
@@ -650,14 +590,13 @@ impl RunLock {
     /// Take the lock at `path` without waiting: `LockError::Busy` names
     /// the holder. The parent directory must exist.
     pub fn try_acquire(path: &Path) -> Result<RunLock, LockError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let io_err = |err| LockError::Io { lock: path.to_path_buf(), err };
         let mut file = fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(OFlag::O_NOFOLLOW.bits())
             .mode(0o644)
             .open(path)
             .map_err(io_err)?;

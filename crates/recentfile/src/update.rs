@@ -559,3 +559,6 @@ mod tests {
         assert!(relative_to_root("/pfx/origin", &roots).is_err());
     }
 }
+
+#[cfg(test)]
+mod pins;

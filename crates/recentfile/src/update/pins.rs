@@ -227,3 +227,20 @@ fn normalize_table() {
         assert_eq!(normalize(Path::new(p)), PathBuf::from(want), "{p}");
     }
 }
+
+#[test]
+fn a_clock_behind_the_list_measures_the_window_from_the_new_epoch() {
+    let mut rf = file(&[("1700005000", "top"), ("1700001500", "recent"), ("1700001000", "old")]);
+    rf.meta.merged = Merged::Into { epoch: Some(e("1700005000")), into_interval: None, time: None };
+    let out = batch_update(&mut rf, 3600, &[change("x", New, None)], &e("1700004000"));
+    assert_eq!(out.truncated, 1);
+    assert_eq!(listed(&rf).last().unwrap(), "1700001500 recent new");
+}
+
+#[test]
+fn dirtymark_of_a_whole_second_clock_and_an_equal_caller_epoch() {
+    let mut rf = Recentfile::default();
+    batch_update(&mut rf, 3600, &[change("p", New, Some("1700001000"))], &e("1700001000"));
+    assert_eq!(listed(&rf), ["1700001000.0 p new"]);
+    assert_eq!(rf.meta.dirtymark.as_ref().map(Epoch::as_str), Some("1700001000"));
+}

@@ -171,3 +171,45 @@ fn equal_epochs_from_two_files_are_bumped_apart() {
         assert_eq!(got, *want, "{s:?} into {b:?}");
     }
 }
+
+mod laws {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// A file: epochs (descending) to (path, delete?), each path once.
+    fn build(events: &BTreeMap<u32, (u8, bool)>) -> Recentfile {
+        let mut seen = std::collections::HashSet::new();
+        let list = events
+            .iter()
+            .rev()
+            .filter(|(_, (p, _))| seen.insert(*p))
+            .map(|(t, (p, del))| {
+                Event::new(e(&format!("1700{t:06}")), format!("p{p}"), if *del { Delete } else { New })
+            })
+            .collect();
+        Recentfile::from_events(list)
+    }
+
+    fn arb_events() -> impl Strategy<Value = BTreeMap<u32, (u8, bool)>> {
+        prop::collection::btree_map(0u32..5000, (0u8..16, any::<bool>()), 1..20)
+    }
+
+    proptest! {
+        /// Below Z a merge loses no path: each path of either file is listed
+        /// once, with the small file's event where it has one, and the
+        /// epochs stay strictly decreasing as numbers.
+        #[test]
+        fn merge_never_loses_a_live_path(small in arb_events(), big in arb_events()) {
+            let (mut small, mut big) = (build(&small), build(&big));
+            prop_assume!(small.newest().unwrap().epoch > big.newest().unwrap().epoch);
+            let mut want: BTreeMap<String, EventKind> = big.events.iter().map(|ev| (ev.path.to_string(), ev.kind)).collect();
+            want.extend(small.events.iter().map(|ev| (ev.path.to_string(), ev.kind)));
+            prop_assert!(merge(&mut big, &iv("1Y"), &mut small, &iv("1h"), &e("1700005000"), false));
+            let got: BTreeMap<String, EventKind> = big.events.iter().map(|ev| (ev.path.to_string(), ev.kind)).collect();
+            prop_assert_eq!(got.len(), big.events.len(), "a path listed twice");
+            prop_assert_eq!(got, want);
+            prop_assert!(big.events.windows(2).all(|w| w[0].epoch.cmp_value(&w[1].epoch) == std::cmp::Ordering::Greater));
+        }
+    }
+}

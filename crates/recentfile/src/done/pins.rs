@@ -196,3 +196,12 @@ proptest! {
         prop_assert_eq!(trimmed, before.newest().is_some_and(|n| *n > e(&limit.to_string())));
     }
 }
+
+#[test]
+fn an_insert_keeps_its_own_spelling_of_an_equal_bound() {
+    // `5` and `5.0` are one point; the merged span takes the inserted text
+    // where the bounds compare Equal, so what is written back is stable.
+    let mut d = set(&[("5.0", "3.0")]);
+    d.insert(e("5"), e("3"));
+    assert_eq!(spans_of(&d), pairs(&[("5", "3")]));
+}

@@ -244,3 +244,13 @@ fn dirtymark_of_a_whole_second_clock_and_an_equal_caller_epoch() {
     assert_eq!(listed(&rf), ["1700001000.0 p new"]);
     assert_eq!(rf.meta.dirtymark.as_ref().map(Epoch::as_str), Some("1700001000"));
 }
+
+#[test]
+fn a_caller_epoch_at_the_clock_is_the_clock_bumped_above_the_list() {
+    // Not in the past: it takes the clock's way, above a newest event
+    // that is ahead of the clock.
+    let mut rf = file(&[("1700001000.5", "ahead")]);
+    batch_update(&mut rf, 3600, &[change("p", New, Some("1700001000"))], &e("1700001000"));
+    assert_eq!(listed(&rf), ["1700001000.5000001 p new", "1700001000.5 ahead new"]);
+    assert_eq!(rf.meta.dirtymark.as_ref().map(Epoch::as_str), Some("1700001000.5000001"));
+}

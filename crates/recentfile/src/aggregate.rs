@@ -238,3 +238,6 @@ mod tests {
         assert!(merge_due(2, &ivs, true, Some(0.0)));
     }
 }
+
+#[cfg(test)]
+mod pins;

@@ -317,3 +317,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod pins;

@@ -1574,3 +1574,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod pins;

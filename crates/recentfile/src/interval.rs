@@ -167,3 +167,6 @@ mod tests {
         assert!(cascade(&Interval::parse("1m").unwrap(), &parse_list("60s,1h").unwrap()).is_err());
     }
 }
+
+#[cfg(test)]
+mod pins;

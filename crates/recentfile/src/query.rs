@@ -286,3 +286,6 @@ pub fn overview_table(rows: &[FileSummary], verbose: bool) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod pins;

@@ -313,11 +313,14 @@ pub fn normalize(p: &Path) -> PathBuf {
     for c in p.components() {
         match c {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() || out.as_os_str().is_empty() {
-                    out.push("..");
+            // `..` cancels the name before it; above the start (or the
+            // root) it stays, so the caller sees the path leave the tree.
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                _ => out.push(".."),
+            },
             other => out.push(other.as_os_str()),
         }
     }
@@ -547,6 +550,8 @@ mod tests {
         let roots = vec![PathBuf::from("/pfx/origin")];
         assert_eq!(relative_to_root("/pfx/origin/sub/../b", &roots).unwrap(), "b");
         assert_eq!(relative_to_root("a//b/./c", &roots).unwrap(), "a/b/c");
+        assert_eq!(relative_to_root("x/../y", &roots).unwrap(), "y");
+        assert_eq!(normalize(Path::new("../../x")), PathBuf::from("../../x"));
         assert!(matches!(relative_to_root("/pfx/origin2/file", &roots), Err(PathError::Outside(_))));
         assert!(matches!(relative_to_root("/etc/passwd", &roots), Err(PathError::Outside(_))));
         assert!(matches!(relative_to_root("/pfx/origin/../origin2/f", &roots), Err(PathError::Outside(_))));
@@ -556,3 +561,6 @@ mod tests {
         assert!(relative_to_root("/pfx/origin", &roots).is_err());
     }
 }
+
+#[cfg(test)]
+mod pins;

@@ -80,7 +80,7 @@ fn the_window_and_the_last_merge_bound_what_stays() {
         let mut big = file(&events);
         big.meta.merged = merged_at(merged);
         assert!(merge_1h_into_6h(&mut big, &mut small));
-        let kept: Vec<&str> = big.events.iter().skip(2).map(|ev| ev.path.as_str()).collect();
+        let kept: Vec<&str> = big.events.iter().skip(2).map(|ev| ev.path.to_str().unwrap()).collect();
         assert_eq!(kept, *want, "merged at {merged}");
     }
     // Never merged: nothing is dropped.

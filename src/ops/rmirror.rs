@@ -340,7 +340,7 @@ fn passes(
             Ok(mut rep) => {
                 rep.localroot = shown.clone();
                 rep.remote = cfg.remote.src.clone();
-                if rep.bootstrap && rep.ok && !opts.dry_run {
+                if rep.bootstrap && rep.ok && !rep.mass_deletes_held && !opts.dry_run {
                     m.state.last_full = Some(clock.now());
                     m.save()?;
                 }

@@ -101,15 +101,18 @@ fn a_long_record_logs_its_progress() {
     }
     let held = || fs::read_dir(&fp).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("reached."));
     wait_for("the record to hold the lock", WAIT, held);
-    d.wait_log("\"kind\":\"recording\"");
+    d.wait_log("\"step\":\"record\"");
     fs::write(fp.join("go"), "").unwrap();
     wait_fsck_clean(&root);
     assert_eq!(news(&root)["slow/f29"].1, "new");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
-    let progress = log.find("\"kind\":\"recording\"").unwrap();
-    let line = log[progress..].lines().next().unwrap();
-    assert!(line.contains("\"step\":\"record\"") && line.contains("\"changes\":30"), "{line}");
-    let batch = log.find("\"kind\":\"batch\"").expect("the batch is logged");
+    let lines: Vec<&str> = log.lines().collect();
+    let progress =
+        lines.iter().position(|l| l.contains("\"kind\":\"recording\"") && l.contains("\"step\":\"record\"")).unwrap();
+    // The batch may hold the first files only: the quiet trigger can
+    // fire while the test still writes.
+    assert!(!lines[progress].contains("\"changes\":0,"), "{}", lines[progress]);
+    let batch = lines.iter().position(|l| l.contains("\"kind\":\"batch\"")).expect("the batch is logged");
     assert!(progress < batch, "the progress line comes while the record runs, before its batch line:\n{log}");
 }

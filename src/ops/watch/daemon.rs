@@ -116,7 +116,12 @@ impl Daemon<'_> {
 
     pub(super) fn aggregate(&mut self) {
         self.last_aggregate = Instant::now();
-        match crate::ops::aggregate::aggregate(&self.coll, false, self.opts.keep_deletes, self.w) {
+        let (coll, keep_deletes, w) = (&self.coll, self.opts.keep_deletes, self.w);
+        let cascade = with_progress(0, |step| {
+            step.set(Step::Aggregate);
+            crate::ops::aggregate::aggregate(coll, false, keep_deletes, w)
+        });
+        match cascade {
             Ok(r) if r.merges > 0 => {
                 let written = r.written.join(" ");
                 self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
@@ -269,6 +274,8 @@ pub(super) enum Step {
     Index,
     /// Writing this many changes into the principal under its lock.
     Record(usize),
+    /// Cascading the principal into the larger files.
+    Aggregate,
 }
 
 /// The step a record is at, shared with its progress thread.
@@ -284,10 +291,11 @@ impl StepCell {
     }
 }
 
-/// Run one record (`work`, on this thread), with a `recording` line every
-/// [`BUSY_LOG`] from a second thread while it lasts: a record of a storm's
-/// batch reads the whole index and rewrites a large principal, and a
-/// daemon silent for that long looks hung to whoever reads its log.
+/// Run one record or cascade (`work`, on this thread), with a `recording`
+/// line every [`BUSY_LOG`] from a second thread while it lasts: a record
+/// of a storm's batch reads the whole index and rewrites a large
+/// principal, and a daemon silent for that long looks hung to whoever
+/// reads its log.
 fn with_progress<T>(pending: usize, work: impl FnOnce(&StepCell) -> T) -> T {
     let step = StepCell(Mutex::new(Step::Resolve));
     let span = tracing::Span::current();
@@ -305,6 +313,7 @@ fn with_progress<T>(pending: usize, work: impl FnOnce(&StepCell) -> T) -> T {
                         ("index", pending, "reading the index for the files of directories moved away".to_string())
                     }
                     Step::Record(n) => ("record", n, format!("writing {n} changes into the principal")),
+                    Step::Aggregate => ("aggregate", 0, "cascading into the larger recentfiles".to_string()),
                 };
                 let fields = json!({ "step": name, "changes": changes, "seconds": seconds });
                 crate::log::emit(

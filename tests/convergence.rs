@@ -187,6 +187,11 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
     t.pass_converges();
     assert_eq!(count_files(&t.target), 350);
 
+    let state =
+        || -> Value { serde_json::from_str(&fs::read_to_string(t.target.join(".rrr/state.json")).unwrap()).unwrap() };
+    let good = state()["last_success"].clone();
+    assert!(good.is_string(), "{}", state());
+
     // 30 % gone: held, exit 1, nothing deleted, both ways on named.
     lose_files_and_change_the_dirtymark(&t, 105, "dirty1");
     for _ in 0..2 {
@@ -197,6 +202,34 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
         assert!(err.contains("would delete 105 of the mirror's 350 files"), "{err}");
         assert!(err.contains("--max-delete 105") && err.contains("--accept-deletes"), "{err}");
     }
+    // The held pass is no success: monitoring sees it and says how on.
+    assert_eq!(state()["last_outcome"], "held", "{}", state());
+    assert_eq!(state()["last_success"], good, "a held pass advanced last_success");
+    let status: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&t.target)])).unwrap();
+    assert_eq!(status["last_outcome"], "held", "{status}");
+    let o = rrr(&["check", "--warn", "300", "--crit", "3600", "--localroot", s(&t.target)]);
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{line}");
+    assert!(line.starts_with("RRR WARNING") && line.contains("held back a mass delete"), "{line}");
+    assert!(line.contains("--accept-deletes"), "{line}");
+    // A loop keeps trying, and says at each pass how to go on.
+    let src = t.origin.src();
+    let mut looping = Rrr::new()
+        .args(["rmirror", "--remote", &src, "--localroot", s(&t.target), "--loop", "--interval", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut lines = std::io::BufReader::new(looping.stderr.take().unwrap());
+    let mut told = 0;
+    while told < 2 {
+        let mut l = String::new();
+        assert!(std::io::BufRead::read_line(&mut lines, &mut l).unwrap() > 0, "the loop ended");
+        told += usize::from(l.contains("would delete 105") && l.contains("--accept-deletes"));
+    }
+    looping.signal(libc::SIGTERM);
+    looping.wait_with_output();
+    assert_eq!(count_files(&t.target), 350, "a file was deleted");
+    assert_eq!(state()["last_success"], good, "a held pass of the loop advanced last_success");
     // A --max-delete that does not cover the count does not either.
     let (_, err) = t.pass(&["--max-delete", "104"], 1);
     assert!(err.contains("would delete 105"), "{err}");
@@ -205,6 +238,8 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
     let (v, _) = t.pass(&["--accept-deletes"], 0);
     assert_eq!(v["mass_deletes_held"], false, "{v}");
     assert_eq!(count_files(&t.target), 245 + 1);
+    assert_eq!(state()["last_outcome"], "success", "{}", state());
+    assert_ne!(state()["last_success"], good);
 
     // --max-delete covering the count goes on too.
     lose_files_and_change_the_dirtymark(&t, 100, "dirty2");

@@ -59,23 +59,48 @@ fn reached(fp: &Path) -> bool {
 /// With `init`, the rrr writer is `init --force` (and its event is a file
 /// that only the new index lists).
 fn forced_takeover(failpoint: &str, round: usize, init: bool) {
+    let writer = if init { RrrWriter::InitForce } else { RrrWriter::Update };
+    forced_takeover_of(writer, failpoint, round);
+}
+
+/// Which rrr writer a forced take-over runs against.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum RrrWriter {
+    /// `rrr update PRINCIPAL FILE`
+    Update,
+    /// `rrr init --force ROOT`
+    InitForce,
+    /// `rrr aggregate --force PRINCIPAL`, with rrr's event recorded before.
+    Aggregate,
+}
+
+/// See [`forced_takeover`]; returns rrr's exit code and stderr.
+fn forced_takeover_of(writer: RrrWriter, failpoint: &str, round: usize) -> (Option<i32>, String) {
     let (tmp, root) = origin();
     let rfile = root.join("RECENT-1h.yaml");
     let lock = root.join("RECENT-1h.yaml.lock");
     let (marks, fp) = (tmp.path().join("marks"), tmp.path().join("failpoint"));
     fs::create_dir(&marks).unwrap();
     fs::create_dir(&fp).unwrap();
-    fs::create_dir(&lock).unwrap();
-    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
     let ours = format!("d/rrr{round}");
     fs::write(root.join(&ours), "x").unwrap();
+    if writer == RrrWriter::Aggregate {
+        ok(&["update", &principal(&root), s(&root.join(&ours))]);
+    }
+    fs::create_dir(&lock).unwrap();
+    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
 
     let mut perl: Child = perl_writer(&rfile, "perl/p", Some(&marks)).stderr(Stdio::null()).spawn().unwrap();
     wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || marks.join("breaking").exists());
     let log = tmp.path().join("rrr.stderr");
-    let args = match init {
-        true => vec!["init".to_string(), "--force".to_string(), s(&root).to_string()],
-        false => vec!["update".to_string(), principal(&root), s(&root.join(&ours)).to_string()],
+    let args = match writer {
+        RrrWriter::InitForce => vec!["init".to_string(), "--force".to_string(), s(&root).to_string()],
+        RrrWriter::Update => vec!["update".to_string(), principal(&root), s(&root.join(&ours)).to_string()],
+        RrrWriter::Aggregate => {
+            // Recorded before the Perl writer came: the stale lock is
+            // planted after.
+            vec!["aggregate".to_string(), "--force".to_string(), principal(&root)]
+        }
     };
     let mut rrr_update = Rrr::new()
         .args(&args)
@@ -102,7 +127,12 @@ fn forced_takeover(failpoint: &str, round: usize, init: bool) {
             "{failpoint}, round {round}: rrr acknowledged {ours} but the index lost it: {got:?}\n{err}"
         );
     }
-    assert_eq!(status.code(), Some(0), "{failpoint}: {err}");
+    if writer == RrrWriter::Aggregate {
+        assert!(got.contains(&ours), "{failpoint}, round {round}: aggregate lost {ours}: {got:?}\n{err}");
+        assert!(got.contains(&"d/f0".to_string()), "{failpoint}: aggregate lost d/f0: {got:?}\n{err}");
+    } else {
+        assert_eq!(status.code(), Some(0), "{failpoint}: {err}");
+    }
     assert!(got.contains(&"perl/p".to_string()), "{failpoint}: the Perl writer's event is kept too: {got:?}");
     assert!(!lock.exists(), "{failpoint}: the lock is released");
     let left: Vec<String> = fs::read_dir(&root)
@@ -112,6 +142,7 @@ fn forced_takeover(failpoint: &str, round: usize, init: bool) {
         .filter(|n| n.ends_with(".new"))
         .collect();
     assert!(left.is_empty(), "no temp file is left: {left:?}");
+    (status.code(), err)
 }
 
 /// The Perl writer's pid lands while rrr claims the lock (between its
@@ -197,4 +228,61 @@ fn perl_and_rrr_writer_loops() {
     for (rel, out) in &results {
         assert!(out.status.success(), "update {rel}: {}", stderr(out));
     }
+}
+
+/// `rrr aggregate` holds the principal's lock (it merges the principal
+/// into the larger files, then truncates it) when a Perl writer takes the
+/// lock over: no event is lost, and aggregate does not exit 0 on a
+/// truncation that the Perl writer may have overwritten: it stops before
+/// truncating, with exit 2 and a message naming the take-over.
+#[test]
+fn perl_takeover_while_aggregate_holds_the_lock() {
+    for fp in ["LOCK_HELD", "WRITE_RENAME"] {
+        let (code, err) = forced_takeover_of(RrrWriter::Aggregate, fp, 0);
+        assert_eq!(code, Some(2), "{fp}: {err}");
+        assert!(err.contains("taken over"), "{fp}: {err}");
+    }
+}
+
+/// The watch daemon holds the principal's lock to record a batch when a
+/// Perl writer takes it over: the daemon notices, says so, waits for the
+/// Perl writer, and records its batch again; it keeps running, and both
+/// the watched file and the Perl writer's event are in the index.
+#[test]
+fn perl_takeover_while_watch_records_a_batch() {
+    let (tmp, root) = origin();
+    let rfile = root.join("RECENT-1h.yaml");
+    let lock = root.join("RECENT-1h.yaml.lock");
+    let (marks, fp) = (tmp.path().join("marks"), tmp.path().join("failpoint"));
+    fs::create_dir(&marks).unwrap();
+    fs::create_dir(&fp).unwrap();
+    // Open while the daemon starts and cascades the fresh index, shut after.
+    fs::write(fp.join("go"), "").unwrap();
+    let env = format!("RRR_FAILPOINT_LOCK_HELD={}", fp.display());
+    let mut d = crate::watch::Daemon::start_under(&["env", &env], &root, &[]);
+    d.wait_log("\"kind\":\"aggregate\"");
+    for e in fs::read_dir(&fp).unwrap().flatten() {
+        fs::remove_file(e.path()).unwrap();
+    }
+    fs::create_dir(&lock).unwrap();
+    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
+    let mut perl: Child = perl_writer(&rfile, "perl/p", Some(&marks)).stderr(Stdio::null()).spawn().unwrap();
+    wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || marks.join("breaking").exists());
+    write(&root, "d/watched", "x");
+    wait_for("the daemon to hold the lock for its batch", Duration::from_secs(20), || reached(&fp));
+    fs::write(marks.join("wake"), "").unwrap();
+    wait_for("the Perl writer to take the lock over and read", Duration::from_secs(20), || marks.join("read").exists());
+    fs::write(fp.join("go"), "").unwrap();
+    d.wait_log("taken over");
+    fs::write(marks.join("go"), "").unwrap();
+    assert!(perl.wait().unwrap().success(), "the Perl writer failed");
+    let both = poll_until(crate::watch::WAIT, || {
+        let got = news_paths(&root);
+        got.contains(&"d/watched".to_string()) && got.contains(&"perl/p".to_string())
+    });
+    assert!(both, "the daemon's batch or the Perl writer's event is missing: {:?}\n{}", news_paths(&root), d.log());
+    assert!(d.running(), "the daemon keeps running:\n{}", d.log());
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("\"kind\":\"batch\""), "the batch is logged once recorded:\n{log}");
 }

@@ -77,3 +77,42 @@ fn a_batch_past_its_limit_becomes_a_rescan() {
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("\"kind\":\"rescan\""), "{log}");
 }
+
+/// A record that lasts (here held inside the principal's lock by a
+/// failpoint until the test lets it go) reports its progress in the log
+/// while it runs: a `recording` line naming the write and its changes
+/// comes before the batch's own line, and the batch is recorded after.
+#[test]
+fn a_long_record_logs_its_progress() {
+    let (tmp, root) = tree(&["a"]);
+    let fp = tmp.path().join("failpoint");
+    fs::create_dir(&fp).unwrap();
+    let env = format!("RRR_FAILPOINT_LOCK_HELD={}", fp.display());
+    // Open while the daemon starts (it may record `a`, and it cascades the
+    // fresh index into the larger files), shut after.
+    fs::write(fp.join("go"), "").unwrap();
+    let d = Daemon::start_under(&["env", &env], &root, &[]);
+    d.wait_log("\"kind\":\"aggregate\"");
+    for e in fs::read_dir(&fp).unwrap().flatten() {
+        fs::remove_file(e.path()).unwrap();
+    }
+    for i in 0..30 {
+        write(&root, &format!("slow/f{i:02}"), "x");
+    }
+    let held = || fs::read_dir(&fp).unwrap().flatten().any(|e| e.file_name().to_string_lossy().starts_with("reached."));
+    wait_for("the record to hold the lock", WAIT, held);
+    d.wait_log("\"step\":\"record\"");
+    fs::write(fp.join("go"), "").unwrap();
+    wait_fsck_clean(&root);
+    assert_eq!(news(&root)["slow/f29"].1, "new");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let lines: Vec<&str> = log.lines().collect();
+    let progress =
+        lines.iter().position(|l| l.contains("\"kind\":\"recording\"") && l.contains("\"step\":\"record\"")).unwrap();
+    // The batch may hold the first files only: the quiet trigger can
+    // fire while the test still writes.
+    assert!(!lines[progress].contains("\"changes\":0,"), "{}", lines[progress]);
+    let batch = lines.iter().position(|l| l.contains("\"kind\":\"batch\"")).expect("the batch is logged");
+    assert!(progress < batch, "the progress line comes while the record runs, before its batch line:\n{log}");
+}

@@ -196,6 +196,17 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
             notes.push(format!("last success {} ago", human::duration(age)));
         }
     }
+    if r.last_outcome == Some("held") {
+        // WARNING, like deletes held back by --max-delete: an operator's
+        // decision is needed, nothing is broken. While it waits, the age of
+        // the last success grows and turns CRITICAL past --crit.
+        level = worse(level, Level::Warning);
+        notes.push(
+            "the last whole-tree pass held back a mass delete (rerun with --accept-deletes, or --max-delete N \
+             covering the count its log names)"
+                .into(),
+        );
+    }
     if r.pending_deletes > 0 {
         level = worse(level, Level::Warning);
         notes.push(format!("{} held back (--max-delete)", plural(r.pending_deletes as u64, "delete", "deletes")));
@@ -261,7 +272,7 @@ pub(crate) fn prometheus_metric(out: &mut String, name: &str, kind: &str, help: 
 const ERROR_CLASSES: &[&str] = &["connection", "timeout", "partial", "protocol", "fetch", "index", "delete", "failing"];
 
 /// The values of `rrr_mirror_last_outcome`'s `outcome` label.
-const OUTCOMES: &[&str] = &["success", "failed", "interrupted"];
+const OUTCOMES: &[&str] = &["success", "failed", "interrupted", "held"];
 
 /// Characters of an error message kept in a label.
 const MAX_ERROR_LABEL: usize = 300;

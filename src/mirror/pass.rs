@@ -238,7 +238,11 @@ impl<'a> Mirror<'a> {
         match res {
             Ok(()) => {
                 rep.ok = rep.errors.is_empty();
-                let outcome = if rep.ok { Outcome::Success } else { Outcome::Failed };
+                let outcome = match (rep.ok, rep.mass_deletes_held) {
+                    (false, _) => Outcome::Failed,
+                    (true, true) => Outcome::Held,
+                    (true, false) => Outcome::Success,
+                };
                 self.state.record_attempt(&started, outcome, rep.errors.first().map(String::as_str), &self.clock.now());
                 if rep.complete {
                     self.state.last_complete = Some(self.clock.now());

@@ -68,6 +68,10 @@ pub(crate) enum Outcome {
     Failed,
     /// Stopped by SIGINT/SIGTERM: neither a failure nor running.
     Interrupted,
+    /// A whole-tree pass stopped before a mass delete (`--max-delete N`
+    /// or `--accept-deletes` goes on): not a failure, but the mirror did
+    /// not move, so it is not a success either.
+    Held,
 }
 
 impl Outcome {
@@ -76,6 +80,7 @@ impl Outcome {
             Outcome::Success => "success",
             Outcome::Failed => "failed",
             Outcome::Interrupted => "interrupted",
+            Outcome::Held => "held",
         }
     }
 }
@@ -156,7 +161,9 @@ impl State {
                 self.last_error = Some(error.unwrap_or("failed").to_string());
                 self.last_error_time = Some(now.clone());
             }
-            Outcome::Interrupted => {}
+            // last_success stays where it was: its age is what tells
+            // monitoring that this mirror stands still.
+            Outcome::Interrupted | Outcome::Held => {}
         }
     }
 

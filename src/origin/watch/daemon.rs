@@ -11,6 +11,8 @@ use crate::recentfile::{EventKind, RelPath};
 use anyhow::{bail, Result};
 use serde_json::json;
 use std::fs;
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How often the loop looks at the signal flag when nothing happens.
@@ -114,7 +116,12 @@ impl Daemon<'_> {
 
     pub(super) fn aggregate(&mut self) {
         self.last_aggregate = Instant::now();
-        match crate::ops::aggregate::aggregate(&self.coll, false, self.opts.keep_deletes, self.w) {
+        let (coll, keep_deletes, w) = (&self.coll, self.opts.keep_deletes, self.w);
+        let cascade = with_progress(0, |step| {
+            step.set(Step::Aggregate);
+            crate::ops::aggregate::aggregate(coll, false, keep_deletes, w)
+        });
+        match cascade {
             Ok(r) if r.merges > 0 => {
                 let written = r.written.join(" ");
                 self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
@@ -172,10 +179,16 @@ impl Daemon<'_> {
             }
             return;
         }
-        let under = if f.forgotten.is_empty() { Ok(Vec::new()) } else { self.indexed_forgotten(&f) };
-        let res = under.and_then(|under| {
+        let res: Result<_> = with_progress(f.pending(), |step| {
+            let under = if f.forgotten.is_empty() {
+                Vec::new()
+            } else {
+                step.set(Step::Index);
+                self.indexed_forgotten(&f)?
+            };
             let r = f.resolve(|p| self.look(p), &under, t0, self.pace.fresh_wait);
             if !r.changes.is_empty() {
+                step.set(Step::Record(r.changes.len()));
                 record(&self.coll, &r.changes, self.w)?;
             }
             Ok(r)
@@ -250,4 +263,69 @@ impl Daemon<'_> {
         }
         Ok(())
     }
+}
+
+/// What a record is doing, for its progress lines.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Step {
+    /// Resolving the batch against the disk.
+    Resolve,
+    /// Reading the index for the files under directories moved away.
+    Index,
+    /// Writing this many changes into the principal under its lock.
+    Record(usize),
+    /// Cascading the principal into the larger files.
+    Aggregate,
+}
+
+/// The step a record is at, shared with its progress thread.
+pub(super) struct StepCell(Mutex<Step>);
+
+impl StepCell {
+    pub(super) fn set(&self, step: Step) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = step;
+    }
+
+    fn get(&self) -> Step {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Run one record or cascade (`work`, on this thread), with a `recording`
+/// line every [`BUSY_LOG`] from a second thread while it lasts: a record
+/// of a storm's batch reads the whole index and rewrites a large
+/// principal, and a daemon silent for that long looks hung to whoever
+/// reads its log.
+fn with_progress<T>(pending: usize, work: impl FnOnce(&StepCell) -> T) -> T {
+    let step = StepCell(Mutex::new(Step::Resolve));
+    let span = tracing::Span::current();
+    let (done, wait) = channel::<()>();
+    std::thread::scope(|scope| {
+        let step = &step;
+        scope.spawn(move || {
+            let _in = span.enter();
+            let t0 = Instant::now();
+            while let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(BUSY_LOG) {
+                let seconds = t0.elapsed().as_secs();
+                let (name, changes, doing) = match step.get() {
+                    Step::Resolve => ("resolve", pending, format!("resolving {pending} pending changes")),
+                    Step::Index => {
+                        ("index", pending, "reading the index for the files of directories moved away".to_string())
+                    }
+                    Step::Record(n) => ("record", n, format!("writing {n} changes into the principal")),
+                    Step::Aggregate => ("aggregate", 0, "cascading into the larger recentfiles".to_string()),
+                };
+                let fields = json!({ "step": name, "changes": changes, "seconds": seconds });
+                crate::output::log::emit(
+                    tracing::Level::INFO,
+                    "recording",
+                    &fields,
+                    &format!("recording a batch: {doing} ({seconds} s so far)"),
+                );
+            }
+        });
+        let out = work(step);
+        drop(done);
+        out
+    })
 }

@@ -111,10 +111,12 @@ impl Daemon<'_> {
         match h {
             Happening::Overflow => {
                 self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
+                self.pin_rescan_floor();
                 return Ok(());
             }
             Happening::Unmounted => {
                 self.rescan.get_or_insert_with(|| "a filesystem under the tree was unmounted".into());
+                self.pin_rescan_floor();
                 return Ok(());
             }
             Happening::WatchGone => {
@@ -157,6 +159,14 @@ impl Daemon<'_> {
             _ => self.file_event(h, &rel, now),
         }
         Ok(())
+    }
+
+    /// Events were lost here: the rescan must look back to the last
+    /// marker received before them. A heartbeat written while the rest
+    /// of the backlog is read (before the rescan runs) arrives after the
+    /// loss, and its time is later than the lost changes.
+    fn pin_rescan_floor(&mut self) {
+        self.rescan_floor = Some(self.rescan_floor.map_or(self.last_marker, |f| f.min(self.last_marker)));
     }
 
     pub(super) fn file_event(&mut self, h: Happening, rel: &RelPath, now: Instant) {

@@ -430,6 +430,11 @@ impl Batch {
 }
 
 impl Flush {
+    /// The changes, created files and moved-away directories it holds.
+    pub fn pending(&self) -> usize {
+        self.changes.len() + self.unwritten.len() + self.forgotten.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty() && self.unwritten.is_empty() && self.forgotten.is_empty()
     }

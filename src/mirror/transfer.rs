@@ -676,44 +676,11 @@ impl<'a> Mirror<'a> {
         let mut chunks_done = 0u64;
         for chunk in news.chunks(n) {
             self.check_stop()?;
-            // Re-check parents right before the transfer (earlier chunks
-            // may have created symlinks).
-            let mut safe_dirs = HashSet::new();
-            let mut ok_ix = Vec::with_capacity(chunk.len());
-            for &ix in chunk {
-                let e = &f.rf.events[ix];
-                if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
-                } else {
-                    ok_ix.push(ix);
-                }
-            }
-            let mut paths: Vec<&RelPath> = ok_ix.iter().map(|&ix| &f.rf.events[ix].path).collect();
-            paths.sort_unstable();
-            paths.dedup();
-            if !paths.is_empty() {
-                let out = match self.run_files_from("transfer", &paths, rep) {
-                    Ok(out) => out,
-                    Err(e) => {
-                        pb.finish_and_clear();
-                        chunk_failed(e, rep)?;
-                        return Ok(false);
-                    }
-                };
-                // The newest event of each path in this chunk.
-                let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
-                for &ix in &ok_ix {
-                    let e = &f.rf.events[ix];
-                    newest.entry(&e.path).or_insert(&e.epoch);
-                }
-                let asked: HashSet<&RelPath> = paths.iter().copied().collect();
-                let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
-                for p in &paths {
-                    attempted.insert((*p).clone());
-                    if !failed.contains(*p) {
-                        self.state.unfail(p);
-                    }
-                }
+            let ok_ix = self.recheck_chunk(f, chunk, ignore, rep);
+            if let Err(e) = self.send_chunk(f, &ok_ix, attempted, rep) {
+                pb.finish_and_clear();
+                chunk_failed(e, rep)?;
+                return Ok(false);
             }
             for &ix in chunk {
                 self.state.note_applied(&f.rf.events[ix].epoch);
@@ -731,6 +698,58 @@ impl<'a> Mirror<'a> {
         }
         pb.finish_and_clear();
         Ok(true)
+    }
+
+    /// The events of `chunk` whose paths are still safe to write, checked
+    /// right before the transfer (earlier chunks may have created
+    /// symlinks); the others are refused (reported and counted).
+    fn recheck_chunk(&mut self, f: &Fetched, chunk: &[usize], ignore: &IgnoreSet, rep: &mut PassReport) -> Vec<usize> {
+        let mut safe_dirs = HashSet::new();
+        let mut ok_ix = Vec::with_capacity(chunk.len());
+        for &ix in chunk {
+            let e = &f.rf.events[ix];
+            if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
+                refuse(rep, &mut self.state.counters, &f.name, e, reason);
+            } else {
+                ok_ix.push(ix);
+            }
+        }
+        ok_ix
+    }
+
+    /// One `--files-from` rsync of the paths of `ok_ix`. On return each
+    /// path is in `attempted`, and is failing (rsync could not send it) or
+    /// no longer failing. An error when the rsync call itself failed:
+    /// nothing of the chunk is done.
+    fn send_chunk(
+        &mut self,
+        f: &Fetched,
+        ok_ix: &[usize],
+        attempted: &mut HashSet<RelPath>,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        let mut paths: Vec<&RelPath> = ok_ix.iter().map(|&ix| &f.rf.events[ix].path).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let out = self.run_files_from("transfer", &paths, rep)?;
+        // The newest event of each path in this chunk.
+        let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
+        for &ix in ok_ix {
+            let e = &f.rf.events[ix];
+            newest.entry(&e.path).or_insert(&e.epoch);
+        }
+        let asked: HashSet<&RelPath> = paths.iter().copied().collect();
+        let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
+        for p in &paths {
+            attempted.insert((*p).clone());
+            if !failed.contains(*p) {
+                self.state.unfail(p);
+            }
+        }
+        Ok(())
     }
 
     /// Try the failing paths again, but those a newer event in `seen`

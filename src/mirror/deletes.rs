@@ -45,7 +45,8 @@ impl<'a> Mirror<'a> {
 
     /// Apply deletes in order, respecting `--max-delete`; `on_done` is
     /// called for each one that is complete. Returns how many are left
-    /// (kept in `pending_deletes`).
+    /// (kept in `pending_deletes`). Every 1000 deletes the state is saved
+    /// with what is still owed, so a kill repeats at most those (a no-op).
     pub(super) fn apply_deletes(
         &mut self,
         ignore: &IgnoreSet,
@@ -63,67 +64,19 @@ impl<'a> Mirror<'a> {
                 on_done(&p, false);
                 continue;
             }
-            if self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m) {
+            if self.max_delete_used_up() {
                 left.push(p);
                 left.extend(it.by_ref());
                 break;
             }
-            let mut safe = HashSet::new();
-            let why = if p.path == LOST_FOUND || p.path.starts_with("lost+found/") {
-                Some("rrr never deletes lost+found".to_string())
-            } else {
-                check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe)
-            };
-            if why.is_some() && super::safety::blocked_by(&self.cfg.localroot, &p.path, ignore).is_some_and(|(_, l)| !l)
-            {
-                // Below a file: nothing of ours is there to delete.
+            if self.nothing_to_delete(&p, ignore, rep) {
                 on_done(&p, false);
                 continue;
             }
-            if let Some(reason) = why {
-                tracing::warn!("refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
-                rep.refused.push(Refusal {
-                    file: String::new(),
-                    epoch: p.epoch.clone(),
-                    kind: Some(EventKind::Delete),
-                    path: reported_path(&p.path),
-                    reason,
-                });
-                self.state.counters.refused += 1;
-                on_done(&p, false);
-                continue;
-            }
-            let target = self.cfg.localroot.join(&p.path);
-            let unlinked = match fs::symlink_metadata(&target) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    self.prune_parents(&p.path);
-                    on_done(&p, false);
-                    None
-                }
-                Ok(m) if m.is_dir() => {
-                    dirs.push((p.clone(), target.clone()));
-                    None
-                }
-                Ok(_) => Some(fs::remove_file(&target)),
-                Err(e) => Some(Err(e)),
-            };
-            match unlinked {
-                None => {}
-                Some(Ok(())) => {
-                    self.deletes_this_run += 1;
-                    rep.deleted += 1;
-                    self.state.counters.deletes += 1;
-                    self.state.note_applied(&p.epoch);
-                    self.prune_parents(&p.path);
-                    on_done(&p, true);
-                }
-                Some(Err(e)) => {
-                    let msg = format!("cannot delete {}: {e}", target.display());
-                    tracing::error!("{msg}");
-                    self.state.error("delete");
-                    rep.errors.push(msg);
-                    left.push(p);
-                }
+            match self.unlink(&p, rep) {
+                Unlinked::Done(deleted) => on_done(&p, deleted),
+                Unlinked::Dir(target) => dirs.push((p, target)),
+                Unlinked::Failed => left.push(p),
             }
             since_save += 1;
             if since_save >= 1000 {
@@ -132,7 +85,85 @@ impl<'a> Mirror<'a> {
                 self.save()?;
             }
         }
-        // Directories last, deepest first (the reference's rmdir order).
+        self.remove_dirs(dirs, rep, on_done);
+        Ok(self.keep_left(left, rep))
+    }
+
+    /// `--max-delete` allows no more deletes in this run.
+    fn max_delete_used_up(&self) -> bool {
+        self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m)
+    }
+
+    /// True when `p` is done without deleting anything: it is below a
+    /// file (nothing of ours is there), or the safety checks refuse it
+    /// (reported and counted) or it names the top-level `lost+found`.
+    fn nothing_to_delete(&mut self, p: &PendingDelete, ignore: &IgnoreSet, rep: &mut PassReport) -> bool {
+        let mut safe = HashSet::new();
+        let why = if p.path == LOST_FOUND || p.path.starts_with("lost+found/") {
+            Some("rrr never deletes lost+found".to_string())
+        } else {
+            check_event_path(&self.cfg.localroot, &p.path, ignore, &mut safe)
+        };
+        let Some(reason) = why else { return false };
+        if super::safety::blocked_by(&self.cfg.localroot, &p.path, ignore).is_some_and(|(_, l)| !l) {
+            // Below a file: nothing of ours is there to delete.
+            return true;
+        }
+        tracing::warn!("refused delete event {} {}: {reason}", p.epoch, shown_path(&p.path));
+        rep.refused.push(Refusal {
+            file: String::new(),
+            epoch: p.epoch.clone(),
+            kind: Some(EventKind::Delete),
+            path: reported_path(&p.path),
+            reason,
+        });
+        self.state.counters.refused += 1;
+        true
+    }
+
+    /// Unlink what `p` names unless it is a directory (left for
+    /// [`Mirror::remove_dirs`]). On return a file is gone from the target,
+    /// counted, and its empty parents pruned; a failure is an error of the
+    /// pass and the delete stays owed.
+    fn unlink(&mut self, p: &PendingDelete, rep: &mut PassReport) -> Unlinked {
+        let target = self.cfg.localroot.join(&p.path);
+        let res = match fs::symlink_metadata(&target) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.prune_parents(&p.path);
+                return Unlinked::Done(false);
+            }
+            Ok(m) if m.is_dir() => return Unlinked::Dir(target),
+            Ok(_) => fs::remove_file(&target),
+            Err(e) => Err(e),
+        };
+        match res {
+            Ok(()) => {
+                self.deletes_this_run += 1;
+                rep.deleted += 1;
+                self.state.counters.deletes += 1;
+                self.state.note_applied(&p.epoch);
+                self.prune_parents(&p.path);
+                Unlinked::Done(true)
+            }
+            Err(e) => {
+                let msg = format!("cannot delete {}: {e}", target.display());
+                tracing::error!("{msg}");
+                self.state.error("delete");
+                rep.errors.push(msg);
+                Unlinked::Failed
+            }
+        }
+    }
+
+    /// Remove the directories of delete events last, deepest first (the
+    /// reference's rmdir order). One that is not empty stays, its delete
+    /// done: its files have their own events.
+    fn remove_dirs(
+        &mut self,
+        mut dirs: Vec<(PendingDelete, PathBuf)>,
+        rep: &mut PassReport,
+        on_done: &mut dyn FnMut(&PendingDelete, bool),
+    ) {
         dirs.sort_by_key(|d| std::cmp::Reverse(d.1.as_os_str().len()));
         for (p, target) in dirs {
             match fs::remove_dir(&target) {
@@ -144,13 +175,18 @@ impl<'a> Mirror<'a> {
                     on_done(&p, true);
                 }
                 Err(e) => {
-                    // A directory that is not empty stays: its files have their own events.
                     tracing::warn!("cannot remove directory {}: {e}", target.display());
                     on_done(&p, false);
                 }
             }
         }
-        if !left.is_empty() && self.cfg.max_delete.is_some_and(|m| self.deletes_this_run >= m) {
+    }
+
+    /// Keep the deletes not applied as pending in the state (in memory;
+    /// the caller saves) and say when `--max-delete` held them. Returns
+    /// how many.
+    fn keep_left(&mut self, left: Vec<PendingDelete>, rep: &mut PassReport) -> usize {
+        if !left.is_empty() && self.max_delete_used_up() {
             let msg = format!(
                 "{MAX_DELETE_MSG} ({}): {} not applied, kept pending for the next run",
                 crate::output::human::plural(self.cfg.max_delete.unwrap_or(0), "delete", "deletes"),
@@ -162,8 +198,19 @@ impl<'a> Mirror<'a> {
         rep.deletes_pending = left.len() as u64;
         let n = left.len();
         self.state.pending_deletes = left;
-        Ok(n)
+        n
     }
+}
+
+/// What unlinking one delete event's path came to.
+enum Unlinked {
+    /// Complete: `true` when something was deleted, `false` when nothing
+    /// was there.
+    Done(bool),
+    /// A directory: removed after the files.
+    Dir(PathBuf),
+    /// An error: the delete stays owed.
+    Failed,
 }
 
 /// What a new event whose place holds something of another type comes to

@@ -297,188 +297,348 @@ impl<'a> Mirror<'a> {
         }
         self.incremental(&dir, principal, &layout, rep)
     }
+}
 
-    /// Walk the recentfiles smallest first (module docs, step 3).
+/// What one incremental walk carries from file to file: what it has seen,
+/// asked rsync for and still owes. Each step of the walk reads and updates
+/// it, so what is done, installed or owed after a step is in one place.
+struct Walk<'r> {
+    ignore: IgnoreSet,
+    /// Events newer than this are from the future: not taken yet.
+    limit: Epoch,
+    principal_name: String,
+    /// path -> newest epoch seen in this pass (smaller files first).
+    newest_seen: HashMap<RelPath, Epoch>,
+    /// Paths rsync was asked for in this pass.
+    attempted: HashSet<RelPath>,
+    /// Pending deletes of an earlier run not yet superseded by a file of
+    /// this pass; applied at the end of the walk.
+    carried: Vec<PendingDelete>,
+    /// Files whose events are done, waiting to be installed until our
+    /// copy of the next larger file is (see [`Mirror::our_copy`]).
+    waiting: Vec<String>,
+    /// Every file walked so far had all its events done.
+    all_done: bool,
+    rep: &'r mut PassReport,
+}
+
+impl Walk<'_> {
+    /// Note the paths of `rf` as seen (the first, newest, epoch wins).
+    fn note_seen(&mut self, rf: &Recentfile) {
+        note_seen(&mut self.newest_seen, rf, &self.limit);
+    }
+}
+
+/// A newer event of `p` than `e` was seen in an earlier file (`seen`)
+/// or in this one (`here`).
+fn newer_seen(seen: &HashMap<RelPath, Epoch>, here: &HashMap<&RelPath, &Epoch>, p: &RelPath, e: &Epoch) -> bool {
+    seen.get(p).is_some_and(|n| n > e) || here.get(p).is_some_and(|n| *n > e)
+}
+
+/// A newer event than `e` was seen of a path below `dir/`.
+fn newer_below(seen: &HashMap<RelPath, Epoch>, here: &HashMap<&RelPath, &Epoch>, dir: &RelPath, e: &Epoch) -> bool {
+    let below = format!("{dir}/");
+    here.iter().any(|(p, n)| p.starts_with(&below) && **n > *e)
+        || seen.iter().any(|(p, n)| p.starts_with(&below) && n > e)
+}
+
+/// Record into `seen` the newest epoch of each path of `rf` not from the future.
+fn note_seen(seen: &mut HashMap<RelPath, Epoch>, rf: &Recentfile, limit: &Epoch) {
+    for e in rf.events.iter().filter(|e| e.epoch <= *limit) {
+        seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
+    }
+}
+
+/// One file's not-done events, sorted by what a pass does with them
+/// (indices into the file's events).
+#[derive(Default)]
+struct Sorted<'f> {
+    /// Done without any work: excluded, superseded, refused, skipped.
+    mark: Vec<usize>,
+    /// To transfer, in file order.
+    news: Vec<usize>,
+    /// To delete.
+    dels: Vec<usize>,
+    /// New events whose place holds something of another type.
+    retyped: Vec<usize>,
+    /// The deletes (of `dels`) to apply before the retyped ones are placed.
+    in_the_way: HashSet<usize>,
+    /// path -> newest epoch in this file.
+    seen_here: HashMap<&'f RelPath, &'f Epoch>,
+}
+
+/// A delete event's key, to find its index again when it was applied.
+type DeleteKey = (RelPath, String);
+
+fn delete_key(path: &RelPath, epoch: &Epoch) -> DeleteKey {
+    (path.clone(), epoch.as_str().to_string())
+}
+
+/// Where a walk stands after one file: the next file's name, and whether
+/// the walk goes on to it.
+struct Next {
+    name: Option<String>,
+    walk_on: bool,
+    have_next: bool,
+    ours: Option<OurCopy>,
+}
+
+impl<'a> Mirror<'a> {
+    /// Walk the recentfiles smallest first (module docs, step 3), one
+    /// [`Mirror::walk_file`] each, until a file reaches what is done.
     fn incremental(&mut self, dir: &FetchDir, principal: Fetched, layout: &Layout, rep: &mut PassReport) -> Result<()> {
-        let ignore = Self::ignore_set(layout);
-        let limit = self.future_limit();
-        // path -> newest epoch seen in this pass (smaller files first).
-        let mut newest_seen: HashMap<RelPath, Epoch> = HashMap::new();
-        // Paths rsync was asked for in this pass.
-        let mut attempted: HashSet<RelPath> = HashSet::new();
-        let mut all_done = true;
-        let principal_name = principal.name.clone();
+        let mut w = Walk {
+            ignore: Self::ignore_set(layout),
+            limit: self.future_limit(),
+            principal_name: principal.name.clone(),
+            newest_seen: HashMap::new(),
+            attempted: HashSet::new(),
+            // Pending deletes of an earlier run go first into the delete queue.
+            carried: std::mem::take(&mut self.state.pending_deletes),
+            waiting: Vec::new(),
+            all_done: true,
+            rep,
+        };
+        self.retry_before_walk(&principal, &mut w)?;
         let mut current = principal;
         let mut i = 0;
-        // Pending deletes of an earlier run go first into the delete queue.
-        let mut carried: Vec<PendingDelete> = std::mem::take(&mut self.state.pending_deletes);
-        // Files whose events are done, waiting to be installed until our
-        // copy of the next larger file is (see [`Mirror::our_copy`]).
-        let mut waiting: Vec<String> = Vec::new();
-        let note_seen = |seen: &mut HashMap<RelPath, Epoch>, rf: &Recentfile| {
-            for e in rf.events.iter().filter(|e| e.epoch <= limit) {
-                seen.entry(e.path.clone()).or_insert_with(|| e.epoch.clone());
-            }
-        };
-        if !self.cfg.dry_run && !self.state.failing.is_empty() {
-            // Before the principal is installed, so that what arrives is in it.
-            let mut in_principal = HashMap::new();
-            note_seen(&mut in_principal, &current.rf);
-            self.retry_failing(&ignore, &in_principal, &mut attempted, rep)?;
-        }
         loop {
-            rep.read.push(current.name.clone());
-            let file_ok = self.process_file(&current, &ignore, &mut newest_seen, &mut carried, &mut attempted, rep)?;
-            let is_last = i + 1 >= layout.intervals.len();
-            if file_ok {
-                // Every event of this file is done (but the future ones):
-                // record its whole span, up to the clock plus one hour.
-                let ds = self.state.done.entry(current.name.clone()).or_default();
-                let newest = current.rf.events.iter().find(|e| e.epoch <= limit).map(|e| e.epoch.clone());
-                let oldest = current.rf.oldest().map(|e| e.epoch.clone());
-                if let (Some(n), Some(o)) = (&newest, &oldest) {
-                    if *o <= *n {
-                        ds.insert(n.clone(), o.clone());
-                    }
-                }
-                if is_last {
-                    // The last file (Z) knows everything older.
-                    let top = newest.clone().or(oldest.filter(|o| *o <= limit)).unwrap_or_else(done::beginning);
-                    ds.insert(top, done::beginning());
-                }
-            } else {
-                all_done = false;
-            }
-            let next_name = (!is_last).then(|| layout.name_of(&layout.intervals[i + 1]));
-            let ours = next_name.as_deref().map(|n| self.our_copy(&current.rf, n));
-            let gap = ours == Some(OurCopy::Gap);
-            let have_next = next_name.as_deref().is_some_and(|n| dir.has(n));
-            // Does this file reach what is done already? If not, the next
-            // one is needed now (a connection of its own unless fetched
-            // already): the mirror fell further behind than this file spans.
-            let reaches = is_last || {
-                let union = self.state.done_union();
-                let probe =
-                    current.rf.oldest().map(|e| e.epoch.clone()).or_else(|| current.rf.meta.merged.epoch().cloned());
-                probe.as_ref().is_some_and(|p| union.complete_through(p))
-            };
-            let walk_on = !reaches || (gap && have_next);
-            if !file_ok || (gap && !walk_on) {
-                // Not installed in this pass: this file (its events are not
-                // all done), or our copy of the next one is too old and was
-                // not fetched. The next pass fetches them with the principal;
-                // until then the files waiting here keep their old copies.
-                let names = waiting.drain(..).chain([current.name.clone()]).chain(next_name.clone().filter(|_| gap));
-                for n in names.filter(|n| *n != principal_name) {
-                    if !self.state.refetch.contains(&n) {
-                        self.state.refetch.push(n);
-                    }
-                }
-            } else if gap {
-                waiting.push(current.name.clone());
-            } else {
-                if ours == Some(OurCopy::Missing) && !have_next && current.rf.meta.merged.epoch().is_some() {
-                    // The origin has merged this file into the next one, of
-                    // which we have no copy yet: fetch it with the next
-                    // principal (no connection of its own).
-                    self.state.refetch.extend(next_name.clone());
-                }
-                self.install(dir, &current, &ignore)?;
-                if i == 0 {
-                    self.install_link(&current.name)?;
-                }
-                self.install_waiting(dir, &mut waiting, &ignore, &principal_name)?;
-                if walk_on {
-                    // Else the pass saves at its end, right after this.
-                    self.save()?;
-                }
-            }
-            let Some(next_name) = next_name.filter(|_| walk_on) else { break };
-            self.check_stop()?;
-            if !have_next {
-                self.fetch(dir, &[&next_name])?;
-            }
-            let Some(rf) = dir.read(&next_name, self.cfg.max_recentfile_size)? else {
-                // The origin has not written it yet: nothing older is known.
-                break;
-            };
-            remote::check_meta(&next_name, &rf)?;
-            note_seen(&mut newest_seen, &current.rf);
+            let next = self.walk_file(dir, &current, layout, i, &mut w)?;
+            let Some(next_name) = next.name.filter(|_| next.walk_on) else { break };
+            let Some(rf) = self.next_file(dir, &next_name, next.have_next)? else { break };
+            w.note_seen(&current.rf);
             current = Fetched { name: next_name, rf };
             i += 1;
         }
-        note_seen(&mut newest_seen, &current.rf);
-        // The origin has no next file after all: nothing to wait for.
-        self.install_waiting(dir, &mut waiting, &ignore, &principal_name)?;
+        w.note_seen(&current.rf);
+        self.finish_walk(dir, &mut w)
+    }
+
+    /// Retry the failing paths before the principal is installed, so that
+    /// what arrives is in it. Each path retried is in `attempted`.
+    fn retry_before_walk(&mut self, principal: &Fetched, w: &mut Walk<'_>) -> Result<()> {
+        if self.cfg.dry_run || self.state.failing.is_empty() {
+            return Ok(());
+        }
+        let mut in_principal = HashMap::new();
+        note_seen(&mut in_principal, &principal.rf, &w.limit);
+        self.retry_failing(&w.ignore, &in_principal, &mut w.attempted, w.rep)
+    }
+
+    /// Walk file `i` of the layout: handle its events, record its span
+    /// done when all are, then install it, keep it waiting or leave it to
+    /// the next pass ([`Mirror::install_or_defer`]). Returns where the
+    /// walk goes next.
+    fn walk_file(&mut self, dir: &FetchDir, f: &Fetched, layout: &Layout, i: usize, w: &mut Walk<'_>) -> Result<Next> {
+        w.rep.read.push(f.name.clone());
+        let file_ok = self.process_file(f, w)?;
+        let is_last = i + 1 >= layout.intervals.len();
+        if file_ok {
+            self.record_file_done(f, is_last, &w.limit);
+        } else {
+            w.all_done = false;
+        }
+        let name = (!is_last).then(|| layout.name_of(&layout.intervals[i + 1]));
+        let ours = name.as_deref().map(|n| self.our_copy(&f.rf, n));
+        let gap = ours == Some(OurCopy::Gap);
+        let have_next = name.as_deref().is_some_and(|n| dir.has(n));
+        // A file that does not reach what is done needs the next one now
+        // (a connection of its own unless fetched already).
+        let walk_on = !(is_last || self.reaches_done(&f.rf)) || (gap && have_next);
+        let next = Next { name, walk_on, have_next, ours };
+        self.install_or_defer(dir, f, i, file_ok, &next, w)?;
+        Ok(next)
+    }
+
+    /// Record the whole span of `f`, every event of which is done (but the
+    /// future ones), up to the clock plus one hour; for the last file (Z)
+    /// also everything older. In memory only: saved with the install that
+    /// follows or at the end of the pass.
+    fn record_file_done(&mut self, f: &Fetched, is_last: bool, limit: &Epoch) {
+        let ds = self.state.done.entry(f.name.clone()).or_default();
+        let newest = f.rf.events.iter().find(|e| e.epoch <= *limit).map(|e| e.epoch.clone());
+        let oldest = f.rf.oldest().map(|e| e.epoch.clone());
+        if let (Some(n), Some(o)) = (&newest, &oldest) {
+            if *o <= *n {
+                ds.insert(n.clone(), o.clone());
+            }
+        }
+        if is_last {
+            // The last file (Z) knows everything older.
+            let top = newest.or(oldest.filter(|o| *o <= *limit)).unwrap_or_else(done::beginning);
+            ds.insert(top, done::beginning());
+        }
+    }
+
+    /// Does `rf` reach what is done already? If not, the mirror fell
+    /// further behind than this file spans.
+    fn reaches_done(&self, rf: &Recentfile) -> bool {
+        let union = self.state.done_union();
+        let probe = rf.oldest().map(|e| e.epoch.clone()).or_else(|| rf.meta.merged.epoch().cloned());
+        probe.as_ref().is_some_and(|p| union.complete_through(p))
+    }
+
+    /// Install `f` with the files waiting for it, keep it waiting for our
+    /// copy of the next file, or leave it to the next pass. On return an
+    /// installed file is in the target (and the state saved when the walk
+    /// goes on); a file left to the next pass is in `refetch`, with those
+    /// that waited for it, which keep their old copies.
+    fn install_or_defer(
+        &mut self,
+        dir: &FetchDir,
+        f: &Fetched,
+        i: usize,
+        file_ok: bool,
+        next: &Next,
+        w: &mut Walk<'_>,
+    ) -> Result<()> {
+        let gap = next.ours == Some(OurCopy::Gap);
+        if !file_ok || (gap && !next.walk_on) {
+            // Not installed in this pass: this file (its events are not
+            // all done), or our copy of the next one is too old and was
+            // not fetched. The next pass fetches them with the principal.
+            let later = next.name.clone().filter(|_| gap);
+            let names: Vec<String> = w.waiting.drain(..).chain([f.name.clone()]).chain(later).collect();
+            for n in names.into_iter().filter(|n| *n != w.principal_name) {
+                if !self.state.refetch.contains(&n) {
+                    self.state.refetch.push(n);
+                }
+            }
+            return Ok(());
+        }
+        if gap {
+            w.waiting.push(f.name.clone());
+            return Ok(());
+        }
+        if next.ours == Some(OurCopy::Missing) && !next.have_next && f.rf.meta.merged.epoch().is_some() {
+            // The origin has merged this file into the next one, of which
+            // we have no copy yet: fetch it with the next principal (no
+            // connection of its own).
+            self.state.refetch.extend(next.name.clone());
+        }
+        self.install(dir, f, &w.ignore)?;
+        if i == 0 {
+            self.install_link(&f.name)?;
+        }
+        self.install_waiting(dir, &mut w.waiting, &w.ignore, &w.principal_name)?;
+        if next.walk_on {
+            // Else the pass saves at its end, right after this.
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Fetch the next larger file unless fetched already, and read it.
+    /// None when the origin has not written it yet: nothing older is known.
+    fn next_file(&mut self, dir: &FetchDir, name: &str, fetched: bool) -> Result<Option<Recentfile>> {
+        self.check_stop()?;
+        if !fetched {
+            self.fetch(dir, &[name])?;
+        }
+        let Some(rf) = dir.read(name, self.cfg.max_recentfile_size)? else {
+            return Ok(None);
+        };
+        remote::check_meta(name, &rf)?;
+        Ok(Some(rf))
+    }
+
+    /// End the walk: install the files still waiting (the origin has no
+    /// next file after all), apply the carried deletes no file of this
+    /// pass superseded, drop the failing paths a newer event replaced, and
+    /// tell whether the pass is complete.
+    fn finish_walk(&mut self, dir: &FetchDir, w: &mut Walk<'_>) -> Result<()> {
+        self.install_waiting(dir, &mut w.waiting, &w.ignore, &w.principal_name)?;
         if !self.cfg.dry_run {
-            // Pending deletes that no file of this pass superseded are still owed.
-            if !carried.is_empty() {
-                self.apply_deletes(&ignore, carried, &newest_seen, rep, &mut |_, _| {})?;
+            if !w.carried.is_empty() {
+                let carried = std::mem::take(&mut w.carried);
+                self.apply_deletes(&w.ignore, carried, &w.newest_seen, w.rep, &mut |_, _| {})?;
             }
             // A newer event of the path (a transfer or a delete) replaced it.
-            let superseded =
-                |f: &Failing| newest_seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
+            let (seen, attempted) = (&w.newest_seen, &w.attempted);
+            let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
             self.state.failing.retain(|f| attempted.contains(&f.path) || !superseded(f));
         }
-        rep.complete = all_done
-            && rep.errors.is_empty()
+        w.rep.complete = w.all_done
+            && w.rep.errors.is_empty()
             && self.state.pending_deletes.is_empty()
             && !self.state.resync
             && !self.cfg.dry_run;
         Ok(())
     }
 
-    /// Handle the not-done events of one file. Returns true when all its
-    /// events are done afterwards (but those from the future).
-    fn process_file(
-        &mut self,
-        f: &Fetched,
-        ignore: &IgnoreSet,
-        newest_seen: &mut HashMap<RelPath, Epoch>,
-        carried: &mut Vec<PendingDelete>,
-        attempted: &mut HashSet<RelPath>,
-        rep: &mut PassReport,
-    ) -> Result<bool> {
+    /// Handle the not-done events of one file: sort them, save its deletes
+    /// as pending, clear the way for type changes, transfer, delete.
+    /// Returns true when all its events are done afterwards (but those
+    /// from the future). On return the done-set (in memory) holds every
+    /// event handled, and the pending deletes are what is left of this
+    /// file's and the carried ones; the caller saves.
+    fn process_file(&mut self, f: &Fetched, w: &mut Walk<'_>) -> Result<bool> {
         let union = self.state.done_union();
-        self.refuse_skipped(f, &union, rep);
-        let limit = self.future_limit();
+        self.refuse_skipped(f, &union, w.rep);
+        let mut s = self.sort_events(f, &union, w);
+        self.order_type_changes(f, &mut s, w);
         let epochs: Vec<&Epoch> = f.rf.events.iter().map(|e| &e.epoch).collect();
-        let mut mark: Vec<usize> = Vec::new();
-        let mut news: Vec<usize> = Vec::new();
-        let mut dels: Vec<usize> = Vec::new();
+        if !self.cfg.dry_run {
+            self.state.done.entry(f.name.clone()).or_default().register(&epochs, s.mark.iter().copied());
+        }
+        let mut pending = self.save_pending_deletes(f, &s, w)?;
+        if self.cfg.dry_run {
+            return Ok(report_would(f, &s, w.rep));
+        }
+        let by_key: HashMap<DeleteKey, usize> =
+            s.dels.iter().map(|&ix| (delete_key(&f.rf.events[ix].path, &f.rf.events[ix].epoch), ix)).collect();
+        let mut done_ix: Vec<usize> = Vec::new();
+        if !s.retyped.is_empty() {
+            self.clear_the_way(f, &mut s, &mut pending, &by_key, &mut done_ix, w)?;
+        }
+        let transfers_ok = self.transfer(f, &epochs, &s.news, &w.ignore, &mut w.attempted, w.rep)?;
+        self.check_stop()?;
+        abort_point("before-deletes", 0);
+        // Apply this file's deletes (and mark them done one by one).
+        let left = self.apply_deletes(&w.ignore, pending, &w.newest_seen, w.rep, &mut |p, _| {
+            done_ix.extend(by_key.get(&delete_key(&p.path, &p.epoch)));
+        })?;
+        self.state.done.entry(f.name.clone()).or_default().register(&epochs, done_ix.iter().copied());
+        self.state.pending_deletes.extend(w.carried.iter().cloned());
+        // Saved by the caller: repeating a delete is a no-op.
+        Ok(transfers_ok && left == 0)
+    }
+
+    /// Sort the not-done events of `f` ([`Sorted`]). Changes nothing on
+    /// disk or in the done-set; refused events are reported and counted,
+    /// events from the future noted.
+    fn sort_events<'f>(&mut self, f: &'f Fetched, union: &done::DoneSet, w: &mut Walk<'_>) -> Sorted<'f> {
+        let mut s = Sorted::default();
         let mut safe_dirs = HashSet::new();
-        let mut seen_here: HashMap<&RelPath, &Epoch> = HashMap::new();
-        // New events whose place holds something of another type.
-        let mut retyped: Vec<usize> = Vec::new();
         for (ix, e) in f.rf.events.iter().enumerate() {
             if union.covered(&e.epoch) {
                 continue;
             }
-            if e.epoch > limit {
+            if e.epoch > w.limit {
                 // Not done, not published, taken when its time has come.
                 self.future_seen.insert((e.epoch.as_str().to_string(), e.path.clone()));
                 continue;
             }
             if self.is_excluded(&e.path) {
-                mark.push(ix);
+                s.mark.push(ix);
                 continue;
             }
-            let superseded = newest_seen.get(&e.path).is_some_and(|n| *n >= e.epoch)
-                || seen_here.get(&e.path).is_some_and(|n| **n > e.epoch);
-            seen_here.entry(&e.path).or_insert(&e.epoch);
+            let superseded = w.newest_seen.get(&e.path).is_some_and(|n| *n >= e.epoch)
+                || s.seen_here.get(&e.path).is_some_and(|n| **n > e.epoch);
+            s.seen_here.entry(&e.path).or_insert(&e.epoch);
             if superseded {
-                mark.push(ix);
+                s.mark.push(ix);
                 continue;
             }
-            if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                match (e.kind, blocked_by(&self.cfg.localroot, &e.path, ignore)) {
+            if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, &w.ignore, &mut safe_dirs) {
+                match (e.kind, blocked_by(&self.cfg.localroot, &e.path, &w.ignore)) {
                     // The origin replaced a file by a directory: placed below.
-                    (EventKind::New, Some(_)) => retyped.push(ix),
+                    (EventKind::New, Some(_)) => s.retyped.push(ix),
                     // Nothing of ours can be below a file.
-                    (EventKind::Delete, Some((_, false))) => mark.push(ix),
+                    (EventKind::Delete, Some((_, false))) => s.mark.push(ix),
                     _ => {
-                        refuse(rep, &mut self.state.counters, &f.name, e, reason);
-                        mark.push(ix);
+                        refuse(w.rep, &mut self.state.counters, &f.name, e, reason);
+                        s.mark.push(ix);
                     }
                 }
                 continue;
@@ -487,29 +647,33 @@ impl<'a> Mirror<'a> {
                 EventKind::New => {
                     if fs::symlink_metadata(self.cfg.localroot.join(&e.path)).is_ok_and(|m| m.is_dir()) {
                         // The origin replaced a directory by a file.
-                        retyped.push(ix);
+                        s.retyped.push(ix);
                     }
-                    news.push(ix);
+                    s.news.push(ix);
                 }
                 EventKind::Delete if self.cfg.skip_deletes => {
-                    rep.deletes_skipped += 1;
-                    mark.push(ix);
+                    w.rep.deletes_skipped += 1;
+                    s.mark.push(ix);
                 }
-                EventKind::Delete => dels.push(ix),
+                EventKind::Delete => s.dels.push(ix),
             }
         }
-        // Type changes: the deletes that stand in the way of a new event
-        // (of the parent it needs as a directory, or below the directory it
-        // replaces), older than it, are applied before the transfers.
-        let newer = |p: &RelPath, e: &Epoch| {
-            newest_seen.get(p).is_some_and(|n| n > e) || seen_here.get(p).is_some_and(|n| *n > e)
-        };
-        let mut in_the_way: HashSet<usize> = HashSet::new();
-        retyped.retain(|&ix| {
+        s
+    }
+
+    /// Type changes: the deletes that stand in the way of a retyped event
+    /// (of the parent it needs as a directory, or below the directory it
+    /// replaces), older than it, go into `in_the_way`, to be applied before
+    /// the transfers, and the event joins `news`. One below a symlinked
+    /// parent the origin did not delete is refused (hostile) and marked.
+    /// Changes nothing on disk.
+    fn order_type_changes(&mut self, f: &Fetched, s: &mut Sorted<'_>, w: &mut Walk<'_>) {
+        for ix in std::mem::take(&mut s.retyped) {
             let e = &f.rf.events[ix];
             let below = format!("{}/", e.path);
-            let parent = blocked_by(&self.cfg.localroot, &e.path, ignore);
-            let first: Vec<usize> = dels
+            let parent = blocked_by(&self.cfg.localroot, &e.path, &w.ignore);
+            let first: Vec<usize> = s
+                .dels
                 .iter()
                 .copied()
                 .filter(|&d| {
@@ -519,105 +683,98 @@ impl<'a> Mirror<'a> {
                 })
                 .collect();
             if let Some((p, true)) = &parent {
-                if first.is_empty() && !newer(p, &e.epoch) {
+                if first.is_empty() && !newer_seen(&w.newest_seen, &s.seen_here, p, &e.epoch) {
                     // A symlinked parent the origin did not delete: hostile.
                     let reason = format!("parent {} is a symlink", shown_path(p));
-                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
-                    mark.push(ix);
-                    return false;
+                    refuse(w.rep, &mut self.state.counters, &f.name, e, reason);
+                    s.mark.push(ix);
+                    continue;
                 }
             }
-            in_the_way.extend(first);
-            if !news.contains(&ix) {
-                news.push(ix);
+            s.in_the_way.extend(first);
+            if !s.news.contains(&ix) {
+                s.news.push(ix);
             }
-            true
-        });
-        news.sort_unstable();
-        if !self.cfg.dry_run {
-            let ds = self.state.done.entry(f.name.clone()).or_default();
-            ds.register(&epochs, mark.iter().copied());
+            s.retyped.push(ix);
         }
-        // Deletes are saved as pending before any transfer.
-        let mut pending: Vec<PendingDelete> = dels
+        s.news.sort_unstable();
+    }
+
+    /// Save the deletes of `f` as pending, with the carried ones it did not
+    /// supersede, before any transfer: a kill from here on leaves them
+    /// owed, never lost. Returns this file's pending deletes.
+    fn save_pending_deletes(&mut self, f: &Fetched, s: &Sorted<'_>, w: &mut Walk<'_>) -> Result<Vec<PendingDelete>> {
+        let pending: Vec<PendingDelete> = s
+            .dels
             .iter()
             .map(|&ix| PendingDelete { epoch: f.rf.events[ix].epoch.clone(), path: f.rf.events[ix].path.clone() })
             .collect();
-        if !carried.is_empty() {
+        if !w.carried.is_empty() {
             let here: HashMap<&RelPath, &Epoch> = f.rf.events.iter().map(|e| (&e.path, &e.epoch)).rev().collect();
-            carried.retain(|p| {
+            w.carried.retain(|p| {
                 let newer = here.get(&p.path).is_some_and(|e| **e > p.epoch);
                 let same = pending.iter().any(|q| q.path == p.path);
                 !(newer || same)
             });
         }
         self.state.pending_deletes = pending.clone();
-        self.state.pending_deletes.extend(carried.iter().cloned());
+        self.state.pending_deletes.extend(w.carried.iter().cloned());
         if !pending.is_empty() {
-            // Before any transfer. What else this file's events decided
-            // is saved with the next chunk or at the end of the pass.
+            // What else this file's events decided is saved with the next
+            // chunk or at the end of the pass.
             self.save()?;
         }
-        if self.cfg.dry_run {
-            for &ix in &news {
-                rep.would.push(format!("new {}", f.rf.events[ix].path));
-            }
-            for &ix in &dels {
-                rep.would.push(format!("delete {}", f.rf.events[ix].path));
-            }
-            return Ok(news.is_empty() && dels.is_empty());
-        }
-        let name = f.name.clone();
-        let mut done_ix: Vec<usize> = Vec::new();
-        let by_key: HashMap<(RelPath, String), usize> = dels
-            .iter()
-            .map(|&ix| ((f.rf.events[ix].path.clone(), f.rf.events[ix].epoch.as_str().to_string()), ix))
-            .collect();
-        if !retyped.is_empty() {
-            let (first, rest): (Vec<PendingDelete>, Vec<PendingDelete>) =
-                std::mem::take(&mut pending).into_iter().partition(|p| {
-                    by_key
-                        .get(&(p.path.clone(), p.epoch.as_str().to_string()))
-                        .is_some_and(|ix| in_the_way.contains(ix))
-                });
-            self.apply_deletes(ignore, first, newest_seen, rep, &mut |p, _| {
-                if let Some(ix) = by_key.get(&(p.path.clone(), p.epoch.as_str().to_string())) {
-                    done_ix.push(*ix);
-                }
-            })?;
-            // What --max-delete left of them goes with the rest.
-            pending = std::mem::take(&mut self.state.pending_deletes);
-            pending.extend(rest);
-            self.state.pending_deletes = pending.clone();
-            self.state.pending_deletes.extend(carried.iter().cloned());
-            let mut unplaced = Vec::new();
-            for &ix in &retyped {
-                let e = &f.rf.events[ix];
-                let below = format!("{}/", e.path);
-                let under_newer = seen_here.iter().any(|(p, n)| p.starts_with(&below) && **n > e.epoch)
-                    || newest_seen.iter().any(|(p, n)| p.starts_with(&below) && *n > e.epoch);
-                let parent_newer = |p: &RelPath| newer(p, &e.epoch);
-                if self.place(&e.path, &e.epoch, ignore, &parent_newer, under_newer, rep) != Placement::Go {
-                    unplaced.push(ix);
-                }
-            }
-            news.retain(|ix| !unplaced.contains(ix));
-            done_ix.extend(unplaced);
-        }
-        let transfers_ok = self.transfer(f, &epochs, &news, ignore, attempted, rep)?;
-        self.check_stop()?;
-        abort_point("before-deletes", 0);
-        // Apply this file's deletes (and mark them done one by one).
-        let all = std::mem::take(&mut pending);
-        let left = self.apply_deletes(ignore, all, newest_seen, rep, &mut |p, _| {
-            if let Some(ix) = by_key.get(&(p.path.clone(), p.epoch.as_str().to_string())) {
-                done_ix.push(*ix);
-            }
-        })?;
-        let ds = self.state.done.entry(name).or_default();
-        ds.register(&epochs, done_ix.iter().copied());
-        self.state.pending_deletes.extend(carried.iter().cloned());
-        // Saved by the caller: repeating a delete is a no-op.
-        Ok(transfers_ok && left == 0)
+        Ok(pending)
     }
+
+    /// Apply the deletes in the way of the retyped events, then place each
+    /// of these (move aside what holds its place). One that cannot be placed
+    /// is done without a transfer and leaves `news`. On return the deletes
+    /// applied are in `done_ix`, the others (--max-delete) back in
+    /// `pending`, and the state's pending deletes are `pending` and the
+    /// carried ones (not saved yet).
+    fn clear_the_way(
+        &mut self,
+        f: &Fetched,
+        s: &mut Sorted<'_>,
+        pending: &mut Vec<PendingDelete>,
+        by_key: &HashMap<DeleteKey, usize>,
+        done_ix: &mut Vec<usize>,
+        w: &mut Walk<'_>,
+    ) -> Result<()> {
+        let (first, rest): (Vec<PendingDelete>, Vec<PendingDelete>) = std::mem::take(pending)
+            .into_iter()
+            .partition(|p| by_key.get(&delete_key(&p.path, &p.epoch)).is_some_and(|ix| s.in_the_way.contains(ix)));
+        self.apply_deletes(&w.ignore, first, &w.newest_seen, w.rep, &mut |p, _| {
+            done_ix.extend(by_key.get(&delete_key(&p.path, &p.epoch)));
+        })?;
+        // What --max-delete left of them goes with the rest.
+        *pending = std::mem::take(&mut self.state.pending_deletes);
+        pending.extend(rest);
+        self.state.pending_deletes = pending.clone();
+        self.state.pending_deletes.extend(w.carried.iter().cloned());
+        let mut unplaced = Vec::new();
+        for &ix in &s.retyped {
+            let e = &f.rf.events[ix];
+            let under_newer = newer_below(&w.newest_seen, &s.seen_here, &e.path, &e.epoch);
+            let parent_newer = |p: &RelPath| newer_seen(&w.newest_seen, &s.seen_here, p, &e.epoch);
+            if self.place(&e.path, &e.epoch, &w.ignore, &parent_newer, under_newer, w.rep) != Placement::Go {
+                unplaced.push(ix);
+            }
+        }
+        s.news.retain(|ix| !unplaced.contains(ix));
+        done_ix.extend(unplaced);
+        Ok(())
+    }
+}
+
+/// `--dry-run`: report what the events of `f` would do. True when nothing.
+fn report_would(f: &Fetched, s: &Sorted<'_>, rep: &mut PassReport) -> bool {
+    for &ix in &s.news {
+        rep.would.push(format!("new {}", f.rf.events[ix].path));
+    }
+    for &ix in &s.dels {
+        rep.would.push(format!("delete {}", f.rf.events[ix].path));
+    }
+    s.news.is_empty() && s.dels.is_empty()
 }

@@ -123,48 +123,72 @@ impl<'a> Mirror<'a> {
         // The tree first, the state second: a run that starts a mirror
         // saves its state before the first byte, so a tree seen with files
         // is never paired with a state read before that run saved it.
-        let root = self.cfg.localroot.clone();
-        let tree = ownership::tree_kind(&root)?;
+        let tree = ownership::tree_kind(&self.cfg.localroot)?;
         let on_disk = load_state(&self.cfg.state_file)?;
         let as_found = on_disk.clone();
         // Failed attempts own nothing: judged as no state, their record kept.
-        let (on_disk, mut tried) = match on_disk {
+        let (on_disk, tried) = match on_disk {
             Some(s) if s.is_attempts_only() => (None, Some(s)),
             s => (s, None),
         };
-        let mut fresh = |src: &str, now: &Epoch| match tried.take() {
-            Some(t) => t.renewed(src, now),
-            None => State::fresh(src, now),
-        };
-        let decision = loop {
-            let facts = self.facts(on_disk.as_ref(), adopt, tree);
-            let verdict = ownership::decide(&facts);
-            // A tree that is not ours yet: the remote must answer with a
-            // valid principal before anything is created in it.
-            let needs_principal = !matches!(verdict, Decision::Owned | Decision::Refuse(_));
-            match verdict {
-                Decision::Refuse(r) => return Err(Refused(self.refusal_message(&r, on_disk.as_ref(), &facts)).into()),
-                _ if needs_principal && self.prefetched.is_none() => {
-                    let dir = FetchDir::new(&std::env::temp_dir())?;
-                    let (p, l) = self.fetch_principal(&dir)?;
-                    self.prefetched = Some((dir, p, l));
-                }
-                Decision::NeedPrincipal => bail!("internal error: ownership undecided with the principal fetched"),
-                d => break (d, facts),
-            }
-        };
-        let (decision, facts) = decision;
+        let (decision, facts) = self.decide_ownership(on_disk.as_ref(), adopt, tree)?;
         if decision == Decision::Adopt && !self.adopt_counted && !self.cfg.dry_run {
             self.count_adopt_deletes()?;
         }
         if !apply {
             return Ok(());
         }
+        self.state = self.state_for(&decision, &facts, on_disk, tried);
+        self.complete_state(&decision);
+        if self.cfg.dry_run {
+            return Ok(());
+        }
+        self.writable = true;
+        self.write_ownership(as_found.as_ref())
+    }
+
+    /// The ownership verdict and the facts it rests on, fetching the
+    /// remote principal (into a temp dir, kept for the first pass) when a
+    /// tree that is not ours yet needs it. Nothing is written; a refusal
+    /// is an error ([`Refused`]).
+    fn decide_ownership(
+        &mut self,
+        on_disk: Option<&State>,
+        adopt: bool,
+        tree: ownership::TreeKind,
+    ) -> Result<(Decision, Facts)> {
+        loop {
+            let facts = self.facts(on_disk, adopt, tree);
+            let verdict = ownership::decide(&facts);
+            // A tree that is not ours yet: the remote must answer with a
+            // valid principal before anything is created in it.
+            let needs_principal = !matches!(verdict, Decision::Owned | Decision::Refuse(_));
+            match verdict {
+                Decision::Refuse(r) => return Err(Refused(self.refusal_message(&r, on_disk, &facts)).into()),
+                _ if needs_principal && self.prefetched.is_none() => {
+                    let dir = FetchDir::new(&std::env::temp_dir())?;
+                    let (p, l) = self.fetch_principal(&dir)?;
+                    self.prefetched = Some((dir, p, l));
+                }
+                Decision::NeedPrincipal => bail!("internal error: ownership undecided with the principal fetched"),
+                d => return Ok((d, facts)),
+            }
+        }
+    }
+
+    /// The state `decision` leads to: the one on disk (owned, or switched
+    /// to this remote), or a fresh one that keeps the record of failed
+    /// attempts (`tried`). In memory only.
+    fn state_for(&mut self, decision: &Decision, facts: &Facts, on_disk: Option<State>, tried: Option<State>) -> State {
         let now = self.clock.now();
         let src = self.cfg.remote.src.clone();
-        let shown = root.display();
+        let shown = self.cfg.localroot.display().to_string();
         let remote_coll = facts.remote.as_ref().map_or_else(String::new, |c| format!(" ({c})"));
-        self.state = match decision {
+        let fresh = || match tried {
+            Some(t) => t.renewed(&src, &now),
+            None => State::fresh(&src, &now),
+        };
+        match decision {
             Decision::Owned => on_disk.expect("owned implies a state"),
             Decision::Switch => {
                 let mut st = on_disk.expect("a switch implies a state");
@@ -172,25 +196,31 @@ impl<'a> Mirror<'a> {
                     "{shown}: switching from {} to {src}, a mirror of the same collection{remote_coll}",
                     st.remote
                 );
-                st.remote = src;
+                st.remote = src.clone();
                 st
             }
-            Decision::Fresh => fresh(&src, &now),
+            Decision::Fresh => fresh(),
             Decision::AutoAdopt => {
                 tracing::info!(
                     "adopting {shown}: it holds the principal of {src}'s collection{remote_coll} \
                      (a mirror made by rrr-client or rsync); the first pass reconciles it with one rsync"
                 );
-                fresh(&src, &now)
+                fresh()
             }
             Decision::Adopt => {
                 tracing::info!("adopting {shown} as a mirror of {src} (--adopt)");
                 // Its deletes were asked for (and counted against --max-delete).
                 self.cfg.accept_deletes = true;
-                fresh(&src, &now)
+                fresh()
             }
             Decision::NeedPrincipal | Decision::Refuse(_) => unreachable!("handled above"),
-        };
+        }
+    }
+
+    /// Give the taken state an id, its failing paths sorted and unique (a
+    /// state edited by hand may not be), and the collection of the
+    /// prefetched principal. In memory only.
+    fn complete_state(&mut self, decision: &Decision) {
         if self.state.id.is_none() {
             self.state.id = Some(ownership::new_id());
         }
@@ -199,19 +229,23 @@ impl<'a> Mirror<'a> {
         self.state.failing.dedup_by(|a, b| a.path == b.path);
         if let Some((_, p, l)) = &self.prefetched {
             self.state.filenameroot = Some(l.filenameroot.clone());
-            if decision != Decision::Owned && decision != Decision::Switch {
+            if *decision != Decision::Owned && *decision != Decision::Switch {
                 self.state.dirtymark = p.rf.meta.dirtymark.clone();
             }
         }
-        if self.cfg.dry_run {
-            return Ok(());
-        }
-        self.writable = true;
+    }
+
+    /// Write the marker `.rrr/id` when it does not name our state, then
+    /// the state, unless it is our own and unchanged (`as_found`). The
+    /// marker goes first, so that this run never saves a state whose id
+    /// the tree does not carry.
+    fn write_ownership(&mut self, as_found: Option<&State>) -> Result<()> {
+        let root = self.cfg.localroot.clone();
         let id = self.state.id.clone().unwrap_or_default();
         if ownership::read_marker(&root).as_deref() != Some(id.as_str()) {
             ownership::write_marker(&root, &id)
                 .with_context(|| format!("cannot write {}", ownership::marker_path(&root).display()))?;
-        } else if as_found.as_ref() == Some(&self.state) {
+        } else if as_found == Some(&self.state) {
             // Our own state, unchanged: the pass saves it soon enough (each
             // save is two fsyncs, a good part of an incremental pass).
             return Ok(());

@@ -280,44 +280,109 @@ impl<'a> Mirror<'a> {
         rep: &mut PassReport,
     ) -> Result<()> {
         let names: Vec<String> = layout.intervals.iter().skip(1).map(|iv| layout.name_of(iv)).collect();
-        // Usually fetched with the principal already (the whole index);
-        // not when a changed dirtymark made this pass a whole-tree one.
+        self.fetch_rest_of_index(dir, &names)?;
+        let dry = self.cfg.dry_run;
+        if !dry {
+            self.owe_resync()?;
+            if self.hold_mass_deletes(layout, rep)? {
+                return Ok(());
+            }
+        }
+        let (index, res, mut seen) = self.run_whole_tree(dir, principal, layout, &names)?;
+        for (name, e) in &index.errors {
+            let msg = format!("cannot use the remote {name} (not installed): {e:#}");
+            tracing::warn!("{msg}");
+            rep.errors.push(msg);
+        }
+        rep.read = index.files.iter().map(|f| f.name.clone()).collect();
+        let limit = self.future_limit();
+        let newest = index
+            .files
+            .iter()
+            .filter_map(|f| f.rf.events.iter().find(|e| e.epoch <= limit))
+            .map(|e| e.epoch.clone())
+            .max();
+        let outcome = self.account_whole_tree(res, &mut seen, rep)?;
+        if dry {
+            return Ok(());
+        }
+        if let Some(out) = &outcome {
+            self.note_whole_tree_outcome(out, &index.files, rep);
+        }
+        self.remove_perl_leftovers();
+        let keeps = self.validate_index(&index, layout, &limit, rep);
+        self.install_index(dir, &index.files, &keeps, newest)?;
+        rep.complete = rep.errors.is_empty() && !self.state.resync;
+        // Freeing millions of events takes a while; not on the way out.
+        std::thread::spawn(move || drop(index));
+        // The pass saves the state when it ends, right after this.
+        Ok(())
+    }
+
+    /// Fetch the larger recentfiles the fetch dir lacks: usually fetched
+    /// with the principal already (the whole index); not when a changed
+    /// dirtymark made this pass a whole-tree one. A kill here leaves the
+    /// target as it was.
+    fn fetch_rest_of_index(&mut self, dir: &FetchDir, names: &[String]) -> Result<()> {
         let missing: Vec<&str> =
             names.iter().map(String::as_str).filter(|n| !dir.has_whole_index() && !dir.has(n)).collect();
         if !missing.is_empty() {
             self.fetch(dir, &missing)?;
         }
-        let dry = self.cfg.dry_run;
-        if !dry && !self.state.resync && !self.state.done_union().is_empty() {
-            // Owed until it is done: an interrupted `--full` pass too, and
-            // the next whole-tree pass removes what a killed rsync left.
-            // (Without a done-set the next pass is a whole-tree one anyway.)
+        Ok(())
+    }
+
+    /// Save a whole-tree pass as owed (`resync`) before the tree is
+    /// touched, so that a kill from here on leaves it owed: an interrupted
+    /// `--full` pass too, and the next whole-tree pass removes what a
+    /// killed rsync left. Without a done-set the next pass is a whole-tree
+    /// one anyway.
+    fn owe_resync(&mut self) -> Result<()> {
+        if !self.state.resync && !self.state.done_union().is_empty() {
             self.state.resync = true;
             self.save()?;
         }
-        if !dry && !self.cfg.skip_deletes && !std::mem::take(&mut self.cfg.accept_deletes) {
-            if let Some(msg) = self.mass_deletes(layout)? {
-                tracing::warn!("{msg}");
-                rep.mass_deletes_held = true;
-                // Exit 1, as when --max-delete stops deletes; the whole-tree
-                // pass stays owed (a forgotten done-set, or `resync`).
-                rep.max_delete_reached = true;
-                return Ok(());
-            }
+        Ok(())
+    }
+
+    /// True when the whole-tree rsync would delete too much of the mirror
+    /// and is held (nothing transferred, nothing deleted; the whole-tree
+    /// pass stays owed: a forgotten done-set, or `resync`). Exit 1, as
+    /// when --max-delete stops deletes.
+    fn hold_mass_deletes(&mut self, layout: &Layout, rep: &mut PassReport) -> Result<bool> {
+        if self.cfg.skip_deletes || std::mem::take(&mut self.cfg.accept_deletes) {
+            return Ok(false);
         }
+        let Some(msg) = self.mass_deletes(layout)? else { return Ok(false) };
+        tracing::warn!("{msg}");
+        rep.mass_deletes_held = true;
+        rep.max_delete_reached = true;
+        Ok(true)
+    }
+
+    /// Run the whole-tree rsync (with retries) while a second thread reads
+    /// the larger recentfiles (they are installed after the tree): 8 × 19
+    /// MB after `init --aggregate` of 200k files, ~0.4 s of CPU. A kill
+    /// here leaves the tree partly transferred and no recentfile
+    /// installed: the whole-tree pass is still owed.
+    fn run_whole_tree(
+        &mut self,
+        dir: &FetchDir,
+        principal: Fetched,
+        layout: &Layout,
+        names: &[String],
+    ) -> Result<(Index, Result<RsyncOutcome>, Itemized)> {
+        let dry = self.cfg.dry_run;
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
         // rsync's per-file progress lines only for a bar (mirror::pass_progress).
         let r = self.bootstrap_command(layout, dry, temp.as_deref(), self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let mut seen = Itemized::listing(dry);
-        // The larger recentfiles are read on a second thread meanwhile
-        // (they are installed after the tree): 8 × 19 MB after `init
-        // --aggregate` of 200k files, ~0.4 s of CPU.
         let max_size = self.cfg.max_recentfile_size;
         let (bar, started) = (self.cfg.progress, self.clock.now());
         let mut hook = self.on_heartbeat.take();
         let (index, res) = std::thread::scope(|sc| {
-            let reader = sc.spawn(|| Index::read(principal, dir, &names, max_size));
+            let reader = sc.spawn(|| Index::read(principal, dir, names, max_size));
             let mut progress = crate::mirror::pass_progress::Reporter::new(
                 bar,
                 "bootstrap",
@@ -339,22 +404,25 @@ impl<'a> Mirror<'a> {
         });
         self.on_heartbeat = hook;
         let index = index.map_err(|_| anyhow!("internal error: reading the recentfiles failed"))?;
-        for (name, e) in &index.errors {
-            let msg = format!("cannot use the remote {name} (not installed): {e:#}");
-            tracing::warn!("{msg}");
-            rep.errors.push(msg);
-        }
-        let fetched = &index.files;
-        rep.read = fetched.iter().map(|f| f.name.clone()).collect();
-        let limit = self.future_limit();
-        let newest =
-            fetched.iter().filter_map(|f| f.rf.events.iter().find(|e| e.epoch <= limit)).map(|e| e.epoch.clone()).max();
+        Ok((index, res, seen))
+    }
+
+    /// Count what the whole-tree rsync did and clear `resync`, unless
+    /// --max-delete stopped its deletes (rsync's code 25: owed again).
+    /// Another rsync error is the pass's. In memory only: no recentfile is
+    /// installed yet, and a kill leaves the saved `resync`.
+    fn account_whole_tree(
+        &mut self,
+        res: Result<RsyncOutcome>,
+        seen: &mut Itemized,
+        rep: &mut PassReport,
+    ) -> Result<Option<RsyncOutcome>> {
         let (outcome, max_delete_hit) = match res {
             Ok(out) => (Some(out), false),
             Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
             Err(e) => return Err(e),
         };
-        if dry {
+        if self.cfg.dry_run {
             rep.would.append(&mut seen.would);
         }
         rep.transferred += seen.files;
@@ -375,25 +443,28 @@ impl<'a> Mirror<'a> {
             rep.max_delete_reached = true;
             self.state.resync = true;
         }
-        if dry {
-            return Ok(());
+        Ok(outcome)
+    }
+
+    /// What rsync reported beyond counts: vanished files, deletes it
+    /// skipped for the origin's read errors (the pass stays owed), and the
+    /// paths it could not send (failing). The whole tree arrived but what
+    /// rsync named: a path failing before is in place now.
+    fn note_whole_tree_outcome(&mut self, out: &RsyncOutcome, fetched: &[Fetched], rep: &mut PassReport) {
+        rep.vanished += out.vanished.len() as u64;
+        if out.deletion_skipped && !self.cfg.skip_deletes {
+            tracing::warn!(
+                "rsync skipped the deletes of the whole-tree pass because the origin had \
+                 read errors; it is repeated once no path is failing"
+            );
+            self.state.resync = true;
         }
-        if let Some(out) = &outcome {
-            rep.vanished += out.vanished.len() as u64;
-            if out.deletion_skipped && !self.cfg.skip_deletes {
-                tracing::warn!(
-                    "rsync skipped the deletes of the whole-tree pass because the origin had \
-                     read errors; it is repeated once no path is failing"
-                );
-                self.state.resync = true;
-            }
-            let failed = self.record_failures(out, None, fetched, rep);
-            // The whole tree arrived but what rsync named: a path failing
-            // before (one the origin could not send, or a type change not
-            // placed) is in place now.
-            self.state.failing.retain(|f| failed.contains(&f.path));
-        }
-        // Leftovers of the Perl client.
+        let failed = self.record_failures(out, None, fetched, rep);
+        self.state.failing.retain(|f| failed.contains(&f.path));
+    }
+
+    /// Remove the temp files a Perl client left in the target's top directory.
+    fn remove_perl_leftovers(&self) {
         if let Ok(rd) = fs::read_dir(&self.cfg.localroot) {
             for de in rd.flatten() {
                 if de.file_name().to_str().is_some_and(|n| n.starts_with(".FRMRecent-")) {
@@ -401,9 +472,20 @@ impl<'a> Mirror<'a> {
                 }
             }
         }
-        // Validate what the recentfiles list before installing them: each
-        // distinct path once (after `init --aggregate` every file lists
-        // every path).
+    }
+
+    /// Validate what the recentfiles list before installing them: each
+    /// distinct path once (after `init --aggregate` every file lists every
+    /// path). Returns per file, per event, whether our copy keeps it: not
+    /// the future ones (noted), not the refused ones (reported once), not
+    /// those under a failing path. Changes nothing on disk.
+    fn validate_index(
+        &mut self,
+        index: &Index,
+        layout: &Layout,
+        limit: &Epoch,
+        rep: &mut PassReport,
+    ) -> Vec<Vec<bool>> {
         let ignore = Self::ignore_set(layout);
         let done = self.state.done_union();
         let mut safe = HashSet::new();
@@ -415,11 +497,11 @@ impl<'a> Mirror<'a> {
         let failing_now = self.state.failing.clone();
         let failing: HashSet<&[u8]> = failing_now.iter().map(|f| f.path.as_bytes()).collect();
         let mut reported: HashSet<(String, RelPath)> = HashSet::new();
-        let mut keeps: Vec<Vec<bool>> = Vec::with_capacity(fetched.len());
-        for (f, ids) in fetched.iter().zip(&index.ids) {
+        let mut keeps: Vec<Vec<bool>> = Vec::with_capacity(index.files.len());
+        for (f, ids) in index.files.iter().zip(&index.ids) {
             self.refuse_skipped(f, &done, rep);
             // Strictly decreasing epochs: the future ones come first.
-            let past = f.rf.events.partition_point(|e| e.epoch > limit);
+            let past = f.rf.events.partition_point(|e| e.epoch > *limit);
             let mut keep = vec![false; f.rf.events.len()];
             for (i, e) in f.rf.events.iter().enumerate() {
                 if i < past {
@@ -434,7 +516,21 @@ impl<'a> Mirror<'a> {
             }
             keeps.push(keep);
         }
-        for (f, keep) in fetched.iter().zip(&keeps).rev() {
+        keeps
+    }
+
+    /// Install the recentfiles largest first, then the link, and record
+    /// everything up to `newest` done. A kill midway leaves larger files
+    /// installed and the done-set (on disk) as before: the whole-tree pass
+    /// is still owed. The pass saves the state right after.
+    fn install_index(
+        &mut self,
+        dir: &FetchDir,
+        fetched: &[Fetched],
+        keeps: &[Vec<bool>],
+        newest: Option<Epoch>,
+    ) -> Result<()> {
+        for (f, keep) in fetched.iter().zip(keeps).rev() {
             self.install_kept(dir, f, keep)?;
         }
         self.install_link(&fetched[0].name)?;
@@ -442,10 +538,6 @@ impl<'a> Mirror<'a> {
         ds.insert(newest.unwrap_or_else(done::beginning), done::beginning());
         self.state.pending_deletes.clear();
         self.state.refetch.clear();
-        rep.complete = rep.errors.is_empty() && !self.state.resync;
-        // Freeing millions of events takes a while; not on the way out.
-        std::thread::spawn(move || drop(index));
-        // The pass saves the state when it ends, right after this.
         Ok(())
     }
 
@@ -584,44 +676,11 @@ impl<'a> Mirror<'a> {
         let mut chunks_done = 0u64;
         for chunk in news.chunks(n) {
             self.check_stop()?;
-            // Re-check parents right before the transfer (earlier chunks
-            // may have created symlinks).
-            let mut safe_dirs = HashSet::new();
-            let mut ok_ix = Vec::with_capacity(chunk.len());
-            for &ix in chunk {
-                let e = &f.rf.events[ix];
-                if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
-                    refuse(rep, &mut self.state.counters, &f.name, e, reason);
-                } else {
-                    ok_ix.push(ix);
-                }
-            }
-            let mut paths: Vec<&RelPath> = ok_ix.iter().map(|&ix| &f.rf.events[ix].path).collect();
-            paths.sort_unstable();
-            paths.dedup();
-            if !paths.is_empty() {
-                let out = match self.run_files_from("transfer", &paths, rep) {
-                    Ok(out) => out,
-                    Err(e) => {
-                        pb.finish_and_clear();
-                        chunk_failed(e, rep)?;
-                        return Ok(false);
-                    }
-                };
-                // The newest event of each path in this chunk.
-                let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
-                for &ix in &ok_ix {
-                    let e = &f.rf.events[ix];
-                    newest.entry(&e.path).or_insert(&e.epoch);
-                }
-                let asked: HashSet<&RelPath> = paths.iter().copied().collect();
-                let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
-                for p in &paths {
-                    attempted.insert((*p).clone());
-                    if !failed.contains(*p) {
-                        self.state.unfail(p);
-                    }
-                }
+            let ok_ix = self.recheck_chunk(f, chunk, ignore, rep);
+            if let Err(e) = self.send_chunk(f, &ok_ix, attempted, rep) {
+                pb.finish_and_clear();
+                chunk_failed(e, rep)?;
+                return Ok(false);
             }
             for &ix in chunk {
                 self.state.note_applied(&f.rf.events[ix].epoch);
@@ -639,6 +698,58 @@ impl<'a> Mirror<'a> {
         }
         pb.finish_and_clear();
         Ok(true)
+    }
+
+    /// The events of `chunk` whose paths are still safe to write, checked
+    /// right before the transfer (earlier chunks may have created
+    /// symlinks); the others are refused (reported and counted).
+    fn recheck_chunk(&mut self, f: &Fetched, chunk: &[usize], ignore: &IgnoreSet, rep: &mut PassReport) -> Vec<usize> {
+        let mut safe_dirs = HashSet::new();
+        let mut ok_ix = Vec::with_capacity(chunk.len());
+        for &ix in chunk {
+            let e = &f.rf.events[ix];
+            if let Some(reason) = check_event_path(&self.cfg.localroot, &e.path, ignore, &mut safe_dirs) {
+                refuse(rep, &mut self.state.counters, &f.name, e, reason);
+            } else {
+                ok_ix.push(ix);
+            }
+        }
+        ok_ix
+    }
+
+    /// One `--files-from` rsync of the paths of `ok_ix`. On return each
+    /// path is in `attempted`, and is failing (rsync could not send it) or
+    /// no longer failing. An error when the rsync call itself failed:
+    /// nothing of the chunk is done.
+    fn send_chunk(
+        &mut self,
+        f: &Fetched,
+        ok_ix: &[usize],
+        attempted: &mut HashSet<RelPath>,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        let mut paths: Vec<&RelPath> = ok_ix.iter().map(|&ix| &f.rf.events[ix].path).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let out = self.run_files_from("transfer", &paths, rep)?;
+        // The newest event of each path in this chunk.
+        let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
+        for &ix in ok_ix {
+            let e = &f.rf.events[ix];
+            newest.entry(&e.path).or_insert(&e.epoch);
+        }
+        let asked: HashSet<&RelPath> = paths.iter().copied().collect();
+        let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
+        for p in &paths {
+            attempted.insert((*p).clone());
+            if !failed.contains(*p) {
+                self.state.unfail(p);
+            }
+        }
+        Ok(())
     }
 
     /// Try the failing paths again, but those a newer event in `seen`

@@ -8,6 +8,9 @@
 //! inotify instance (`watch::watcher`). The commands that drive the writer
 //! are in `ops` (`init`, `update`, `aggregate`, `fsck`, `watch`).
 
+pub mod fsck;
+pub mod index;
+pub mod record;
 pub mod watch;
 
 use crate::collection::Collection;

@@ -3,10 +3,11 @@
 //! `--repair` records the differences as ordinary events at the current
 //! time (not the file mtime: old mtimes would bloat the small files and a
 //! dirty insert would force every mirror to resync), so the dirtymark does
-//! not move.
+//! not move. The engine is [`crate::origin::fsck`].
 
 use crate::ops::{Ctx, Exit};
 use crate::origin::fsck::check;
+// The watch daemon imports these from here.
 pub(crate) use crate::origin::fsck::{compare_with, Finding, Index};
 use anyhow::Result;
 use std::path::PathBuf;
@@ -28,7 +29,7 @@ pub struct Options {
 /// Check (and with `--repair` record the differences), print the findings
 /// and the summary; [`Exit::Differences`] when anything was found.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
-    let report = check(opts, &ctx.writer)?;
+    let report = check(&opts.principal, &opts.excludes, opts.repair, &ctx.writer)?;
     let mut out = ctx.out();
     for f in &report.findings {
         if opts.json {

@@ -15,6 +15,7 @@
 use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::ops::{Ctx, Exit};
+// The watch daemon imports `record` from here.
 pub(crate) use crate::origin::record::record;
 use crate::query::{News, NewsFilter};
 use crate::recentfile::{Event, EventKind, RelPath};

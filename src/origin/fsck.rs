@@ -1,4 +1,4 @@
-//! `rrr fsck`: compare the index with the tree, and check the collection
+//! Checking an index (`rrr fsck`): compare the index with the tree, and check the collection
 //! itself (readability, order, overlap between adjacent files, meta).
 //! `--repair` records the differences as ordinary events at the current
 //! time (not the file mtime: old mtimes would bloat the small files and a
@@ -7,7 +7,6 @@
 
 use crate::collection::Collection;
 use crate::epoch::Epoch;
-use crate::ops::fsck::Options;
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, Merged, Recentfile, RelPath};
 use crate::sys::tree::{self, Entry, IgnoreSet};
@@ -315,11 +314,11 @@ pub(crate) fn compare_with(
 
 /// Compare the index with the tree and, with `repair`, record the
 /// differences (refused while a recentfile is unreadable).
-pub(crate) fn check(opts: &Options, w: &Writer) -> Result<Report> {
-    let coll = Collection::open(&opts.principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
+pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bool, w: &Writer) -> Result<Report> {
+    let coll = Collection::open(principal)?;
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
     let mut report = compare(&coll, &ignore, None)?;
-    if opts.repair {
+    if repair {
         if report.findings.iter().any(|f| matches!(f, Finding::Unreadable { .. })) {
             report.repair_refused =
                 Some("refusing to repair: a recentfile is unreadable, so the index is not known".into());
@@ -327,7 +326,7 @@ pub(crate) fn check(opts: &Options, w: &Writer) -> Result<Report> {
         }
         let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();
         if !changes.is_empty() {
-            crate::ops::update::record(&coll, &changes, w)?;
+            crate::origin::record::record(&coll, &changes, w)?;
         }
         report.repaired = changes.len();
     }

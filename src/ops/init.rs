@@ -1,18 +1,8 @@
-//! `rrr init`: index an existing tree. Like the reference's rrr-init (spec
-//! 13), it writes only the principal, holding every file with its mtime as
-//! a dirty epoch (`<mtime>.0`), plus `RECENT.recent`; the cascade into the
-//! larger files is the first aggregate's job (`--aggregate` runs it now).
-//!
-//! `--force` replaces an index without a moment in which there is none:
-//! the new principal is built under an ignored name (`.rrr/init-<pid>.*`)
-//! while the old index stays in place; then, holding every lock (smallest
-//! first) and with signals deferred, it is renamed over the old principal
-//! and the larger files it replaces are removed. Events that `update`
-//! recorded in the old principal during the walk are carried over. A
-//! running `watch` (its `.rrr/watch.flock`) makes init refuse with exit 75.
+//! `rrr init`: index an existing tree. The engine, and what `--force`
+//! guarantees while replacing an index, is [`crate::origin::index`].
 
 use crate::ops::{Ctx, Exit};
-use crate::origin::index::index;
+use crate::origin::index::{index, Request};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -41,7 +31,17 @@ pub struct Options {
 
 /// Index the tree; exit 1 when some files could not be indexed.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
-    let report = index(opts, &ctx.writer, ctx.progress)?;
+    let request = Request {
+        root: opts.root.clone(),
+        interval: opts.interval.clone(),
+        aggregator: opts.aggregator.clone(),
+        format: opts.format,
+        filenameroot: opts.filenameroot.clone(),
+        force: opts.force,
+        aggregate: opts.aggregate,
+        excludes: opts.excludes.clone(),
+    };
+    let report = index(&request, &ctx.writer, ctx.progress)?;
     if opts.json {
         writeln!(ctx.out(), "{}", serde_json::to_string(&report)?)?;
     } else {

@@ -274,7 +274,7 @@ impl Run<'_> {
         m.full = opts.full;
         if let Some(p) = self.textfile.cloned().filter(|_| !opts.dry_run) {
             let c = clock.clone();
-            m.on_heartbeat = Some(Box::new(move || p.write(&c)));
+            m.on_heartbeat = Some(Box::new(move || p.write_for_heartbeat(&c)));
         }
         Ok((m, early_lock))
     }

@@ -13,6 +13,8 @@
 //! - [`query`]: news and the overview table; [`done`]: a mirror's done-sets.
 //!
 //! **The origin side**, [`origin`]: the writer of the index under the lock;
+//! the engines of `update` (`origin::record`), `init` (`origin::index`)
+//! and `fsck` (`origin::fsck`);
 //! [`origin::watch`], the `rrr watch` daemon (main loop, events, catch-up,
 //! heartbeat, its log), with its pure recording rules (`watch::rules`) and
 //! its inotify instance (`watch::watcher`).

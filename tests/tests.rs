@@ -30,6 +30,7 @@ mod rmirror_hostile;
 mod rmirror_interrupts;
 mod rmirror_loop;
 mod rmirror_ownership;
+mod textfile_warnings;
 mod trigger;
 mod visible;
 mod watch;

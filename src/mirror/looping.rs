@@ -251,9 +251,22 @@ enum Step<T> {
 }
 
 impl Run<'_> {
-    /// The textfile and the `--on-pass` hook after a pass (or a failed one).
+    /// The textfile (at the run's clock, which `--now` pins) and the
+    /// `--on-pass` hook after a pass (or a failed one).
     fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
-        after_pass(self.cfg, self.opts, self.textfile, &self.shown, exit, rep, err);
+        if self.opts.dry_run {
+            return;
+        }
+        if let Some(p) = self.textfile {
+            p.write(self.clock);
+        }
+        if let Some(cmd) = &self.cfg.on_pass {
+            if crate::hook::wanted(rep) {
+                let msg = err.map(|e| format!("{e:#}"));
+                let env = crate::hook::environment(&self.shown, &self.cfg.remote.src, exit as i32, rep, msg.as_deref());
+                crate::hook::after_pass(cmd, self.cfg.on_pass_timeout, &env);
+            }
+        }
     }
 
     /// A step of its own because it runs before anything is asked or
@@ -274,7 +287,7 @@ impl Run<'_> {
         m.full = opts.full;
         if let Some(p) = self.textfile.cloned().filter(|_| !opts.dry_run) {
             let c = clock.clone();
-            m.on_heartbeat = Some(Box::new(move || p.write(&c)));
+            m.on_heartbeat = Some(Box::new(move || p.write_for_heartbeat(&c)));
         }
         Ok((m, early_lock))
     }
@@ -475,31 +488,6 @@ fn log_pass(rep: &PassReport) {
         o.shift_remove("would");
     }
     crate::output::log::emit(level, "pass", &fields, &summary_line(rep));
-}
-
-/// After a pass (or a failed one): rewrite the textfile, run the hook.
-fn after_pass(
-    cfg: &Config,
-    opts: &Options,
-    textfile: Option<&Prometheus>,
-    shown: &str,
-    exit: Exit,
-    rep: Option<&PassReport>,
-    err: Option<&anyhow::Error>,
-) {
-    if opts.dry_run {
-        return;
-    }
-    if let Some(p) = textfile {
-        p.write(&Clock::system());
-    }
-    if let Some(cmd) = &cfg.on_pass {
-        if crate::hook::wanted(rep) {
-            let msg = err.map(|e| format!("{e:#}"));
-            let env = crate::hook::environment(shown, &cfg.remote.src, exit as i32, rep, msg.as_deref());
-            crate::hook::after_pass(cmd, cfg.on_pass_timeout, &env);
-        }
-    }
 }
 
 /// Report a pass that failed (`--loop` goes on): in the log, and as a

@@ -85,6 +85,15 @@ impl Prometheus {
         }
     }
 
+    /// [`Prometheus::write`] for a heartbeat inside a pass: a failure is
+    /// only a debug line, since the rewrite after every pass warns about it
+    /// (one warning per pass, not one per heartbeat as well).
+    pub fn write_for_heartbeat(&self, clock: &Clock) {
+        if let Err(e) = self.try_write(clock) {
+            tracing::debug!("cannot write the Prometheus textfile at a heartbeat: {e:#}");
+        }
+    }
+
     /// Rewrite the file; a failure is the caller's (`rrr status`).
     pub(crate) fn try_write(&self, clock: &Clock) -> Result<()> {
         // The trees of a config run on threads of one process, and the

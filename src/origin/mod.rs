@@ -5,9 +5,13 @@
 //! and `Producers` maintained as the reference does (protocol.md 8.5). `rrr
 //! watch`'s daemon is [`watch`], with its pure rules (`watch::rules`: what
 //! an inotify event means, the pending batch, when it is recorded) and the
-//! inotify instance (`watch::watcher`). The commands that drive the writer
-//! are in `ops` (`init`, `update`, `aggregate`, `fsck`, `watch`).
+//! inotify instance (`watch::watcher`). [`record`] records a batch under
+//! the lock, [`index`] indexes a tree (`init`), [`fsck`] compares index and
+//! tree; the commands in `ops` convert their options and call these.
 
+pub mod fsck;
+pub mod index;
+pub mod record;
 pub mod watch;
 
 use crate::collection::Collection;

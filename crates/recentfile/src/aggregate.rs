@@ -47,31 +47,8 @@ pub fn merge(
     keep_deletes: bool,
 ) -> bool {
     debug_assert!(big_iv.seconds() > small_iv.seconds());
-    let mut done = big.events.is_empty();
-    let newest = small.newest().or(big.newest()).map(|e| e.epoch.clone());
-    let mut bound: Option<Epoch> = None;
-    if let Some(e) = &newest {
-        let dm = |rf: &Recentfile| rf.meta.dirtymark.as_ref().map_or("0", |d| d.as_str()).to_string();
-        if dm(small) != dm(big) {
-            done = true;
-        } else if big.meta.merged != Merged::Absent {
-            // min(E - secs, merged.epoch || 0), as the reference's
-            // List::Util::min: the winner keeps its text.
-            let window = PerlNum::float(e.to_f64() - big_iv.seconds() as f64);
-            let merged = big.meta.merged.epoch().map_or_else(|| PerlNum::float(0.0), PerlNum::text);
-            let mut b = perl_min(&[window, merged]).expect("two arguments");
-            if let Some(oldest) = small.oldest() {
-                if oldest.epoch < b {
-                    b = oldest.epoch.clone();
-                }
-            }
-            while big.events.last().is_some_and(|ev| ev.epoch < b) {
-                big.events.pop();
-                done = true;
-            }
-            bound = Some(b);
-        }
-    }
+    let (trimmed, bound) = trim_to_window(big, big_iv, small);
+    let mut done = big.events.is_empty() || trimmed;
     let is_z = big_iv.is_z();
     let big_newest = big.newest().map(|e| e.epoch.clone());
     // The incoming events: the source's list down to the bound (a prefix:
@@ -106,17 +83,8 @@ pub fn merge(
     // and the first (newest) of its path.
     let keep = first.split_off(n_in);
     drop(first);
-    let mut merged = Vec::with_capacity(old.len() + incoming.len());
-    let mut a = incoming.into_iter().peekable();
-    let mut b = old.into_iter().zip(keep).filter_map(|(y, k)| k.then_some(y)).peekable();
-    loop {
-        match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) if x.epoch >= y.epoch => merged.push(a.next().expect("peeked")),
-            (_, Some(_)) => merged.push(b.next().expect("peeked")),
-            (Some(_), None) => merged.push(a.next().expect("peeked")),
-            (None, None) => break,
-        }
-    }
+    let kept = old.into_iter().zip(keep).filter_map(|(y, k)| k.then_some(y));
+    let mut merged = merge_newest_first(incoming, kept);
     repair_equal_epochs(&mut merged);
     big.events = merged;
     // The target takes the source's dirtymark when it has none or another one.
@@ -129,6 +97,54 @@ pub fn merge(
         time: Some(now.as_str().to_string()),
     };
     true
+}
+
+/// Where the target's window ends and the incoming list is cut: with the
+/// same dirtymark on both and a target that was merged into before,
+/// min(E - secs, merged.epoch || 0) as the reference's List::Util::min
+/// (the winner keeps its text), lowered to the source's oldest epoch; the
+/// target's events older than that are dropped. True when that changed the
+/// target, or when the dirtymarks differ (the target is rewritten).
+fn trim_to_window(big: &mut Recentfile, big_iv: &Interval, small: &Recentfile) -> (bool, Option<Epoch>) {
+    let Some(e) = small.newest().or(big.newest()).map(|e| e.epoch.clone()) else { return (false, None) };
+    let dm = |rf: &Recentfile| rf.meta.dirtymark.as_ref().map_or("0", |d| d.as_str()).to_string();
+    if dm(small) != dm(big) {
+        return (true, None);
+    }
+    if big.meta.merged == Merged::Absent {
+        return (false, None);
+    }
+    let window = PerlNum::float(e.to_f64() - big_iv.seconds() as f64);
+    let merged = big.meta.merged.epoch().map_or_else(|| PerlNum::float(0.0), PerlNum::text);
+    let mut b = perl_min(&[window, merged]).expect("two arguments");
+    if let Some(oldest) = small.oldest() {
+        if oldest.epoch < b {
+            b = oldest.epoch.clone();
+        }
+    }
+    let mut trimmed = false;
+    while big.events.last().is_some_and(|ev| ev.epoch < b) {
+        big.events.pop();
+        trimmed = true;
+    }
+    (trimmed, Some(b))
+}
+
+/// Two lists sorted newest first as one, an incoming event before a kept
+/// one of the same epoch (`repair_equal_epochs` then separates them).
+fn merge_newest_first(incoming: Vec<Event>, kept: impl Iterator<Item = Event>) -> Vec<Event> {
+    let mut merged = Vec::with_capacity(incoming.len() + kept.size_hint().1.unwrap_or(0));
+    let mut a = incoming.into_iter().peekable();
+    let mut b = kept.peekable();
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.epoch >= y.epoch => merged.push(a.next().expect("peeked")),
+            (_, Some(_)) => merged.push(b.next().expect("peeked")),
+            (Some(_), None) => merged.push(a.next().expect("peeked")),
+            (None, None) => break,
+        }
+    }
+    merged
 }
 
 /// Consecutive equal epochs (two inputs that shared an epoch) are bumped,

@@ -77,19 +77,7 @@ pub struct Outcome {
 pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change], now: &Epoch) -> Outcome {
     let was_empty = rf.events.is_empty();
     let mut out = Outcome::default();
-    // Decreasing caller epoch; items without one last, input order kept.
-    // Whole seconds first: a smaller integer part is a smaller epoch, so
-    // the full comparison is needed only within one second (a big batch,
-    // e.g. init's, is mostly files of distinct seconds).
-    let mut order: Vec<(i64, &Change)> =
-        changes.iter().map(|c| (c.epoch.as_ref().map_or(0, Epoch::whole_seconds), c)).collect();
-    order.sort_by(|(sa, a), (sb, b)| match (&a.epoch, &b.epoch) {
-        (Some(x), Some(y)) => sb.cmp(sa).then_with(|| y.cmp(x)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => std::cmp::Ordering::Equal,
-    });
-    let order: Vec<&Change> = order.into_iter().map(|(_, c)| c).collect();
+    let order = recording_order(changes);
     // Paths already in the file (for dirty items only), and paths of this
     // batch (borrowed: init's batch is the whole tree).
     let listed: HashSet<RelPath> = match changes.iter().any(|c| c.epoch.is_some()) {
@@ -115,11 +103,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
         };
         if !out.dirty {
             if let Some(m) = rf.meta.merged.epoch() {
-                // min(max(now, epoch) - secs, merged.epoch, epoch), as the
-                // reference's List::Util::min: the winner keeps its text.
-                let virtual_now = if *now >= epoch { now } else { &epoch };
-                let window = PerlNum::float(virtual_now.to_f64() - interval_secs as f64);
-                bound = perl_min(&[window, PerlNum::text(m), PerlNum::text(&epoch)]);
+                bound = window_bound(m, &epoch, now, interval_secs);
             }
         }
         let Some(change) = change else { continue };
@@ -133,12 +117,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
             if listed.contains(&change.path) || batch.contains(&change.path) {
                 rf.events.retain(|e| e.path != change.path);
             }
-            let epoch = dirty_insert(rf, epoch, &change.path, change.kind, &mut spread);
-            let mark = if epoch > *now { epoch.clone() } else { clock_as_compared(now, caller.unwrap_or(now)) };
-            rf.meta.dirtymark = Some(mark);
-            if rf.meta.merged.epoch().is_none_or(|m| epoch < *m) {
-                rf.meta.merged = Merged::Reset;
-            }
+            insert_dirty(rf, change, epoch, caller.unwrap_or(now), now, &mut spread);
             out.dirty = true;
         }
         batch.insert(&change.path);
@@ -150,14 +129,67 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
     }
     if !out.dirty {
         if let Some(b) = bound {
-            while rf.events.last().is_some_and(|e| e.epoch < b) {
-                rf.events.pop();
-                out.truncated += 1;
-            }
+            out.truncated = truncate_below(rf, &b);
         }
     }
     out.write = out.inserted > 0 || out.truncated > 0 || was_empty;
     out
+}
+
+/// The order in which a batch is recorded: decreasing caller epoch, items
+/// without one last, input order kept. Whole seconds first: a smaller
+/// integer part is a smaller epoch, so the full comparison is needed only
+/// within one second (a big batch, e.g. init's, is mostly files of
+/// distinct seconds).
+fn recording_order(changes: &[Change]) -> Vec<&Change> {
+    let mut order: Vec<(i64, &Change)> =
+        changes.iter().map(|c| (c.epoch.as_ref().map_or(0, Epoch::whole_seconds), c)).collect();
+    order.sort_by(|(sa, a), (sb, b)| match (&a.epoch, &b.epoch) {
+        (Some(x), Some(y)) => sb.cmp(sa).then_with(|| y.cmp(x)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    order.into_iter().map(|(_, c)| c).collect()
+}
+
+/// A change with a caller epoch in the past: inserted in its place, the
+/// dirtymark moved, and `merged` reset when the event lands below it (the
+/// larger files must take it in again).
+fn insert_dirty(
+    rf: &mut Recentfile,
+    change: &Change,
+    epoch: Epoch,
+    caller: &Epoch,
+    now: &Epoch,
+    spread: &mut HashMap<String, u64>,
+) {
+    let epoch = dirty_insert(rf, epoch, &change.path, change.kind, spread);
+    let mark = if epoch > *now { epoch.clone() } else { clock_as_compared(now, caller) };
+    rf.meta.dirtymark = Some(mark);
+    if rf.meta.merged.epoch().is_none_or(|m| epoch < *m) {
+        rf.meta.merged = Merged::Reset;
+    }
+}
+
+/// The oldest epoch a clean write keeps: min(max(now, epoch) - secs,
+/// merged, epoch), as the reference's List::Util::min (the winner keeps
+/// its text).
+fn window_bound(merged: &Epoch, epoch: &Epoch, now: &Epoch, interval_secs: u64) -> Option<Epoch> {
+    let virtual_now = if *now >= *epoch { now } else { epoch };
+    let window = PerlNum::float(virtual_now.to_f64() - interval_secs as f64);
+    perl_min(&[window, PerlNum::text(merged), PerlNum::text(epoch)])
+}
+
+/// Drop the events older than `bound` from the end of the (sorted) list;
+/// how many went.
+fn truncate_below(rf: &mut Recentfile, bound: &Epoch) -> usize {
+    let mut n = 0;
+    while rf.events.last().is_some_and(|e| e.epoch < *bound) {
+        rf.events.pop();
+        n += 1;
+    }
+    n
 }
 
 /// The clock, or a bump above the newest event when the clock has not

@@ -8,8 +8,8 @@
 
 use super::{release_memory, Daemon};
 use crate::epoch::Epoch;
-use crate::ops::fsck::{compare_with, Finding};
-use crate::ops::update::record;
+use crate::origin::fsck::{compare_with, Finding};
+use crate::origin::record::record;
 use crate::origin::watch::rules::Heartbeat;
 use crate::origin::watch::watcher::AddError;
 use crate::recentfile::{shown_path, EventKind, RelPath};

@@ -15,6 +15,24 @@ use std::time::Duration;
 /// How many stderr lines [`RsyncError`]'s `Display` shows.
 const DISPLAY_LINES: usize = 20;
 
+/// Pass rsync's stdout to `on` line by line until it closes, with
+/// [`Output::Quiet`] each time `quiet` passes without a line. A read error
+/// on our end of the pipe only costs progress lines; rsync's exit status
+/// still decides. The child is not reaped before this returns, so its pid
+/// is still rsync's in `Quiet`. The pipe is returned so that it stays
+/// open until rsync is reaped.
+fn read_stdout(child: &mut Child, quiet: Option<Duration>, on: &mut dyn FnMut(Output<'_>)) -> std::fs::File {
+    let pid = child.id();
+    // A File, so that the reader and the poll share it by reference.
+    let stdout = std::fs::File::from(std::os::fd::OwnedFd::from(child.take_stdout().expect("stdout is piped")));
+    let quiet = quiet.map(|d| (stdout.as_fd(), d));
+    let _ = for_each_line(&stdout, quiet, |line| match line {
+        Some(line) => on(Output::Line(&String::from_utf8_lossy(line))),
+        None => on(Output::Quiet { pid }),
+    });
+    stdout
+}
+
 impl Rsync {
     /// Runs rsync to completion without looking at its stdout.
     pub fn run(&self) -> Result<RsyncOutcome, RsyncError> {
@@ -43,6 +61,38 @@ impl Rsync {
         on: &mut dyn FnMut(Output<'_>),
     ) -> Result<RsyncOutcome, RsyncError> {
         tracing::debug!("running {self}");
+        let (mut child, stderr_thread) = self.spawn()?;
+        let pid = child.id();
+        // Stopped (the sender dropped) once rsync has exited, before it is
+        // reaped: until then `pid` is rsync's.
+        let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
+        let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
+        let _stdout = read_stdout(&mut child, quiet, on);
+        // The watchdog may signal `pid` until rsync has exited but is not
+        // reaped yet, so that its pid cannot have been reused by then.
+        child.wait_exited();
+        drop(stop_watchdog);
+        let stalled = watchdog.and_then(|w| w.join().ok()).flatten();
+        let status = child.wait();
+        let stderr = stderr_thread.join().unwrap_or_else(|_| StderrSummary::default());
+        let status = status.map_err(|e| self.error(RsyncFailure::Other, format!("cannot wait for rsync: {e}")))?;
+        if let Some(limit) = stalled {
+            // Its exit code (20 after our SIGTERM) would only mislead.
+            return Err(self.error(
+                RsyncFailure::Timeout,
+                format!(
+                    "{}[rrr] rsync moved no data and used no CPU for {} s: stopped (--timeout)\n",
+                    stderr.tail,
+                    limit.as_secs()
+                ),
+            ));
+        }
+        self.judge(status, stderr)
+    }
+
+    /// rsync started, tied to rrr, with its stderr drained on a thread of
+    /// its own; on an error nothing is left running.
+    fn spawn(&self) -> Result<(Child, thread::JoinHandle<StderrSummary>), RsyncError> {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
@@ -51,78 +101,25 @@ impl Rsync {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let not_started = |stderr: String| RsyncError {
-            command: self.to_string(),
-            code: None,
-            signal: None,
-            stderr,
-            class: RsyncFailure::NotStarted,
-            cause: None,
-        };
         // No rsync outlives rrr, even after kill -9 (rsync then removes
         // its temp file and stops its own receiver); a stop of rrr is
         // passed on to it.
         let ties = Ties { die_with_parent: true, forward_stop: true, own_group: false };
-        let mut child = Child::spawn(&mut cmd, ties).map_err(|e| not_started(e.to_string()))?;
-
+        let mut child =
+            Child::spawn(&mut cmd, ties).map_err(|e| self.error(RsyncFailure::NotStarted, e.to_string()))?;
         let stderr = child.take_stderr().expect("stderr is piped");
-        let stderr_thread = match thread::Builder::new().name("rsync-stderr".into()).spawn(move || drain_stderr(stderr))
-        {
-            Ok(t) => t,
+        match thread::Builder::new().name("rsync-stderr".into()).spawn(move || drain_stderr(stderr)) {
+            Ok(t) => Ok((child, t)),
             Err(e) => {
                 child.kill();
-                return Err(not_started(format!("cannot start a thread to read its stderr: {e}")));
+                Err(self.error(RsyncFailure::NotStarted, format!("cannot start a thread to read its stderr: {e}")))
             }
-        };
-
-        let pid = child.id();
-        // Stopped (the sender dropped) once rsync has exited, before it is
-        // reaped: until then `pid` is rsync's.
-        let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
-        let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
-
-        // A File, so that the reader and the poll share it by reference.
-        let stdout = std::fs::File::from(std::os::fd::OwnedFd::from(child.take_stdout().expect("stdout is piped")));
-        let quiet = quiet.map(|d| (stdout.as_fd(), d));
-        // A read error on our end of the pipe only costs progress lines;
-        // rsync's exit status still decides. The child is not reaped
-        // before this returns, so `pid` is still rsync's in `Quiet`.
-        let _ = for_each_line(&stdout, quiet, |line| match line {
-            Some(line) => on(Output::Line(&String::from_utf8_lossy(line))),
-            None => on(Output::Quiet { pid }),
-        });
-
-        // The watchdog may signal `pid` until rsync has exited but is not
-        // reaped yet, so that its pid cannot have been reused by then.
-        child.wait_exited();
-        drop(stop_watchdog);
-        let stalled = watchdog.and_then(|w| w.join().ok()).flatten();
-        let status = child.wait();
-        let stderr = stderr_thread.join().unwrap_or_else(|_| StderrSummary::default());
-        let status = status.map_err(|e| RsyncError {
-            command: self.to_string(),
-            code: None,
-            signal: None,
-            stderr: format!("cannot wait for rsync: {e}"),
-            class: RsyncFailure::Other,
-            cause: None,
-        })?;
-        if let Some(limit) = stalled {
-            // Its exit code (20 after our SIGTERM) would only mislead.
-            return Err(RsyncError {
-                command: self.to_string(),
-                code: None,
-                signal: None,
-                stderr: format!(
-                    "{}[rrr] rsync moved no data and used no CPU for {} s: stopped (--timeout)\n",
-                    stderr.tail,
-                    limit.as_secs()
-                ),
-                class: RsyncFailure::Timeout,
-                cause: None,
-            });
         }
-        self.judge(status, stderr)
+    }
+
+    /// An error of this command without an exit code or signal.
+    fn error(&self, class: RsyncFailure, stderr: String) -> RsyncError {
+        RsyncError { command: self.to_string(), code: None, signal: None, stderr, class, cause: None }
     }
 
     fn judge(&self, status: ExitStatus, err: StderrSummary) -> Result<RsyncOutcome, RsyncError> {

@@ -245,6 +245,8 @@ pub(crate) fn looks_like_number(b: &[u8]) -> bool {
 /// `grok_infnan` on `b` (the text after the sign): `None` when it is not an
 /// infinity or NaN, `Some(trailing)` when it is, `trailing` telling whether
 /// non-space text follows (which makes the whole string no number).
+/// A port of Perl's own `grok_infnan` (numeric.c), kept in one piece so
+/// that it reads beside the original.
 fn grok_infnan(b: &[u8]) -> Option<bool> {
     let send = b.len();
     let fold = |i: usize| b[i].to_ascii_lowercase();

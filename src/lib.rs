@@ -25,17 +25,17 @@
 //! threads (`mirror::fleet`); [`mirror::remote`] (SRC forms, fetching
 //! into a hidden temp dir), `mirror::ownership` (pure: which trees rrr may
 //! write into and delete from), `mirror::health` (what `status` and
-//! `check` say), `mirror::pass_progress` (a long rsync's bar, log lines
+//! `check` say), [`mirror::targets`] (the trees of a target or config and
+//! their run records, what rmirror, status and check share),
+//! `mirror::textfile` (the node-exporter textfile), `mirror::pass_progress` (a long rsync's bar, log lines
 //! and heartbeat) and [`mirror::trigger_pipe`] (the pipe through which
 //! `rrr trigger` wakes a loop).
 //!
 //! **The commands**, [`ops`]: one module per subcommand, each an `Options`
 //! and `run(&Options, &Ctx) -> Result<Exit>` that converts options and
 //! calls the engine ([`ops::rmirror`] calls `mirror::looping` or
-//! `mirror::fleet`, [`ops::watch`] `origin::watch`); [`ops::mirrors`] is
-//! what rmirror, status and check share (the trees of a target or config,
-//! their run records, the textfile). The binary (bin/rrr) only parses
-//! arguments into them.
+//! `mirror::fleet`, [`ops::watch`] `origin::watch`). The binary (bin/rrr)
+//! only parses arguments into them.
 //!
 //! **The edges**, each side effect in one place:
 //! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,

@@ -6,8 +6,9 @@
 use crate::config::{self, Footprint};
 use crate::mirror::looping::{self, Options};
 use crate::mirror::remote::Transport;
+use crate::mirror::targets::{read_config, Targets};
+use crate::mirror::textfile::Prometheus;
 use crate::mirror::Config;
-use crate::ops::mirrors::{read_config, Prometheus, Targets};
 use crate::ops::Exit;
 use crate::sys::clock::Clock;
 use anyhow::Result;

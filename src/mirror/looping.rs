@@ -23,9 +23,9 @@
 //! validated once, before anything runs ([`crate::config`]).
 
 use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
+use crate::mirror::textfile::Prometheus;
 use crate::mirror::trigger_pipe::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
-use crate::ops::mirrors::Prometheus;
 use crate::ops::{is_closed, Exit};
 use crate::store::{LockError, RunLock};
 use crate::sys::clock::Clock;

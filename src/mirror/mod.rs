@@ -124,6 +124,8 @@ pub mod remote;
 mod report;
 mod safety;
 mod state;
+pub mod targets;
+pub(crate) mod textfile;
 mod transfer;
 pub mod trigger_pipe;
 

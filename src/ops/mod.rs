@@ -103,7 +103,6 @@ pub mod aggregate;
 pub mod check;
 pub mod fsck;
 pub mod init;
-pub mod mirrors;
 pub mod news;
 pub mod overview;
 pub mod rmirror;

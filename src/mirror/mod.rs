@@ -122,6 +122,7 @@ mod pass;
 pub(crate) mod pass_progress;
 pub mod remote;
 mod report;
+mod run_lock;
 mod safety;
 mod state;
 pub mod targets;

@@ -42,62 +42,13 @@ pub fn split_name(name: &str) -> Option<(&str, &str, &str)> {
 impl Collection {
     /// Open from a principal argument: `RECENT.recent`, a recentfile, or a directory holding `RECENT.recent`.
     pub fn open(arg: &Path) -> Result<Collection> {
-        let mut path = arg.to_path_buf();
-        if path.is_dir() {
-            // The tree's root; but a principal link whose target became a
-            // directory is named as what it is.
-            // (A link to the tree's root, e.g. /srv/cpan -> /data/cpan, is fine.)
-            let target = fs::read_link(&path).unwrap_or_default();
-            let principal_link = path.extension().is_some_and(|x| x == "recent")
-                || target.to_str().is_some_and(|t| !t.contains('/') && split_name(t).is_some());
-            if principal_link {
-                bail!(
-                    "{}: its target {} is a directory, not a recentfile (the tree's root is {})",
-                    path.display(),
-                    target.display(),
-                    path.parent().map_or_else(|| ".".into(), |p| p.display().to_string())
-                );
-            }
-            path = path.join("RECENT.recent");
-        }
+        let path = principal_path(arg)?;
         let root = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .with_context(|| format!("{}: not a recentfile name", arg.display()))?
-            .to_string();
-        let meta = fs::symlink_metadata(&path).with_context(|| format!("cannot open collection {}", path.display()))?;
-        if meta.file_type().is_symlink() {
-            let target = fs::read_link(&path).with_context(|| format!("cannot read symlink {}", path.display()))?;
-            let target = target.to_str().with_context(|| format!("{}: target is not UTF-8", path.display()))?;
-            if target.contains('/') {
-                bail!("{}: symlink target {target:?} contains '/' (must be a bare file name)", path.display());
-            }
-            name = target.to_string();
-        } else if meta.len() < 256 && !name.ends_with(".yaml") && !name.ends_with(".json") {
-            // A checkout without symlinks stores the link as a file holding its target.
-            let text = fs::read_to_string(&path).unwrap_or_default();
-            let target = text.trim_end_matches('\n');
-            if !target.is_empty() && !target.contains('/') && split_name(target).is_some() {
-                name = target.to_string();
-            }
-        }
-        let (froot, iv, suffix) = split_name(&name).with_context(|| {
-            if meta.file_type().is_file() && name.ends_with(".recent") {
-                // The usual cause: a copy that turned the link into a file.
-                format!(
-                    "{} is a regular file, not a symlink to the principal (e.g. RECENT-1h.yaml); \
-                     give the principal itself, or restore the link: ln -sf RECENT-1h.yaml {}",
-                    path.display(),
-                    path.display()
-                )
-            } else {
-                format!("{}: {name:?} is not a recentfile name like RECENT-1h.yaml", path.display())
-            }
-        })?;
+        let (name, meta) = principal_name(arg, &path)?;
+        let (froot, iv, suffix) = split_name(&name).with_context(|| not_a_recentfile(&path, &name, &meta))?;
         let format = Format::from_suffix(suffix)
             .with_context(|| format!("{name}: unsupported serializer suffix {suffix:?} (rrr reads .yaml and .json)"))?;
         let principal = Interval::parse(iv).map_err(anyhow::Error::msg).with_context(|| name.clone())?;
@@ -141,6 +92,71 @@ impl Collection {
     /// Read one file of the collection (`None`: not written yet).
     pub fn read(&self, iv: &Interval) -> Result<Option<Recentfile>, ReadError> {
         store::read_file(&self.path_of(iv))
+    }
+}
+
+/// The principal as `open`'s argument names it: a directory is the tree's
+/// root, holding `RECENT.recent`; but a principal link whose target became
+/// a directory is named as what it is. (A link to the tree's root, e.g.
+/// /srv/cpan -> /data/cpan, is fine.)
+fn principal_path(arg: &Path) -> Result<PathBuf> {
+    if !arg.is_dir() {
+        return Ok(arg.to_path_buf());
+    }
+    let target = fs::read_link(arg).unwrap_or_default();
+    let principal_link = arg.extension().is_some_and(|x| x == "recent")
+        || target.to_str().is_some_and(|t| !t.contains('/') && split_name(t).is_some());
+    if principal_link {
+        bail!(
+            "{}: its target {} is a directory, not a recentfile (the tree's root is {})",
+            arg.display(),
+            target.display(),
+            arg.parent().map_or_else(|| ".".into(), |p| p.display().to_string())
+        );
+    }
+    Ok(arg.join("RECENT.recent"))
+}
+
+/// The principal's file name and what `path` is: a symlink is followed
+/// (its target must be a bare file name), a small file that is no
+/// recentfile is read as a link a checkout without symlinks stored as
+/// text, anything else names itself.
+fn principal_name(arg: &Path, path: &Path) -> Result<(String, fs::Metadata)> {
+    let mut name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{}: not a recentfile name", arg.display()))?
+        .to_string();
+    let meta = fs::symlink_metadata(path).with_context(|| format!("cannot open collection {}", path.display()))?;
+    if meta.file_type().is_symlink() {
+        let target = fs::read_link(path).with_context(|| format!("cannot read symlink {}", path.display()))?;
+        let target = target.to_str().with_context(|| format!("{}: target is not UTF-8", path.display()))?;
+        if target.contains('/') {
+            bail!("{}: symlink target {target:?} contains '/' (must be a bare file name)", path.display());
+        }
+        name = target.to_string();
+    } else if meta.len() < 256 && !name.ends_with(".yaml") && !name.ends_with(".json") {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        let target = text.trim_end_matches('\n');
+        if !target.is_empty() && !target.contains('/') && split_name(target).is_some() {
+            name = target.to_string();
+        }
+    }
+    Ok((name, meta))
+}
+
+/// Why `name` (found at `path`) names no recentfile; a `.recent` that is a
+/// regular file is usually a copy that turned the link into a file.
+fn not_a_recentfile(path: &Path, name: &str, meta: &fs::Metadata) -> String {
+    if meta.file_type().is_file() && name.ends_with(".recent") {
+        format!(
+            "{} is a regular file, not a symlink to the principal (e.g. RECENT-1h.yaml); \
+             give the principal itself, or restore the link: ln -sf RECENT-1h.yaml {}",
+            path.display(),
+            path.display()
+        )
+    } else {
+        format!("{}: {name:?} is not a recentfile name like RECENT-1h.yaml", path.display())
     }
 }
 

@@ -21,23 +21,25 @@
 //!
 //! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
 //! transfer, delete, install the recentfiles, save the state) in `pass`,
-//! `transfer`, `deletes`, `safety`, `install` and `state`, over the leaf
+//! `transfer`, `deletes`, `safety`, `install` and `state` (over the run
+//! lock, `mirror::run_lock`), over the leaf
 //! `report` (the pass report and the types they share); one tree's run,
 //! `--loop` included ([`mirror::looping`]), and a config's trees on their
 //! threads (`mirror::fleet`); [`mirror::remote`] (SRC forms, fetching
 //! into a hidden temp dir), `mirror::ownership` (pure: which trees rrr may
 //! write into and delete from), `mirror::health` (what `status` and
-//! `check` say), `mirror::pass_progress` (a long rsync's bar, log lines
-//! and heartbeat) and [`mirror::trigger_pipe`] (the pipe through which
+//! `check` say), [`mirror::targets`] (the trees of a target or config and
+//! their run records, what rmirror, status and check share),
+//! `mirror::textfile` (the node-exporter textfile), `mirror::pass_progress`
+//! (a long rsync's bar, log lines and heartbeat) and [`mirror::trigger_pipe`] (the pipe through which
 //! `rrr trigger` wakes a loop).
 //!
 //! **The commands**, [`ops`]: one module per subcommand, each an `Options`
 //! and `run(&Options, &Ctx) -> Result<Exit>` that converts options and
 //! calls the engine ([`ops::rmirror`] calls `mirror::looping` or
-//! `mirror::fleet`, [`ops::watch`] `origin::watch`); [`ops::mirrors`] is
-//! what rmirror, status and check share (the trees of a target or config,
-//! their run records, the textfile). The binary (bin/rrr) only parses
-//! arguments into them.
+//! `mirror::fleet`, [`ops::watch`] `origin::watch`). Their exit codes,
+//! [`exit::Exit`], sit below both ops and the engines (ops re-exports
+//! them). The binary (bin/rrr) only parses arguments into them.
 //!
 //! **The edges**, each side effect in one place:
 //! - [`store`]: the lock protocol shared with the Perl tools, atomic writes,
@@ -66,6 +68,7 @@ pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
 
 pub(crate) mod collection;
 pub mod config;
+pub mod exit;
 pub mod hook;
 pub mod mirror;
 pub mod ops;

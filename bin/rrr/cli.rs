@@ -6,7 +6,7 @@
 use crate::commands::Command;
 use clap::{Args, Parser, ValueEnum};
 use rrr::epoch::Epoch;
-use rrr::ops::mirrors::Targets;
+use rrr::mirror::targets::Targets;
 use rrr::ops::Ctx;
 use rrr::origin::Writer;
 use rrr::sys::clock::Clock;

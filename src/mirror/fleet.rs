@@ -4,11 +4,12 @@
 //! another or their own local remote are refused before any runs.
 
 use crate::config::{self, Footprint};
+use crate::exit::{exit_for_error, is_closed, Exit};
 use crate::mirror::looping::{self, Options};
 use crate::mirror::remote::Transport;
+use crate::mirror::targets::{read_config, Targets};
+use crate::mirror::textfile::Prometheus;
 use crate::mirror::Config;
-use crate::ops::mirrors::{read_config, Prometheus, Targets};
-use crate::ops::Exit;
 use crate::sys::clock::Clock;
 use anyhow::Result;
 use std::io::{self, Write};
@@ -149,9 +150,9 @@ fn run_tree(
     let _in = span.enter();
     match looping::run_in_span(tree, opts, textfile, clock, sender) {
         Ok(exit) => exit,
-        Err(e) if crate::ops::is_closed(&e) => Exit::Differences,
+        Err(e) if is_closed(&e) => Exit::Differences,
         Err(e) => {
-            let exit = crate::ops::exit_for_error(&e);
+            let exit = exit_for_error(&e);
             if exit == Exit::Locked {
                 tracing::warn!("left to the run that holds it: {e:#}");
             } else {

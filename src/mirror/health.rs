@@ -136,12 +136,10 @@ fn first_line(e: &str) -> &str {
 /// Judge a report against lag thresholds: one Nagios line with perfdata
 /// (labels name the tree, so several trees' lines can be told apart).
 /// docs/decisions.md#lag-status-check: UNKNOWN only for a tree never tried (no state).
-/// A mirror that never completed a pass is WARNING while its first pass
-/// runs (or was interrupted) with a fresh heartbeat, CRITICAL when a pass
-/// failed or the heartbeat is older than `crit`. A mirror that completed
-/// is judged by its lag, and is CRITICAL when its last success is older
-/// than `crit`. Held-back deletes, an owed whole-tree pass, failing paths
-/// and events from the future make it at least WARNING.
+/// A mirror that never completed a pass is judged by its first pass
+/// ([`first_pass_level`]), one that completed by its lag and its last
+/// success ([`completed_level`]); what needs an operator makes either at
+/// least WARNING ([`needs_attention`]).
 pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Level, String) {
     let Some(r) = r else {
         return (
@@ -149,58 +147,77 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
             format!("RRR UNKNOWN - {root}: never tried (no mirror state; has rmirror run on this target?)"),
         );
     };
-    let lag = r.lag_seconds.unwrap_or(0.0);
-    let worse = |a: Level, b: Level| if b as i32 > a as i32 { b } else { a };
     let mut notes: Vec<String> = Vec::new();
-    let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
-    let failures = || {
-        let err = r.last_error.as_deref().map_or(String::new(), |e| format!(": {}", first_line(e)));
-        format!("{} in a row{err}", plural(r.consecutive_failures.max(1), "failed attempt", "failed attempts"))
+    let level = if r.last_complete.is_none() {
+        first_pass_level(r, crit, &mut notes)
+    } else {
+        completed_level(r, warn, crit, &mut notes)
     };
-    let mut level = if r.last_complete.is_none() {
-        match (r.last_outcome, &r.running) {
-            (Some("failed"), _) => {
-                notes.push(format!("never complete; {}", failures()));
-                Level::Critical
-            }
-            _ if stale => {
-                notes.push("never complete; no heartbeat for --crit".into());
-                Level::Critical
-            }
-            (_, Some(run)) => {
-                notes.push(format!("first pass running: {} {}", run.phase, run.words()));
-                Level::Warning
-            }
-            (Some("interrupted"), None) => {
-                notes.push("never complete; first pass interrupted".into());
-                Level::Warning
-            }
-            _ => {
-                notes.push("first pass running".into());
-                Level::Warning
-            }
-        }
-    } else if lag >= crit {
+    let level = if needs_attention(r, &mut notes) { worse(level, Level::Warning) } else { level };
+    (level, nagios_line(level, r, &notes, warn, crit))
+}
+
+/// The worse of two levels by their Nagios number (CRITICAL over WARNING over OK).
+fn worse(a: Level, b: Level) -> Level {
+    if b as i32 > a as i32 {
+        b
+    } else {
+        a
+    }
+}
+
+/// "N failed attempts in a row: <the last error's first line>".
+fn failures(r: &Report) -> String {
+    let err = r.last_error.as_deref().map_or(String::new(), |e| format!(": {}", first_line(e)));
+    format!("{} in a row{err}", plural(r.consecutive_failures.max(1), "failed attempt", "failed attempts"))
+}
+
+/// A mirror that never completed a pass: CRITICAL when a pass failed or
+/// the heartbeat is older than `crit` (or missing), else WARNING while its
+/// first pass runs or after it was interrupted.
+fn first_pass_level(r: &Report, crit: f64, notes: &mut Vec<String>) -> Level {
+    let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
+    let (level, note) = match (r.last_outcome, &r.running) {
+        (Some("failed"), _) => (Level::Critical, format!("never complete; {}", failures(r))),
+        _ if stale => (Level::Critical, "never complete; no heartbeat for --crit".into()),
+        (_, Some(run)) => (Level::Warning, format!("first pass running: {} {}", run.phase, run.words())),
+        (Some("interrupted"), None) => (Level::Warning, "never complete; first pass interrupted".into()),
+        _ => (Level::Warning, "first pass running".into()),
+    };
+    notes.push(note);
+    level
+}
+
+/// A mirror that completed a pass: judged by its lag, and CRITICAL when
+/// its last success is older than `crit`.
+fn completed_level(r: &Report, warn: f64, crit: f64, notes: &mut Vec<String>) -> Level {
+    let lag = r.lag_seconds.unwrap_or(0.0);
+    let mut level = if lag >= crit {
         Level::Critical
     } else if lag >= warn {
         Level::Warning
     } else {
         Level::Ok
     };
-    if r.last_complete.is_some() {
-        if r.last_outcome == Some("failed") {
-            notes.push(failures());
-        }
-        if let Some(age) = r.last_success_age_seconds.filter(|a| *a >= crit) {
-            level = Level::Critical;
-            notes.push(format!("last success {} ago", human::duration(age)));
-        }
+    if r.last_outcome == Some("failed") {
+        notes.push(failures(r));
     }
+    if let Some(age) = r.last_success_age_seconds.filter(|a| *a >= crit) {
+        level = Level::Critical;
+        notes.push(format!("last success {} ago", human::duration(age)));
+    }
+    level
+}
+
+/// What needs an operator but breaks nothing (WARNING at least): a held
+/// mass delete, held-back deletes, an owed whole-tree pass, failing paths,
+/// events from the future. Whether any applies; each adds its note.
+fn needs_attention(r: &Report, notes: &mut Vec<String>) -> bool {
+    let before = notes.len();
     if r.last_outcome == Some("held") {
-        // WARNING, like deletes held back by --max-delete: an operator's
-        // decision is needed, nothing is broken. While it waits, the age of
-        // the last success grows and turns CRITICAL past --crit.
-        level = worse(level, Level::Warning);
+        // Like deletes held back by --max-delete: an operator's decision is
+        // needed. While it waits, the age of the last success grows and
+        // turns CRITICAL past --crit.
         notes.push(
             "the last whole-tree pass held back a mass delete (rerun with --accept-deletes, or --max-delete N \
              covering the count its log names)"
@@ -208,15 +225,12 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
         );
     }
     if r.pending_deletes > 0 {
-        level = worse(level, Level::Warning);
         notes.push(format!("{} held back (--max-delete)", plural(r.pending_deletes as u64, "delete", "deletes")));
     }
     if r.resync && r.running.is_none() {
-        level = worse(level, Level::Warning);
         notes.push("a whole-tree pass is owed".into());
     }
     if let Some(f) = r.failing.first() {
-        level = worse(level, Level::Warning);
         notes.push(format!(
             "{} (e.g. {}: {})",
             plural(r.failing.len() as u64, "failing path", "failing paths"),
@@ -225,13 +239,19 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
         ));
     }
     if r.future_events > 0 {
-        level = worse(level, Level::Warning);
         notes.push(format!("{} from the future", plural(r.future_events, "event", "events")));
     }
+    notes.len() > before
+}
+
+/// The Nagios line: verdict, lag, heartbeat, notes, then perfdata whose
+/// labels carry the localroot (quotes and `=` replaced).
+fn nagios_line(level: Level, r: &Report, notes: &[String], warn: f64, crit: f64) -> String {
+    let lag = r.lag_seconds.unwrap_or(0.0);
     let hb = r.heartbeat_age_seconds.map_or("never".to_string(), |h| format!("{} ago", human::duration(h)));
     let label = |what: &str| format!("'{what} {}'", r.localroot.replace(['\'', '='], "_"));
     let notes = if notes.is_empty() { String::new() } else { format!("; {}", notes.join("; ")) };
-    let line = format!(
+    format!(
         "RRR {} - {} lag {} behind {}, heartbeat {hb}, {}{notes} | {}={:.0}s;{warn:.0};{crit:.0};0 {}={} {}={} {}={}",
         level.word(),
         r.localroot,
@@ -246,8 +266,7 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
         r.failing.len(),
         label("consecutive_failures"),
         r.consecutive_failures
-    );
-    (level, line)
+    )
 }
 
 fn label_value(s: &str) -> String {
@@ -277,8 +296,69 @@ const OUTCOMES: &[&str] = &["success", "failed", "interrupted", "held"];
 /// Characters of an error message kept in a label.
 const MAX_ERROR_LABEL: usize = 300;
 
-/// A metric of a mirror: name, help, and its value for a report.
-type Metric<'a> = (&'a str, &'a str, &'a dyn Fn(&Report) -> Option<f64>);
+/// A metric of a mirror: name, help, and its value for a report (none:
+/// no sample for that mirror).
+type Metric = (&'static str, &'static str, fn(&Report) -> Option<f64>);
+
+/// A mirror's labels: the localroot (absolute) and the remote.
+fn mirror_labels(r: &Report) -> String {
+    format!("localroot=\"{}\",remote=\"{}\"", label_value(&r.localroot), label_value(&r.remote))
+}
+
+/// An instant of the report (an epoch as text) as Unix time.
+fn timestamp(e: &Option<String>) -> Option<f64> {
+    e.as_deref().and_then(|s| s.parse::<f64>().ok())
+}
+
+/// The gauges with one sample per mirror: instants, then current counts.
+const GAUGES: [Metric; 14] = [
+    ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", |r| {
+        timestamp(&r.last_attempt)
+    }),
+    ("rrr_mirror_last_error_timestamp_seconds", "Unix time of the last failed attempt (none since a success).", |r| {
+        timestamp(&r.last_error_time)
+    }),
+    ("rrr_mirror_consecutive_failures", "Failed attempts since the last success (from the first attempt on).", |r| {
+        Some(r.consecutive_failures as f64)
+    }),
+    ("rrr_mirror_started_timestamp_seconds", "Unix time the mirror's state was created.", |r| timestamp(&r.started)),
+    ("rrr_mirror_last_success_timestamp_seconds", "Unix time of the last pass without errors.", |r| {
+        timestamp(&r.last_success)
+    }),
+    (
+        "rrr_mirror_last_complete_timestamp_seconds",
+        "Unix time the mirror was last complete against its origin's principal (lag = time() - this).",
+        |r| timestamp(&r.last_complete),
+    ),
+    ("rrr_mirror_heartbeat_timestamp_seconds", "Unix time rmirror last wrote its state.", |r| timestamp(&r.heartbeat)),
+    ("rrr_mirror_newest_applied_timestamp_seconds", "Epoch of the newest event transferred or deleted.", |r| {
+        timestamp(&r.newest_applied)
+    }),
+    ("rrr_mirror_last_full_timestamp_seconds", "Unix time of the last whole-tree pass.", |r| timestamp(&r.last_full)),
+    ("rrr_mirror_complete", "1 once the mirror has been complete at least once, else 0.", |r| {
+        Some(if r.last_complete.is_some() { 1.0 } else { 0.0 })
+    }),
+    ("rrr_mirror_running_bytes", "Bytes received so far by the running whole-tree pass (0: none runs).", |r| {
+        Some(r.running.as_ref().map_or(0.0, |x| x.bytes as f64))
+    }),
+    ("rrr_mirror_pending_deletes", "Delete events waiting to be applied.", |r| Some(r.pending_deletes as f64)),
+    ("rrr_mirror_failing_paths", "Paths the origin could not send, retried every pass.", |r| {
+        Some(r.failing.len() as f64)
+    }),
+    ("rrr_mirror_future_events", "Events of the last pass more than an hour ahead of the clock.", |r| {
+        Some(r.future_events as f64)
+    }),
+];
+
+/// The counters with one sample per mirror.
+const COUNTERS: [Metric; 6] = [
+    ("rrr_mirror_attempts_total", "Attempts at a pass, failed and interrupted ones too.", |r| Some(r.attempts as f64)),
+    ("rrr_mirror_passes_total", "Passes run.", |r| Some(r.passes as f64)),
+    ("rrr_mirror_files_total", "Files rsync transferred.", |r| Some(r.files as f64)),
+    ("rrr_mirror_bytes_total", "Bytes rsync transferred.", |r| Some(r.bytes as f64)),
+    ("rrr_mirror_deletes_total", "Deletes applied.", |r| Some(r.deletes as f64)),
+    ("rrr_mirror_refused_total", "Hostile events refused.", |r| Some(r.refused as f64)),
+];
 
 /// The node-exporter textfile format (one file may hold several mirrors).
 /// Instants are `*_timestamp_seconds` (Unix time), never ages frozen at
@@ -286,112 +366,71 @@ type Metric<'a> = (&'a str, &'a str, &'a dyn Fn(&Report) -> Option<f64>);
 /// localroot (absolute) and the remote.
 pub(crate) fn prometheus(reports: &[Report]) -> String {
     let mut out = String::new();
-    let lbl = |r: &Report| format!("localroot=\"{}\",remote=\"{}\"", label_value(&r.localroot), label_value(&r.remote));
-    let ts = |e: &Option<String>| e.as_deref().and_then(|s| s.parse::<f64>().ok());
-    let rows = |f: &dyn Fn(&Report) -> Option<f64>| -> Vec<(String, f64)> {
-        reports.iter().filter_map(|r| f(r).map(|v| (lbl(r), v))).collect()
-    };
-    let gauges: [Metric; 14] = [
-        ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", &|r| {
-            ts(&r.last_attempt)
-        }),
-        (
-            "rrr_mirror_last_error_timestamp_seconds",
-            "Unix time of the last failed attempt (none since a success).",
-            &|r| ts(&r.last_error_time),
-        ),
-        (
-            "rrr_mirror_consecutive_failures",
-            "Failed attempts since the last success (from the first attempt on).",
-            &|r| Some(r.consecutive_failures as f64),
-        ),
-        ("rrr_mirror_started_timestamp_seconds", "Unix time the mirror's state was created.", &|r| ts(&r.started)),
-        ("rrr_mirror_last_success_timestamp_seconds", "Unix time of the last pass without errors.", &|r| {
-            ts(&r.last_success)
-        }),
-        (
-            "rrr_mirror_last_complete_timestamp_seconds",
-            "Unix time the mirror was last complete against its origin's principal (lag = time() - this).",
-            &|r| ts(&r.last_complete),
-        ),
-        ("rrr_mirror_heartbeat_timestamp_seconds", "Unix time rmirror last wrote its state.", &|r| ts(&r.heartbeat)),
-        ("rrr_mirror_newest_applied_timestamp_seconds", "Epoch of the newest event transferred or deleted.", &|r| {
-            ts(&r.newest_applied)
-        }),
-        ("rrr_mirror_last_full_timestamp_seconds", "Unix time of the last whole-tree pass.", &|r| ts(&r.last_full)),
-        ("rrr_mirror_complete", "1 once the mirror has been complete at least once, else 0.", &|r| {
-            Some(if r.last_complete.is_some() { 1.0 } else { 0.0 })
-        }),
-        ("rrr_mirror_running_bytes", "Bytes received so far by the running whole-tree pass (0: none runs).", &|r| {
-            Some(r.running.as_ref().map_or(0.0, |x| x.bytes as f64))
-        }),
-        ("rrr_mirror_pending_deletes", "Delete events waiting to be applied.", &|r| Some(r.pending_deletes as f64)),
-        ("rrr_mirror_failing_paths", "Paths the origin could not send, retried every pass.", &|r| {
-            Some(r.failing.len() as f64)
-        }),
-        ("rrr_mirror_future_events", "Events of the last pass more than an hour ahead of the clock.", &|r| {
-            Some(r.future_events as f64)
-        }),
-    ];
-    for (name, help, f) in gauges {
-        prometheus_metric(&mut out, name, "gauge", help, &rows(f));
+    for (kind, metrics) in [("gauge", &GAUGES[..]), ("counter", &COUNTERS[..])] {
+        for (name, help, value) in metrics {
+            let rows: Vec<(String, f64)> =
+                reports.iter().filter_map(|r| value(r).map(|v| (mirror_labels(r), v))).collect();
+            prometheus_metric(&mut out, name, kind, help, &rows);
+        }
     }
-    let counters: [Metric; 6] = [
-        ("rrr_mirror_attempts_total", "Attempts at a pass, failed and interrupted ones too.", &|r| {
-            Some(r.attempts as f64)
-        }),
-        ("rrr_mirror_passes_total", "Passes run.", &|r| Some(r.passes as f64)),
-        ("rrr_mirror_files_total", "Files rsync transferred.", &|r| Some(r.files as f64)),
-        ("rrr_mirror_bytes_total", "Bytes rsync transferred.", &|r| Some(r.bytes as f64)),
-        ("rrr_mirror_deletes_total", "Deletes applied.", &|r| Some(r.deletes as f64)),
-        ("rrr_mirror_refused_total", "Hostile events refused.", &|r| Some(r.refused as f64)),
-    ];
-    for (name, help, f) in counters {
-        prometheus_metric(&mut out, name, "counter", help, &rows(f));
-    }
-    let errs: Vec<(String, f64)> = reports
+    prometheus_metric(&mut out, "rrr_mirror_errors_total", "counter", "Failures by class.", &error_rows(reports));
+    prometheus_metric(
+        &mut out,
+        "rrr_mirror_last_outcome",
+        "gauge",
+        "1 for how the last attempt ended (all 0: never tried, or the first attempt runs).",
+        &outcome_rows(reports),
+    );
+    prometheus_metric(
+        &mut out,
+        "rrr_mirror_last_error_info",
+        "gauge",
+        "The last failed attempt's error (first line) as a label, while no success followed.",
+        &last_error_rows(reports),
+    );
+    out
+}
+
+/// `rrr_mirror_errors_total`: every class of [`ERROR_CLASSES`] per mirror
+/// (0 until it happens), then any other class the state counted.
+fn error_rows(reports: &[Report]) -> Vec<(String, f64)> {
+    reports
         .iter()
         .flat_map(|r| {
             let mut classes: Vec<&str> = ERROR_CLASSES.to_vec();
             classes.extend(r.errors.keys().map(String::as_str).filter(|c| !ERROR_CLASSES.contains(c)));
             classes.into_iter().map(move |c| {
                 let n = r.errors.get(c).copied().unwrap_or(0);
-                (format!("{},class=\"{}\"", lbl(r), label_value(c)), n as f64)
+                (format!("{},class=\"{}\"", mirror_labels(r), label_value(c)), n as f64)
             })
         })
-        .collect();
-    prometheus_metric(&mut out, "rrr_mirror_errors_total", "counter", "Failures by class.", &errs);
-    let outcomes: Vec<(String, f64)> = reports
+        .collect()
+}
+
+/// `rrr_mirror_last_outcome`: one sample per outcome and mirror, 1 for
+/// the last attempt's (an alert matches on the label, always present).
+fn outcome_rows(reports: &[Report]) -> Vec<(String, f64)> {
+    reports
         .iter()
         .flat_map(|r| {
             OUTCOMES.iter().map(move |o| {
-                (format!("{},outcome=\"{o}\"", lbl(r)), if r.last_outcome == Some(*o) { 1.0 } else { 0.0 })
+                (format!("{},outcome=\"{o}\"", mirror_labels(r)), if r.last_outcome == Some(*o) { 1.0 } else { 0.0 })
             })
         })
-        .collect();
-    prometheus_metric(
-        &mut out,
-        "rrr_mirror_last_outcome",
-        "gauge",
-        "1 for how the last attempt ended (all 0: never tried, or the first attempt runs).",
-        &outcomes,
-    );
-    let errors: Vec<(String, f64)> = reports
+        .collect()
+}
+
+/// `rrr_mirror_last_error_info`: the last error's first line, cut to
+/// [`MAX_ERROR_LABEL`] characters, while no success followed it.
+fn last_error_rows(reports: &[Report]) -> Vec<(String, f64)> {
+    reports
         .iter()
         .filter_map(|r| {
             let e = first_line(r.last_error.as_deref()?);
             let e: String = e.chars().take(MAX_ERROR_LABEL).collect();
-            Some((format!("{},error=\"{}\"", lbl(r), label_value(&e)), 1.0))
+            Some((format!("{},error=\"{}\"", mirror_labels(r), label_value(&e)), 1.0))
         })
-        .collect();
-    prometheus_metric(
-        &mut out,
-        "rrr_mirror_last_error_info",
-        "gauge",
-        "The last failed attempt's error (first line) as a label, while no success followed.",
-        &errors,
-    );
-    out
+        .collect()
 }
 
 /// Plain `rrr status` text: instants in RFC 3339 with their age, sizes

@@ -23,11 +23,12 @@
 //! validated once, before anything runs ([`crate::config`]).
 
 use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
+use crate::exit::{exit_for_error, is_closed, Exit};
+use crate::mirror::run_lock::take_run_lock;
+use crate::mirror::textfile::Prometheus;
 use crate::mirror::trigger_pipe::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
-use crate::ops::mirrors::Prometheus;
-use crate::ops::{is_closed, Exit};
-use crate::store::{LockError, RunLock};
+use crate::store::RunLock;
 use crate::sys::clock::Clock;
 use crate::sys::signals::Interrupted;
 use anyhow::{Context, Result};
@@ -143,19 +144,6 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
         s.push_str("; complete");
     }
     s
-}
-
-/// rmirror's run lock, `<localroot>/.rrr/rmirror.flock` (flock: it dies
-/// with its holder). A held lock is "another rmirror runs" (exit 75);
-/// any other failure (a full disk, permissions) says what it is. A
-/// `rmirror.lock/` directory of an older rrr is removed once this is held.
-pub(crate) fn take_run_lock(state_dir: &std::path::Path) -> Result<RunLock> {
-    let lock = RunLock::try_acquire(&state_dir.join("rmirror.flock")).map_err(|e| match e {
-        LockError::Busy { .. } => anyhow::Error::new(e).context("another rmirror runs on this target"),
-        e => anyhow::Error::new(e),
-    })?;
-    crate::store::remove_legacy_lock_dir(&state_dir.join("rmirror.lock"));
-    Ok(lock)
 }
 
 /// The tree as log lines, pass objects and textfile labels name it: absolute.
@@ -321,9 +309,7 @@ impl Run<'_> {
                     return Ok(Step::End(Exit::Interrupted));
                 }
                 Err(e)
-                    if !opts.looping
-                        || e.downcast_ref::<Refused>().is_some()
-                        || crate::ops::exit_for_error(&e) == Exit::Locked =>
+                    if !opts.looping || e.downcast_ref::<Refused>().is_some() || exit_for_error(&e) == Exit::Locked =>
                 {
                     self.after_pass(Exit::Error, None, Some(&e));
                     return Err(e);

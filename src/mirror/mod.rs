@@ -122,8 +122,11 @@ mod pass;
 pub(crate) mod pass_progress;
 pub mod remote;
 mod report;
+mod run_lock;
 mod safety;
 mod state;
+pub mod targets;
+pub(crate) mod textfile;
 mod transfer;
 pub mod trigger_pipe;
 

@@ -359,7 +359,7 @@ impl<'a> Mirror<'a> {
         if self.cfg.dry_run || err.downcast_ref::<super::Refused>().is_some() {
             return Ok(());
         }
-        if crate::ops::exit_for_error(err) == crate::ops::Exit::Locked {
+        if crate::exit::exit_for_error(err) == crate::exit::Exit::Locked {
             return Ok(());
         }
         let interrupted = err.downcast_ref::<Interrupted>().is_some();
@@ -386,7 +386,7 @@ impl<'a> Mirror<'a> {
         let _lock = if lock_held {
             None
         } else {
-            let Ok(lock) = crate::mirror::looping::take_run_lock(&dir) else { return Ok(()) };
+            let Ok(lock) = crate::mirror::run_lock::take_run_lock(&dir) else { return Ok(()) };
             Some(lock)
         };
         // Again under the lock: another run may have made it a mirror meanwhile.

@@ -4,7 +4,7 @@
 //! tried, or a usage error, as Nagios plugins report those).
 
 use crate::mirror::health::{self, Level};
-use crate::ops::mirrors::{reports, Targets};
+use crate::mirror::targets::{reports, Targets};
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
 

@@ -6,7 +6,8 @@
 use crate::config;
 use crate::mirror::fleet;
 use crate::mirror::looping::{run_in_span, shown_root, span};
-use crate::ops::mirrors::{Prometheus, Targets};
+use crate::mirror::targets::Targets;
+use crate::mirror::textfile::Prometheus;
 use crate::ops::{Ctx, Exit};
 use anyhow::{Context, Result};
 

@@ -4,7 +4,8 @@
 //! requires). Exit 1 when a target has no state yet (never tried).
 
 use crate::mirror::health;
-use crate::ops::mirrors::{reports, Prometheus, Targets};
+use crate::mirror::targets::{reports, Targets};
+use crate::mirror::textfile::Prometheus;
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
 use std::path::PathBuf;

@@ -66,7 +66,7 @@ fn localroots(target: &Target) -> Result<Vec<PathBuf>> {
     match target {
         Target::Localroot(r) => Ok(vec![r.clone()]),
         Target::Config { file, tree } => {
-            let cfg = crate::ops::mirrors::read_config(file)?;
+            let cfg = crate::mirror::targets::read_config(file)?;
             let all: Vec<PathBuf> = cfg.trees.iter().map(|t| t.tree.localroot.clone()).collect();
             let Some(want) = tree else { return Ok(all) };
             let picked: Vec<PathBuf> = all.into_iter().filter(|r| same_dir(r, want)).collect();

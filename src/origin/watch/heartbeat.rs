@@ -121,7 +121,7 @@ impl Daemon<'_> {
                     let root = self.root.display().to_string();
                     let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
                     match crate::store::write_atomic(file, text.as_bytes(), None) {
-                        Err(e) if crate::ops::mirrors::no_textfile_collector(file) => {
+                        Err(e) if crate::mirror::textfile::no_textfile_collector(file) => {
                             tracing::debug!("no textfile collector here: {e}");
                         }
                         Err(e) => {

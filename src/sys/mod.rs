@@ -1,6 +1,6 @@
 //! The system layer: what rrr asks of the operating system beyond plain
-//! files, each in one place: reading `/proc` ([`proc`]), running child
-//! processes ([`child`]) and rsync ([`rsync`]), the tree walk and the one
+//! files, each in one place: reading `/proc` (`proc`), running child
+//! processes (`child`) and rsync (`rsync`), the tree walk and the one
 //! ignore set (`tree`), SIGINT/SIGTERM ([`signals`]), the one clock
 //! ([`clock`], `--now`) and sd_notify (`notify`).
 //!

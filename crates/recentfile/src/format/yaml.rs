@@ -1084,71 +1084,11 @@ fn resolve_byte_escapes(text: &str) -> std::borrow::Cow<'_, str> {
         let c = b[i];
         match c {
             b'"' if token_start => {
-                // A scalar whose bytes are no UTF-8 text is carried whole
-                // as its bytes (`NOT_UTF8`), never read as the Latin-1
-                // characters its bytes also spell.
-                if let Some((end, bytes)) = double_quoted_at(b, i) {
-                    if std::str::from_utf8(&bytes).is_err() {
-                        out.push('"');
-                        out.push_str(&not_utf8_path(&bytes).replace('\0', "\\x00"));
-                        out.push('"');
-                        i = end;
-                        token_start = false;
-                        continue;
-                    }
-                }
-                out.push('"');
-                i += 1;
-                let mut run: Vec<u8> = Vec::new();
-                let flush = |run: &mut Vec<u8>, out: &mut String| {
-                    match std::str::from_utf8(run) {
-                        Ok(s) => out.push_str(s),
-                        // Not a character (only in a scalar with an escape
-                        // Syck never writes): marked, never read as Latin-1.
-                        Err(_) => {
-                            out.push_str("\\0\\0");
-                            out.push_str(&String::from_utf8_lossy(run));
-                        }
-                    }
-                    run.clear();
-                };
-                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
-                    let hex = |k: usize| b.get(k).and_then(|&h| (h as char).to_digit(16));
-                    if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') {
-                        if let (Some(hi), Some(lo)) = (hex(i + 2), hex(i + 3)) {
-                            let byte = (hi * 16 + lo) as u8;
-                            if byte >= 0x80 {
-                                run.push(byte);
-                                i += 4;
-                                continue;
-                            }
-                        }
-                    }
-                    flush(&mut run, &mut out);
-                    let n = if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] != b'\n' { 2 } else { 1 };
-                    // Whole characters: an escape's second byte is ASCII or
-                    // starts a character, as does every `i` here.
-                    let end = (i + n..=b.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(b.len());
-                    out.push_str(&text[i..end]);
-                    i = end;
-                }
-                flush(&mut run, &mut out);
+                i = copy_double_quoted(text, i, &mut out);
                 token_start = false;
             }
             b'\'' if token_start => {
-                // Copy a single-quoted scalar as it is (`''` is a quote).
-                let mut end = i + 1;
-                while end < b.len() && b[end] != b'\n' {
-                    if b[end] == b'\'' {
-                        if b.get(end + 1) == Some(&b'\'') {
-                            end += 2;
-                            continue;
-                        }
-                        end += 1;
-                        break;
-                    }
-                    end += 1;
-                }
+                let end = single_quoted_end(b, i);
                 out.push_str(&text[i..end]);
                 i = end;
                 token_start = false;
@@ -1162,6 +1102,78 @@ fn resolve_byte_escapes(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Copies the double-quoted scalar that starts at `text[start]` into
+/// `out` with its UTF-8 `\xHH` runs resolved (see
+/// [`resolve_byte_escapes`]); returns where the copy stopped.
+fn copy_double_quoted(text: &str, start: usize, out: &mut String) -> usize {
+    let b = text.as_bytes();
+    // A scalar whose bytes are no UTF-8 text is carried whole as its
+    // bytes (`NOT_UTF8`), never read as the Latin-1 characters its bytes
+    // also spell.
+    if let Some((end, bytes)) = double_quoted_at(b, start) {
+        if std::str::from_utf8(&bytes).is_err() {
+            out.push('"');
+            out.push_str(&not_utf8_path(&bytes).replace('\0', "\\x00"));
+            out.push('"');
+            return end;
+        }
+    }
+    out.push('"');
+    let mut i = start + 1;
+    let mut run: Vec<u8> = Vec::new();
+    let flush = |run: &mut Vec<u8>, out: &mut String| {
+        match std::str::from_utf8(run) {
+            Ok(s) => out.push_str(s),
+            // Not a character (only in a scalar with an escape Syck never
+            // writes): marked, never read as Latin-1.
+            Err(_) => {
+                out.push_str("\\0\\0");
+                out.push_str(&String::from_utf8_lossy(run));
+            }
+        }
+        run.clear();
+    };
+    while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+        let hex = |k: usize| b.get(k).and_then(|&h| (h as char).to_digit(16));
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') {
+            if let (Some(hi), Some(lo)) = (hex(i + 2), hex(i + 3)) {
+                let byte = (hi * 16 + lo) as u8;
+                if byte >= 0x80 {
+                    run.push(byte);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        flush(&mut run, out);
+        let n = if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] != b'\n' { 2 } else { 1 };
+        // Whole characters: an escape's second byte is ASCII or starts a
+        // character, as does every `i` here.
+        let end = (i + n..=b.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(b.len());
+        out.push_str(&text[i..end]);
+        i = end;
+    }
+    flush(&mut run, out);
+    i
+}
+
+/// The end of the single-quoted scalar that starts at `b[start]`, copied
+/// as it is (`''` is a quote; it ends at the line's end at the latest).
+fn single_quoted_end(b: &[u8], start: usize) -> usize {
+    let mut end = start + 1;
+    while end < b.len() && b[end] != b'\n' {
+        if b[end] == b'\'' {
+            if b.get(end + 1) == Some(&b'\'') {
+                end += 2;
+                continue;
+            }
+            return end + 1;
+        }
+        end += 1;
+    }
+    end
 }
 
 /// The end (after the closing quote) and decoded bytes of the

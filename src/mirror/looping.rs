@@ -166,7 +166,8 @@ pub(crate) fn run_in_span(
     clock: &Clock,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let res = passes(cfg, opts, textfile, clock, out);
+    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg) };
+    let res = run.passes(out);
     if let Err(e) = &res {
         if opts.json && !is_closed(e) {
             let _ = print_line(out, &error_object(cfg, e).to_string());
@@ -202,23 +203,18 @@ fn lock_if_known(cfg: &Config, opts: &Options) -> Result<Option<RunLock>> {
     take_run_lock(&state_dir).map(Some)
 }
 
-/// One tree's run, as the steps below: [`Run::start`] (a known tree's
-/// lock, the mirror), [`Run::settle`] (what can fail before the first
-/// byte, then the lock), then [`Run::pass_loop`].
-fn passes(
-    cfg: &Config,
-    opts: &Options,
-    textfile: Option<&Prometheus>,
-    clock: &Clock,
-    out: &mut dyn Write,
-) -> Result<Exit> {
-    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg) };
-    let (mut m, early_lock) = run.start()?;
-    let _lock = match run.settle(&mut m, early_lock, out)? {
-        Step::Go(lock) => lock,
-        Step::End(exit) => return Ok(exit),
-    };
-    run.pass_loop(&mut m, out)
+impl Run<'_> {
+    /// One tree's run, as the steps below: [`Run::start`] (a known tree's
+    /// lock, the mirror), [`Run::settle`] (what can fail before the first
+    /// byte, then the lock), then [`Run::pass_loop`].
+    fn passes(&self, out: &mut dyn Write) -> Result<Exit> {
+        let (mut m, early_lock) = self.start()?;
+        let _lock = match self.settle(&mut m, early_lock, out)? {
+            Step::Go(lock) => lock,
+            Step::End(exit) => return Ok(exit),
+        };
+        self.pass_loop(&mut m, out)
+    }
 }
 
 /// What every step of one tree's run reads: its options, the run's

@@ -67,10 +67,11 @@ fn names() -> Vec<Vec<u8>> {
 }
 
 /// Whether YAML::Syck loses the trailing CR of `name`: its Dump writes
-/// such a name plain, so the CR stands before the line's LF and every
-/// YAML reader (Syck's own, rrr's) takes it as part of the line end.
-/// rrr's writer emits what Syck emits (DECISIONS.md), so it is lost both
-/// ways; the tests pin that loss on its own.
+/// such a name plain (`path: end-\r\n`) and its Load takes the CR as part
+/// of the line end. rrr writes the same bytes (DECISIONS.md) and reads the
+/// CR back, but the reference reads rrr's file without it, and its own
+/// update re-reads and rewrites its files, so its files lack the CR. The
+/// tests pin that loss on its own.
 fn syck_loses(name: &[u8]) -> bool {
     name.ends_with(b"\r") && !rrr::recentfile::syck::scalar_bytes(name).starts_with(b"\"")
 }

@@ -21,6 +21,7 @@ mod origin;
 mod packaging;
 mod patterns;
 mod perl_entry;
+mod perl_reference;
 mod props;
 mod rmirror_basic;
 mod rmirror_connections;

@@ -14,7 +14,7 @@
 //!
 //! **The origin side**, [`origin`]: the writer of the index under the lock;
 //! the engines of `update` (`origin::record`), `init` (`origin::index`)
-//! and `fsck` (`origin::fsck`);
+//! and `fsck` (`origin::index_check`);
 //! [`origin::watch`], the `rrr watch` daemon (main loop, events, catch-up,
 //! heartbeat, its log), with its pure recording rules (`watch::rules`) and
 //! its inotify instance (`watch::watcher`).

@@ -3,10 +3,10 @@
 //! `--repair` records the differences as ordinary events at the current
 //! time (not the file mtime: old mtimes would bloat the small files and a
 //! dirty insert would force every mirror to resync), so the dirtymark does
-//! not move. The engine is [`crate::origin::fsck`].
+//! not move. The engine is [`crate::origin::index_check`].
 
 use crate::ops::{Ctx, Exit};
-use crate::origin::fsck::check;
+use crate::origin::index_check::check;
 use anyhow::Result;
 use std::path::PathBuf;
 

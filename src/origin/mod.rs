@@ -6,11 +6,11 @@
 //! watch`'s daemon is [`watch`], with its pure rules (`watch::rules`: what
 //! an inotify event means, the pending batch, when it is recorded) and the
 //! inotify instance (`watch::watcher`). [`record`] records a batch under
-//! the lock, [`index`] indexes a tree (`init`), [`fsck`] compares index and
+//! the lock, [`index`] indexes a tree (`init`), [`index_check`] compares index and
 //! tree; the commands in `ops` convert their options and call these.
 
-pub mod fsck;
 pub mod index;
+pub mod index_check;
 pub mod record;
 pub mod watch;
 

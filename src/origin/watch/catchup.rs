@@ -8,7 +8,7 @@
 
 use super::{release_memory, Daemon};
 use crate::epoch::Epoch;
-use crate::origin::fsck::{compare_with, Finding};
+use crate::origin::index_check::{compare_with, Finding};
 use crate::origin::record::record;
 use crate::origin::watch::rules::Heartbeat;
 use crate::origin::watch::watcher::AddError;

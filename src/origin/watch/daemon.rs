@@ -4,7 +4,7 @@
 //! and on a signal or a closed log, record what was received and stop.
 
 use super::{release_memory, Daemon};
-use crate::origin::fsck::{Finding, Index};
+use crate::origin::index_check::{Finding, Index};
 use crate::origin::record::record;
 use crate::origin::watch::rules::{aggregate_at, Flush, OnDisk};
 use crate::recentfile::{EventKind, RelPath};

@@ -46,3 +46,45 @@ fn a_walk_down_to_z_records_everything_older_as_done() {
     assert_eq!(next["read"].as_array().unwrap().len(), 1, "{next}");
     assert_same_tree(&t.origin, &t.target);
 }
+
+/// The pid of a process whose command line holds every one of `needles`.
+fn pid_with(needles: &[&str]) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|de| {
+        let pid: i32 = de.file_name().to_str()?.parse().ok()?;
+        let cmd = String::from_utf8_lossy(&std::fs::read(de.path().join("cmdline")).ok()?).replace('\0', " ");
+        needles.iter().all(|n| cmd.contains(n)).then_some(pid)
+    })
+}
+
+/// A whole-tree pass is saved as owed before anything that can touch the
+/// tree runs: a `--full` pass killed while it counts the deletes it would
+/// make (a dry-run rsync, before the transfer and its first heartbeat)
+/// still owes the whole-tree pass, and the next pass is one.
+#[test]
+fn a_full_pass_killed_before_its_transfer_is_still_owed() {
+    let t = Setup::new(100);
+    pass(&t.src(), &t.target, &[], 0);
+    // Files without events, which only a whole-tree pass brings; and a
+    // long file list, which keeps the dry run alive to be caught.
+    for i in 0..2000 {
+        write(&t.origin, &format!("quiet/q{i:04}.txt"), "q\n");
+    }
+    let mut child = t.target.rmirror().arg("--full").stderr(std::process::Stdio::null()).spawn();
+    let dry_run = loop {
+        if let Some(pid) = pid_with(&["rsync", "--dry-run", s(&t.target)]) {
+            break pid;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the pass ended before its dry run was caught");
+    };
+    // Freeze the dry run, then kill rrr while it waits for it.
+    // SAFETY: signalling the rsync our own child started.
+    unsafe { libc::kill(dry_run, libc::SIGSTOP) };
+    child.signal(libc::SIGKILL);
+    child.wait().unwrap();
+    // SAFETY: as above; it is stopped and orphaned, nobody else ends it.
+    unsafe { libc::kill(dry_run, libc::SIGKILL) };
+    assert_eq!(t.target.state()["resync"], true, "a killed --full pass is not owed");
+    let v = pass(&t.src(), &t.target, &[], 0);
+    assert_eq!(v["bootstrap"], true, "{v}");
+    assert_same_tree(&t.origin, &t.target);
+}

@@ -1,6 +1,8 @@
 //! Tests that pin what the mirror's pass guarantees where a change to the
 //! code once went unnoticed: what a pass records as done, what a killed
-//! pass leaves owed. Real `rrr`, a real `rsync --daemon` on 127.0.0.1.
+//! pass leaves owed, that a state gets an id, that a path is checked
+//! again right before its transfer, and that a path that arrives is no
+//! longer failing. Real `rrr`, a real `rsync --daemon` on 127.0.0.1.
 
 use crate::util::mirror::*;
 use crate::util::*;
@@ -87,4 +89,20 @@ fn a_full_pass_killed_before_its_transfer_is_still_owed() {
     let v = pass(&t.src(), &t.target, &[], 0);
     assert_eq!(v["bootstrap"], true, "{v}");
     assert_same_tree(&t.origin, &t.target);
+}
+
+/// A state taken without an id (written by hand, or by an older rrr) gets
+/// one, and the marker names it.
+#[test]
+fn a_state_without_an_id_gets_one() {
+    let t = Setup::new(2);
+    pass(&t.src(), &t.target, &[], 0);
+    let mut st = t.target.state();
+    st.as_object_mut().unwrap().remove("id");
+    std::fs::write(t.target.join(".rrr/state.json"), serde_json::to_vec(&st).unwrap()).unwrap();
+    std::fs::remove_file(t.target.join(".rrr/id")).unwrap();
+    pass(&t.src(), &t.target, &[], 0);
+    let id = t.target.state()["id"].as_str().unwrap_or_default().to_string();
+    assert!(!id.is_empty(), "no id: {}", t.target.state());
+    assert_eq!(std::fs::read_to_string(t.target.join(".rrr/id")).unwrap().trim(), id);
 }

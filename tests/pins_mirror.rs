@@ -106,3 +106,42 @@ fn a_state_without_an_id_gets_one() {
     assert!(!id.is_empty(), "no id: {}", t.target.state());
     assert_eq!(std::fs::read_to_string(t.target.join(".rrr/id")).unwrap().trim(), id);
 }
+
+/// A path is checked again right before its transfer: a symlink an
+/// earlier chunk of the same pass brought in makes a later event below
+/// it refused, and nothing is written through it.
+#[test]
+fn a_symlink_from_an_earlier_chunk_refuses_the_events_below_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    write(&origin, "good.txt", "good\n");
+    write(&origin, "sub/keep", "keep\n");
+    Rrr::new().args(["init", s(&origin)]).assert_ok();
+    let d = crate::util::rsyncd::RsyncDaemon::start(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    pass(&src, &target, &[], 0);
+
+    write(&origin, "dir/f", "below\n");
+    record(&origin, "new dir/f\n");
+    std::fs::remove_dir_all(origin.join("dir")).unwrap();
+    write(&origin, "sub/f", "through the link\n");
+    std::os::unix::fs::symlink("sub", origin.join("dir")).unwrap();
+    record(&origin, "new dir\n");
+    // One path a chunk: `dir` (the newer event) goes first.
+    let (v, o) = target_pass(&src, &target, &["--max-files-per-connection", "1"], 1);
+    let refused: Vec<&str> = v["refused"].as_array().unwrap().iter().filter_map(|r| r["path"].as_str()).collect();
+    assert_eq!(refused, ["dir/f"], "{v}\n{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(target.join("dir")).unwrap().file_type().is_symlink());
+    assert!(!target.join("sub/f").exists(), "wrote through a symlink");
+}
+
+/// One `--json` pass of `target` from `src`, exiting `code`: its report
+/// and output.
+fn target_pass(src: &str, target: &std::path::Path, extra: &[&str], code: i32) -> (Value, std::process::Output) {
+    let mut args = vec!["--remote", src, "--localroot", s(target), "--json"];
+    args.extend_from_slice(extra);
+    let o = rmirror(&args);
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).lines().last().unwrap_or_default()).unwrap();
+    (v, o)
+}

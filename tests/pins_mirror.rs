@@ -145,3 +145,36 @@ fn target_pass(src: &str, target: &std::path::Path, extra: &[&str], code: i32) -
     let v: Value = serde_json::from_str(stdout(&o).lines().last().unwrap_or_default()).unwrap();
     (v, o)
 }
+
+/// A failing path whose newer event then arrives leaves the failing list
+/// (the newer event's transfer is what brings it, not the retry of the
+/// failing one, which it supersedes): the pass report, the state and
+/// `status --json` list nothing failing.
+#[test]
+fn a_failing_path_that_arrives_with_a_newer_event_is_no_longer_failing() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("origin"), tmp.path().join("target"));
+    make_origin(&origin, 2);
+    for d in [tmp.path().to_path_buf(), origin.clone(), origin.join("id")] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // The daemon runs as nobody: a file of mode 0600 it cannot send.
+    let d = crate::util::rsyncd::RsyncDaemon::start_as_nobody(&[("origin", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    pass(&src, &target, &[], 0);
+    write(&origin, "id/secret.txt", "secret\n");
+    std::fs::set_permissions(origin.join("id/secret.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    record(&origin, "new id/secret.txt\n");
+    let v = pass(&src, &target, &[], 1);
+    assert_eq!(v["failing"][0]["path"], "id/secret.txt", "{v}");
+
+    std::fs::set_permissions(origin.join("id/secret.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    record(&origin, "new id/secret.txt\n");
+    let v = pass(&src, &target, &[], 0);
+    assert_eq!(v["failing"], serde_json::json!([]), "{v}");
+    assert_eq!(std::fs::read_to_string(target.join("id/secret.txt")).unwrap(), "secret\n");
+    assert_eq!(state(&target)["failing"], serde_json::json!([]));
+    let st: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&target)])).unwrap();
+    assert_eq!(st["failing"], serde_json::json!([]), "{st}");
+}

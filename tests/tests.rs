@@ -22,6 +22,7 @@ mod packaging;
 mod patterns;
 mod perl_entry;
 mod perl_reference;
+mod pins_mirror;
 mod props;
 mod rmirror_basic;
 mod rmirror_connections;

@@ -71,12 +71,21 @@ fn a_full_pass_killed_before_its_transfer_is_still_owed() {
     for i in 0..2000 {
         write(&t.origin, &format!("quiet/q{i:04}.txt"), "q\n");
     }
-    let mut child = t.target.rmirror().arg("--full").stderr(std::process::Stdio::null()).spawn();
-    let dry_run = loop {
-        if let Some(pid) = pid_with(&["rsync", "--dry-run", s(&t.target)]) {
-            break pid;
+    // A dry run missed (it ended between two looks at /proc) is tried
+    // again with a longer list, so the test does not depend on the speed.
+    let (dry_run, mut child) = 'caught: {
+        for attempt in 1..=3 {
+            let mut child = t.target.rmirror().arg("--full").stderr(std::process::Stdio::null()).spawn();
+            while child.try_wait().unwrap().is_none() {
+                if let Some(pid) = pid_with(&["rsync", "--dry-run", s(&t.target)]) {
+                    break 'caught (pid, child);
+                }
+            }
+            for i in 0..2000 * attempt {
+                write(&t.origin, &format!("quiet{attempt}/q{i:05}.txt"), "q\n");
+            }
         }
-        assert!(child.try_wait().unwrap().is_none(), "the pass ended before its dry run was caught");
+        panic!("three --full passes ended before their dry run was caught");
     };
     // Freeze the dry run, then kill rrr while it waits for it.
     // SAFETY: signalling the rsync our own child started.

@@ -2,6 +2,7 @@
 //! written again gives the same bytes (except `Producers`), news equals the
 //! ground truth, overview equals the reference's table, bad input fails clearly.
 
+use crate::util::names::{hex, unhex};
 use crate::util::*;
 use rrr::epoch::Epoch;
 use rrr::recentfile::{self, Format, Producer};
@@ -254,14 +255,6 @@ impl Syck {
         assert_eq!(lines.len(), names.len());
         lines
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|c| format!("{c:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 /// Pieces of names that YAML or Perl might read as something other than

@@ -3,6 +3,7 @@
 //! (the rest of the file is mirrored), and names with control characters
 //! are indexed, written, read back and mirrored exactly.
 
+use crate::util::names::tree_files;
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use serde_json::Value;
@@ -111,28 +112,6 @@ const CONTROL_NAMES: &[&str] = &[
     "trail space ",
     "\u{2028}sep",
 ];
-
-/// Every file below `root` (relative, sorted), without rrr's own files.
-fn files(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(root).unwrap().to_str().unwrap().to_string();
-            if rel == ".rrr" || rel.starts_with("RECENT") {
-                continue;
-            }
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                out.push(rel);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 #[test]
 fn names_with_control_characters_are_indexed_and_mirrored() {
@@ -247,4 +226,9 @@ fn a_writer_never_drops_an_event_it_cannot_read() {
         stderr(&o)
     );
     assert_eq!(fs::read(origin.join("RECENT-1h.yaml")).unwrap(), before, "the file was rewritten");
+}
+
+/// Every file below `root` (relative, sorted, as text), without rrr's own files.
+fn files(root: &Path) -> Vec<String> {
+    tree_files(root).into_iter().map(|p| String::from_utf8(p).unwrap()).collect()
 }

@@ -4,6 +4,7 @@
 //! fsck), a mirror pass through a real `rsync --daemon` on 127.0.0.1, and
 //! `news` in text (escaped like `ls -b`) and `--json` (lossless).
 
+use crate::util::names::{hex, make_tree, news_json, tree_files, unhex};
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use rrr::recentfile::{self, Format, RelPath};
@@ -12,7 +13,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 /// Bytes that are no UTF-8: a lone continuation byte, 0xFF, 0xFE, a
 /// truncated two- and three-byte character, an overlong `/`, an encoded
@@ -69,14 +70,6 @@ fn byte_names() -> Vec<Vec<u8>> {
     names.push(b"caf\xe9 \xe0 la cr\xe8me.txt".to_vec());
     names.push(b"\xff\xfe\xfd".to_vec());
     names
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|c| format!("{c:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 /// Run perl with `script` and `input` on stdin; its stdout.
@@ -206,58 +199,6 @@ fn json_bytes_both_ways_against_json_pp() {
     assert_eq!(read, names, "rrr reads JSON::PP's JSON");
 }
 
-/// A tree holding `names` (each file's content its hex), under `root`.
-fn make_tree(root: &Path, names: &[Vec<u8>]) {
-    for n in names {
-        let p = root.join(OsStr::from_bytes(n));
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(&p, hex(n)).unwrap();
-    }
-}
-
-/// Every file below `root` as bytes relative to it (sorted), rrr's own
-/// files left out.
-fn tree_files(root: &Path) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(root).unwrap().as_os_str().as_bytes().to_vec();
-            if rel == b".rrr" || rel.starts_with(b"RECENT") {
-                continue;
-            }
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                out.push(rel);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// The paths `news --json` lists (sorted), decoding `{"bytes": HEX}`.
-fn news_json(root: &Path) -> Vec<Vec<u8>> {
-    let mut out: Vec<Vec<u8>> = ok(&["news", "--local", &principal(root), "--json"])
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            match &v["path"] {
-                Value::String(s) => s.as_bytes().to_vec(),
-                p => unhex(p["bytes"].as_str().unwrap_or_else(|| panic!("{l}"))),
-            }
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-fn rrr_os(args: &[&OsStr]) -> Output {
-    Command::new(rrr_bin()).args(args).output().unwrap()
-}
-
 /// Names for the writer tests: a file name that is not UTF-8 in several
 /// shapes, one inside a directory that is not UTF-8 either, and control
 /// characters beside them.
@@ -291,16 +232,12 @@ fn init_update_fsck_index_names_that_are_not_utf8_and_a_mirror_copies_them() {
     // update: names as arguments (bytes, not text) and as --stdin0 records.
     make_tree(&origin, later);
     let p = principal(&origin);
-    let o = rrr_os(&[OsStr::new("update"), OsStr::new(&p), origin.join(OsStr::from_bytes(&later[0])).as_os_str()]);
+    let o = Rrr::new().args(["update", &p]).arg(origin.join(OsStr::from_bytes(&later[0]))).output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let records: Vec<u8> = later[1..].iter().flat_map(|n| [b"new ".as_slice(), n, b"\0"].concat()).collect();
     let input = tmp.path().join("records");
     fs::write(&input, &records).unwrap();
-    let o = Command::new(rrr_bin())
-        .args(["update", &p, "--stdin0"])
-        .stdin(fs::File::open(&input).unwrap())
-        .output()
-        .unwrap();
+    let o = Rrr::new().args(["update", &p, "--stdin0"]).stdin(fs::read(&input).unwrap()).output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(news_json(&origin), tree_files(&origin), "update records every name");
     let fsck = rrr(&["fsck", &p]);
@@ -342,9 +279,7 @@ fn init_update_fsck_index_names_that_are_not_utf8_and_a_mirror_copies_them() {
     let more = vec![b"inc\x81/\xfa\tx".to_vec(), b"inc-\xc3\x28".to_vec()];
     make_tree(&origin, &more);
     let args: Vec<PathBuf> = more.iter().map(|n| origin.join(OsStr::from_bytes(n))).collect();
-    let mut argv: Vec<&OsStr> = vec![OsStr::new("update"), OsStr::new(&p)];
-    argv.extend(args.iter().map(|a| a.as_os_str()));
-    let o = rrr_os(&argv);
+    let o = Rrr::new().args(["update", &p]).args(&args).output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = rrr(&["rmirror", "--remote", &src, "--localroot", s(&target), "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -357,7 +292,7 @@ fn init_update_fsck_index_names_that_are_not_utf8_and_a_mirror_copies_them() {
     }
     // A delete of such a name reaches the mirror too.
     fs::remove_file(origin.join(OsStr::from_bytes(b"\xff"))).unwrap();
-    let o = rrr_os(&[OsStr::new("update"), OsStr::new(&p), OsStr::new("--delete"), OsStr::from_bytes(b"\xff")]);
+    let o = Rrr::new().args(["update", &p, "--delete"]).arg(OsStr::from_bytes(b"\xff")).output();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = rrr(&["rmirror", "--remote", &src, "--localroot", s(&target)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -371,12 +306,11 @@ fn watch_records_names_that_are_not_utf8() {
     write(&root, "plain.txt", "plain\n");
     ok(&["init", s(&root)]);
     let log = fs::File::create(tmp.path().join("watch.log")).unwrap();
-    let mut child = Command::new(rrr_bin())
+    let mut child = Rrr::new()
         .args(["watch", s(&root), "--json-log", "--batch-delay", "200"])
         .stdout(Stdio::null())
         .stderr(log)
-        .spawn()
-        .unwrap();
+        .spawn();
     let read_log = || fs::read_to_string(tmp.path().join("watch.log")).unwrap_or_default();
     wait_for("the watch daemon to start", std::time::Duration::from_secs(20), || {
         read_log().contains("\"kind\":\"start\"")
@@ -387,8 +321,7 @@ fn watch_records_names_that_are_not_utf8() {
     make_tree(&outside, &[b"in\xfc".to_vec()]);
     fs::rename(&outside, root.join(OsStr::from_bytes(b"moved\xfd"))).unwrap();
     let all = poll_until(std::time::Duration::from_secs(20), || news_json(&root) == tree_files(&root));
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    child.signal(libc::SIGTERM);
     let status = child.wait().unwrap();
     assert!(all, "listed {:?}\nfiles {:?}\n{}", news_json(&root), tree_files(&root), read_log());
     assert_eq!(status.code(), Some(0), "{}", read_log());

@@ -5,6 +5,7 @@
 pub mod cmd;
 pub mod fixture;
 pub mod mirror;
+pub mod names;
 pub mod rsyncd;
 
 pub use cmd::{Rrr, Running};

@@ -195,22 +195,42 @@ impl BlackHole {
     }
 }
 
+/// Two trees in one config: `good` from a real daemon serving `o`, `hung`
+/// from a black hole that accepts and never answers.
+struct HungFleet {
+    _tmp: tempfile::TempDir,
+    o: PathBuf,
+    _daemon: RsyncDaemon,
+    hole: BlackHole,
+    good: PathBuf,
+    hung: PathBuf,
+    file: PathBuf,
+    log: PathBuf,
+}
+
+impl HungFleet {
+    fn new(interval: u64) -> HungFleet {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = tmp.path().join("o");
+        origin(&o, 3);
+        let daemon = RsyncDaemon::start(&[("M", &o)]);
+        let hole = BlackHole::start();
+        let (good, hung) = (tmp.path().join("m/good"), tmp.path().join("m/hung"));
+        let file = tmp.path().join("fleet.toml");
+        let hole_src = format!("rsync://127.0.0.1:{}/M/RECENT.recent", hole.port);
+        config(
+            &file,
+            &format!("interval = {interval}"),
+            &[(&hole_src, &hung, ""), (&format!("{}/RECENT.recent", daemon.url("M")), &good, "")],
+        );
+        let log = tmp.path().join("fleet.log");
+        HungFleet { _tmp: tmp, o, _daemon: daemon, hole, good, hung, file, log }
+    }
+}
+
 #[test]
 fn a_hung_upstream_delays_only_its_own_tree() {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = tmp.path().join("o");
-    origin(&o, 3);
-    let daemon = RsyncDaemon::start(&[("M", &o)]);
-    let hole = BlackHole::start();
-    let (good, hung) = (tmp.path().join("m/good"), tmp.path().join("m/hung"));
-    let file = tmp.path().join("fleet.toml");
-    let hole_src = format!("rsync://127.0.0.1:{}/M/RECENT.recent", hole.port);
-    config(
-        &file,
-        "interval = 1",
-        &[(&hole_src, &hung, ""), (&format!("{}/RECENT.recent", daemon.url("M")), &good, "")],
-    );
-    let log = tmp.path().join("fleet.log");
+    let HungFleet { _tmp, o: _, _daemon, hole, good, hung, file, log } = HungFleet::new(1);
     let mut child = spawn(&["-v", "rmirror", "--loop", "--config", s(&file)], &log);
     wait_for("the hung tree's connection", LIMIT, || hole.accepted.load(Ordering::SeqCst) >= 1);
     let start = passes(&good);
@@ -240,20 +260,7 @@ fn a_hung_upstream_delays_only_its_own_tree() {
 /// interval; the hung one, still waiting for its upstream, runs no loop yet.
 #[test]
 fn trigger_wakes_the_healthy_tree_of_a_config_beside_a_hung_one() {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = tmp.path().join("o");
-    origin(&o, 3);
-    let daemon = RsyncDaemon::start(&[("M", &o)]);
-    let hole = BlackHole::start();
-    let (good, hung) = (tmp.path().join("m/good"), tmp.path().join("m/hung"));
-    let file = tmp.path().join("fleet.toml");
-    let hole_src = format!("rsync://127.0.0.1:{}/M/RECENT.recent", hole.port);
-    config(
-        &file,
-        "interval = 300",
-        &[(&hole_src, &hung, ""), (&format!("{}/RECENT.recent", daemon.url("M")), &good, "")],
-    );
-    let log = tmp.path().join("fleet.log");
+    let HungFleet { _tmp, o, _daemon, hole, good, hung, file, log } = HungFleet::new(300);
     let mut child = spawn(&["rmirror", "--loop", "--config", s(&file)], &log);
     wait_for("the healthy tree's first pass", LIMIT, || passes(&good) >= 1);
     wait_for("the hung tree's connection", LIMIT, || hole.accepted.load(Ordering::SeqCst) >= 1);

@@ -183,26 +183,15 @@ fn watch_records_names_with_control_characters() {
     let root = tmp.path().join("origin");
     write(&root, "plain.txt", "plain\n");
     ok(&["init", s(&root)]);
-    let log = fs::File::create(tmp.path().join("watch.log")).unwrap();
-    let mut child = Rrr::new()
-        .args(["watch", s(&root), "--json-log", "--batch-delay", "200"])
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn();
-    let read_log = || fs::read_to_string(tmp.path().join("watch.log")).unwrap_or_default();
-    wait_for("the watch daemon to start", std::time::Duration::from_secs(20), || {
-        read_log().contains("\"kind\":\"start\"")
-    });
+    let daemon = crate::watch::Daemon::start(&root, &[]);
     for n in CONTROL_NAMES {
         write(&root, n, &format!("{n:?}\n"));
     }
     let all_listed = poll_until(std::time::Duration::from_secs(20), || listed(&root) == files(&root));
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let status = child.wait().unwrap();
-    assert!(all_listed, "listed {:?}\nfiles {:?}\n{}", listed(&root), files(&root), read_log());
-    assert_eq!(status.code(), Some(0), "{}", read_log());
-    assert!(!read_log().contains("\"level\":\"warn"), "{}", read_log());
+    let (code, log) = daemon.stop();
+    assert!(all_listed, "listed {:?}\nfiles {:?}\n{log}", listed(&root), files(&root));
+    assert_eq!(code, 0, "{log}");
+    assert!(!log.contains("\"level\":\"warn"), "{log}");
     let fsck = rrr(&["fsck", &principal(&root)]);
     assert_eq!(fsck.status.code(), Some(0), "{}{}", stdout(&fsck), stderr(&fsck));
 }

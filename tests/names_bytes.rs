@@ -13,7 +13,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Bytes that are no UTF-8: a lone continuation byte, 0xFF, 0xFE, a
 /// truncated two- and three-byte character, an overlong `/`, an encoded
@@ -305,27 +305,17 @@ fn watch_records_names_that_are_not_utf8() {
     let root = tmp.path().join("origin");
     write(&root, "plain.txt", "plain\n");
     ok(&["init", s(&root)]);
-    let log = fs::File::create(tmp.path().join("watch.log")).unwrap();
-    let mut child = Rrr::new()
-        .args(["watch", s(&root), "--json-log", "--batch-delay", "200"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn();
-    let read_log = || fs::read_to_string(tmp.path().join("watch.log")).unwrap_or_default();
-    wait_for("the watch daemon to start", std::time::Duration::from_secs(20), || {
-        read_log().contains("\"kind\":\"start\"")
-    });
+    let daemon = crate::watch::Daemon::start(&root, &[]);
     make_tree(&root, &tree_names());
     // A directory that is not UTF-8, moved in whole.
     let outside = tmp.path().join(OsStr::from_bytes(b"moved\xfd"));
     make_tree(&outside, &[b"in\xfc".to_vec()]);
     fs::rename(&outside, root.join(OsStr::from_bytes(b"moved\xfd"))).unwrap();
     let all = poll_until(std::time::Duration::from_secs(20), || news_json(&root) == tree_files(&root));
-    child.signal(libc::SIGTERM);
-    let status = child.wait().unwrap();
-    assert!(all, "listed {:?}\nfiles {:?}\n{}", news_json(&root), tree_files(&root), read_log());
-    assert_eq!(status.code(), Some(0), "{}", read_log());
-    assert!(!read_log().contains("\"level\":\"warn"), "{}", read_log());
+    let (code, log) = daemon.stop();
+    assert!(all, "listed {:?}\nfiles {:?}\n{log}", news_json(&root), tree_files(&root));
+    assert_eq!(code, 0, "{log}");
+    assert!(!log.contains("\"level\":\"warn"), "{log}");
     let fsck = rrr(&["fsck", &principal(&root)]);
     assert_eq!(fsck.status.code(), Some(0), "{}{}", stdout(&fsck), stderr(&fsck));
 }

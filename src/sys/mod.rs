@@ -11,6 +11,8 @@
 //!
 //! Linux only, as rrr is (inotify, `/proc`, `PR_SET_PDEATHSIG`).
 
+#![allow(unsafe_code)]
+
 pub(crate) mod child;
 pub mod clock;
 pub(crate) mod memory;

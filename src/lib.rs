@@ -49,8 +49,10 @@
 //!   forwarding, stderr tail, timeout), `sys::rsync` (the builder, running
 //!   and failure classes, stderr classification, the stall watchdog),
 //!   `tree` (the walk and the one ignore set), [`sys::signals`]
-//!   (SIGINT/SIGTERM), [`sys::clock`] (the one clock, `--now`), `notify`
-//!   (sd_notify); `collection`: a collection on disk;
+//!   (SIGINT/SIGTERM/SIGUSR1), [`sys::clock`] (the one clock, `--now`,
+//!   local time), `memory` (freed heap back to the kernel), `notify`
+//!   (sd_notify), the only module allowed code the compiler cannot
+//!   check; `collection`: a collection on disk;
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
 //!   sizes for people), [`output::manual`] (help and man page text);
@@ -62,6 +64,8 @@
 //! Modules shown without a link are internal (`pub(crate)`).
 
 #![warn(missing_docs)]
+// Code the compiler cannot check lives in `sys` only, which allows it.
+#![deny(unsafe_code)]
 
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};

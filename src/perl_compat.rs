@@ -15,6 +15,8 @@
 //! dies on a `--delete` of a path the collection does not list;
 //! `rrr-fsck` repairs unless `--dry-run`.
 
+use crate::sys::clock::local_time;
+
 /// What a Perl entry point asks for: `rrr` argument lists to run in
 /// order, environment to set, warnings to print first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -486,31 +488,17 @@ fn with_user(source: &str, user: &str) -> String {
     format!("{user}@{source}")
 }
 
-extern "C" {
-    fn tzset();
-}
-
 /// Perl's `scalar localtime(epoch)` in the process's time zone, as
 /// `rrr-news` prints it: `Tue Nov 14 22:20:00 2023`.
 fn perl_localtime(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let t: libc::time_t = secs as libc::time_t;
-    // SAFETY: localtime_r writes into the zeroed struct we own.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    unsafe {
-        tzset();
-        libc::localtime_r(&t, &mut tm);
-    }
+    // Beyond the years libc and Perl can break down (2^31), Perl's
+    // localtime is undef: an empty string.
+    let Some(t) = local_time(secs) else { return String::new() };
     format!(
         "{} {} {:2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.rem_euclid(7) as usize],
-        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year as i64 + 1900
+        DAYS[t.weekday], MONTHS[t.month], t.day, t.hour, t.minute, t.second, t.year
     )
 }
 
@@ -660,5 +648,11 @@ mod tests {
         assert_eq!(perl_localtime(1_700_000_000), "Tue Nov 14 22:13:20 2023");
         assert_eq!(perl_news_line(1_696_000_000, b"x"), b"Fri Sep 29 15:06:40 2023 x");
         assert_eq!(perl_localtime(1_699_000_000)[..10], *"Fri Nov  3");
+        assert_eq!(perl_localtime(-1), "Wed Dec 31 23:59:59 1969");
+        assert_eq!(perl_news_line(i64::MAX, b"x"), format!("{:20} x", "").as_bytes(), "beyond libc's years");
+        // The zone is read again on each call, as Perl does.
+        std::env::set_var("TZ", "JST-9");
+        assert_eq!(perl_localtime(1_700_000_000), "Wed Nov 15 07:13:20 2023");
+        std::env::set_var("TZ", "UTC");
     }
 }

@@ -49,7 +49,7 @@ impl<'a> Mirror<'a> {
             match fs::rename(dir.file(&f.name), &dst) {
                 Ok(()) => {}
                 // The preflight's fetch dir is outside the target.
-                Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EXDEV as i32) => {
                     let bytes = fs::read(dir.file(&f.name))?;
                     store::write_atomic(&dst, &bytes, None)?;
                 }

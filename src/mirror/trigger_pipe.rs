@@ -16,9 +16,13 @@
 //! unprivileged account (an ssh forced command) needs only write access to
 //! this one file, not to the tree or the state.
 
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::stat::Mode;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +32,10 @@ pub const TRIGGER_FILE: &str = "trigger";
 
 /// The pipe's mode: the loop's user and group may write.
 const TRIGGER_MODE: u32 = 0o620;
+
+/// How both ends open the pipe: never block on the other end, never
+/// follow a link planted under the name, never leak into a child.
+const OPEN_FLAGS: OFlag = OFlag::O_NONBLOCK.union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
 
 /// The trigger pipe of the tree whose state directory is `state_dir`.
 pub fn trigger_path(state_dir: &Path) -> PathBuf {
@@ -56,11 +64,7 @@ impl Listener {
             Err(e) if e.kind() == io::ErrorKind::NotFound => make_fifo(&path)?,
             Err(e) => return Err(e),
         }
-        let pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)?;
+        let pipe = std::fs::OpenOptions::new().read(true).write(true).custom_flags(OPEN_FLAGS.bits()).open(&path)?;
         Ok(Listener { pipe })
     }
 
@@ -81,11 +85,11 @@ impl Listener {
 
     /// Wait up to `timeout` for a trigger; true (and drained) when one came.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let mut fds = libc::pollfd { fd: self.pipe.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut fds, 1, ms) };
-        n > 0 && self.take()
+        let mut fds = [PollFd::new(self.pipe.as_fd(), PollFlags::POLLIN)];
+        let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        // An interrupted wait (EINTR: SIGUSR1) is no trigger on the pipe.
+        let ready = nix::poll::poll(&mut fds, timeout).unwrap_or(0);
+        ready > 0 && self.take()
     }
 }
 
@@ -136,15 +140,9 @@ impl Waker {
 }
 
 fn make_fifo(path: &Path) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
-    // SAFETY: a valid NUL-terminated path.
-    if unsafe { libc::mkfifo(c.as_ptr(), TRIGGER_MODE as libc::mode_t) } != 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::AlreadyExists {
-            return Err(e);
-        }
+    match nix::unistd::mkfifo(path, Mode::from_bits_truncate(TRIGGER_MODE)) {
+        Ok(()) | Err(Errno::EEXIST) => {}
+        Err(e) => return Err(e.into()),
     }
     // mkfifo applies the umask; the group's write bit is the point.
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(TRIGGER_MODE))
@@ -162,13 +160,10 @@ pub enum Sent {
 /// Wake the loop of the tree whose state directory is `state_dir`.
 pub fn send(state_dir: &Path) -> io::Result<Sent> {
     let path = trigger_path(state_dir);
-    let open = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path);
+    let open = std::fs::OpenOptions::new().write(true).custom_flags(OPEN_FLAGS.bits()).open(&path);
     let mut pipe = match open {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENXIO) => {
+        Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(Errno::ENXIO as i32) => {
             return Ok(Sent::NoLoop)
         }
         Err(e) => return Err(e),
@@ -179,7 +174,7 @@ pub fn send(state_dir: &Path) -> io::Result<Sent> {
     match pipe.write(b"t") {
         Ok(_) => Ok(Sent::Woken),
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Sent::Woken),
-        Err(e) if e.raw_os_error() == Some(libc::EPIPE) => Ok(Sent::NoLoop),
+        Err(e) if e.raw_os_error() == Some(Errno::EPIPE as i32) => Ok(Sent::NoLoop),
         Err(e) => Err(e),
     }
 }

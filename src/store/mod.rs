@@ -75,7 +75,7 @@ pub(crate) fn read_outline(path: &Path) -> Result<Option<Outline>, ReadError> {
 /// cannot hang the reader).
 fn open_recentfile(path: &Path) -> Result<Option<fs::File>, ReadError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+    let file = match fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ReadError::io(e).in_file(path)),
@@ -379,9 +379,7 @@ mod tests {
     fn only_regular_files_of_sane_size_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("RECENT-1h.yaml");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
         let err = read_file(&fifo).unwrap_err().to_string();
         assert!(err.contains("RECENT-1h.yaml") && err.contains("not a regular file"), "{err}");
         let huge = dir.path().join("RECENT-6h.yaml");

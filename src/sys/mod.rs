@@ -1,13 +1,21 @@
 //! The system layer: what rrr asks of the operating system beyond plain
 //! files, each in one place: reading `/proc` (`proc`), running child
 //! processes (`child`) and rsync (`rsync`), the tree walk and the one
-//! ignore set (`tree`), SIGINT/SIGTERM ([`signals`]), the one clock
-//! ([`clock`], `--now`) and sd_notify (`notify`).
+//! ignore set (`tree`), SIGINT/SIGTERM/SIGUSR1 ([`signals`]), the one
+//! clock ([`clock`], `--now`, and local time as libc breaks it down),
+//! returning freed heap (`memory`) and sd_notify (`notify`).
+//!
+//! Every `unsafe` block of rrr is in this layer, each with the reason it
+//! holds; the rest of rrr calls the operating system through std and
+//! `nix`, or through the safe functions here.
 //!
 //! Linux only, as rrr is (inotify, `/proc`, `PR_SET_PDEATHSIG`).
 
+#![allow(unsafe_code)]
+
 pub(crate) mod child;
 pub mod clock;
+pub(crate) mod memory;
 pub(crate) mod notify;
 pub(crate) mod proc;
 pub(crate) mod rsync;

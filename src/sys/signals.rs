@@ -7,7 +7,18 @@
 //! (`update`, `init`, `aggregate`) stop where nothing is half done (a lock
 //! wait, the walk, between merges) and otherwise finish what they commit,
 //! so a signal is deferred across every rename.
+//!
+//! The handlers are installed with `sigaction` and `SA_RESTART`, the
+//! semantics glibc's `signal(3)` gives: a system call the signal
+//! interrupts is resumed, except those Linux never restarts (`poll`
+//! returns EINTR). Plain handlers on atomics rather than `signal-hook`:
+//! the stop is passed on to the children from inside the handler, with no
+//! thread in between.
 
+use nix::errno::Errno;
+use nix::sys::signal::{kill, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::unistd::Pid;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 /// The error of a command or pass that a signal stopped at a safe point
@@ -35,26 +46,38 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// signalled (it still ends when rrr exits: `PR_SET_PDEATHSIG`).
 static CHILDREN: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
 
-extern "C" fn on_signal(sig: libc::c_int) {
+/// The action for a handler: glibc's `signal(3)` semantics (see the
+/// module doc), so that installing it changes nothing else.
+fn action(handler: extern "C" fn(c_int)) -> SigAction {
+    SigAction::new(SigHandler::Handler(handler), SaFlags::SA_RESTART, SigSet::empty())
+}
+
+extern "C" fn on_signal(sig: c_int) {
+    // A failed kill (a child that just exited) sets errno; the code the
+    // signal interrupted may be about to read its own.
+    let errno = Errno::last_raw();
     SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
     for slot in &CHILDREN {
         let child = slot.load(Ordering::SeqCst);
         if child > 0 {
-            // SAFETY: kill is async-signal-safe.
-            unsafe { libc::kill(child, libc::SIGTERM) };
+            // nix's kill is kill(2) and an errno read: async-signal-safe.
+            let _ = kill(Pid::from_raw(child), Signal::SIGTERM);
         }
     }
+    Errno::set_raw(errno);
 }
 
 /// Install the handler for SIGINT and SIGTERM (idempotent).
 pub(crate) fn install() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only touches atomics and calls kill, both
-    // async-signal-safe.
+    let stop = action(on_signal);
+    // SAFETY: the handler is async-signal-safe: it only touches atomics
+    // and errno and calls kill(2). The previous actions are dropped, never
+    // called. sigaction fails only for a signal that cannot be caught,
+    // which these two can.
     unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
+        let _ = sigaction(Signal::SIGINT, &stop);
+        let _ = sigaction(Signal::SIGTERM, &stop);
     }
 }
 
@@ -63,17 +86,18 @@ pub(crate) fn install() {
 /// every tree (push).
 static WAKES: AtomicU64 = AtomicU64::new(0);
 
-extern "C" fn on_wake(_: libc::c_int) {
+extern "C" fn on_wake(_: c_int) {
     WAKES.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Let SIGUSR1 wake the loops ([`wakes`]) instead of ending the process;
 /// only `rmirror --loop` asks for it.
 pub(crate) fn install_wake() {
-    let handler = on_wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only touches an atomic.
+    let wake = action(on_wake);
+    // SAFETY: the handler only adds to an atomic (async-signal-safe). The
+    // previous action is dropped, never called; SIGUSR1 can be caught.
     unsafe {
-        libc::signal(libc::SIGUSR1, handler);
+        let _ = sigaction(Signal::SIGUSR1, &wake);
     }
 }
 
@@ -104,8 +128,8 @@ pub(crate) fn stop_requested() -> bool {
 }
 
 /// The signal that asked for the stop, if any.
-pub(crate) fn received() -> Option<i32> {
-    Some(SIGNAL.load(Ordering::SeqCst)).filter(|s| *s != 0)
+pub(crate) fn received() -> Option<Signal> {
+    Signal::try_from(SIGNAL.load(Ordering::SeqCst)).ok()
 }
 
 /// While alive, a stop is passed on to the child `pid` as SIGTERM. A stop
@@ -122,8 +146,8 @@ impl ForwardTo {
             tracing::debug!("more rsync children than signal slots: {pid} is not passed a stop");
         }
         if stop_requested() && pid > 0 {
-            // SAFETY: signalling our own, not yet reaped, child.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            // Our own child, not yet reaped: the pid is still its.
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
         ForwardTo { pid }
     }

@@ -25,7 +25,7 @@ impl Daemon<'_> {
     pub(super) fn main_loop(&mut self) -> Result<()> {
         loop {
             if let Some(sig) = crate::sys::signals::received() {
-                return self.shutdown(if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
+                return self.shutdown(sig.as_str());
             }
             if crate::output::log::closed() {
                 // Nobody reads the log any more: record what is pending,

@@ -85,11 +85,7 @@ pub struct Options {
 /// the daemon reads the whole index for a comparison and the principal for
 /// each batch, then idles for hours; glibc would otherwise keep the peak.
 fn release_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    crate::sys::memory::release_free_heap();
 }
 
 /// The wall clock now, as a Unix time.

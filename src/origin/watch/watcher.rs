@@ -18,6 +18,7 @@
 use super::rules::MASK;
 use crate::recentfile::RelPath;
 use inotify::{EventMask, Inotify, WatchDescriptor, Watches};
+use nix::errno::Errno;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
@@ -118,9 +119,9 @@ impl Watcher {
                 }
                 Ok(())
             }
-            Err(e) => Err(match e.raw_os_error() {
-                Some(libc::ENOSPC) => AddError::Limit,
-                Some(libc::ENOENT) | Some(libc::ENOTDIR) => AddError::Gone,
+            Err(e) => Err(match e.raw_os_error().map(Errno::from_raw) {
+                Some(Errno::ENOSPC) => AddError::Limit,
+                Some(Errno::ENOENT | Errno::ENOTDIR) => AddError::Gone,
                 _ => AddError::Other(e),
             }),
         }

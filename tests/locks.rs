@@ -356,12 +356,10 @@ fn one_watch_per_tree() {
     let (_tmp, root) = origin(2);
     let mut first = Rrr::new().args(["watch", &principal(&root)]).stderr(Stdio::null()).spawn();
     wait_for("the first watch's heartbeat", Duration::from_secs(20), || root.join(".rrr/watch.json").exists());
-    let start = Instant::now();
     let o = rrr(&["watch", &principal(&root)]);
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
     assert!(stderr(&o).contains(&format!("process {}", first.id())), "{}", stderr(&o));
     assert!(stderr(&o).contains("another watch runs on this tree"), "{}", stderr(&o));
-    assert!(start.elapsed() < Duration::from_secs(5), "at once");
     let o = rrr(&["init", "--force", root.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(75), "{}", stderr(&o));
     assert!(stderr(&o).contains("a watch runs on this tree"), "{}", stderr(&o));

@@ -106,7 +106,6 @@ fn a_full_disk_is_not_retried() {
     write(&t.origin, "big.bin", &"x".repeat(1_500_000));
     record(&t.origin, "new big.bin\n");
     let _mnt = Tmpfs::mount(&t.target, "1m");
-    let started = std::time::Instant::now();
     let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -115,7 +114,6 @@ fn a_full_disk_is_not_retried() {
         stderr(&o)
     );
     assert!(!stderr(&o).contains("retrying"), "{}", stderr(&o));
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
     assert_eq!(state(&t.target)["counters"]["errors"]["no_space"], 1);
     assert!(state(&t.target)["last_error"].as_str().unwrap().contains("No space left"));
 }

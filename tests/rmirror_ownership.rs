@@ -57,14 +57,11 @@ fn a_failed_first_pass_leaves_the_localroot_as_it_found_it() {
         ("http://127.0.0.1/CPAN/RECENT.recent".to_string(), "is not an rsync source"),
     ];
     for (src, what) in &cases {
-        let started = std::time::Instant::now();
         let o = rmirror(&["--remote", src, "--localroot", s(&target)]);
         assert_eq!(o.status.code(), Some(2), "{src}: {}", stderr(&o));
         assert!(stderr(&o).contains(what), "{src}: {}", stderr(&o));
         assert!(!stderr(&o).contains("retrying"), "a deterministic failure is not retried: {}", stderr(&o));
         assert!(!target.exists() || only_a_failed_attempt(&target), "{src}: {:?}", listing(&target));
-        // Not retried: well under the 2 s + 4 s of the retries.
-        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{src}: {:?}", started.elapsed());
     }
     // An existing empty localroot gets the record of the attempt only.
     fs::remove_dir_all(&target).unwrap();

@@ -9,6 +9,7 @@
 //! the lock, [`index`] indexes a tree (`init`), [`index_check`] compares index and
 //! tree; the commands in `ops` convert their options and call these.
 
+pub(crate) mod aggregate;
 pub mod index;
 pub mod index_check;
 pub mod record;

@@ -1,7 +1,6 @@
-//! `rrr aggregate`: the cascade from the principal into the larger files
-//! (protocol.md 10). Cheap when nothing is due: the cascade stops at the first
-//! file whose age does not call for a merge, which it learns from `stat`
-//! alone, so the big files are not read then.
+//! `rrr aggregate`: runs the cascade from the principal into the larger
+//! files once (`origin::aggregate`, protocol.md 10) and, with
+//! `--json`, prints what it wrote.
 
 use crate::collection::Collection;
 use crate::ops::{Ctx, Exit};

@@ -101,103 +101,107 @@ fn the_small_files_oldest_event_lowers_the_bound() {
     assert_eq!(listed(&big), ["1700030000 new new", "1700007000 kept new", "1700006000 dirty new"]);
 }
 
-/// One merge of a 1h file into a 6h file that was merged before (or not):
-/// its `merged.epoch` (`None`: no `merged` mark), the dirtymarks of the
-/// small and the big file, the small file's events and the big file's
-/// events afterwards.
-struct CutCase<'a> {
-    name: &'a str,
-    merged: Option<&'a str>,
-    dirtymarks: (Option<&'a str>, Option<&'a str>),
-    small: &'a [(&'a str, &'a str)],
-    want: &'a [&'a str],
+/// One merge of a 1h file into a 6h file holding [`CUT_TARGET`] that was
+/// merged before (or not): its `merged.epoch` (`None`: no `merged` mark),
+/// the dirtymarks of the small and the big file, the small file's events
+/// and the big file's events afterwards.
+struct CutCase {
+    name: &'static str,
+    merged: Option<&'static str>,
+    dirtymarks: (Option<&'static str>, Option<&'static str>),
+    small: &'static [(&'static str, &'static str)],
+    want: &'static [&'static str],
 }
+
+/// E = 1700030000 (the small files' newest): the 6h window starts at
+/// 1700008400. The target lists events inside, at and below it.
+const CUT_TARGET: &[(&str, &str, EventKind)] = &[
+    ("1700020000", "recent", New),
+    ("1700008400", "at-window", New),
+    ("1700008000", "below-window", New),
+    ("1700004000", "old", New),
+    ("1700001000", "oldest", New),
+];
+
+/// [`CUT_TARGET`] after a merge of `1700030000 new` that cut nothing.
+const ALL_KEPT: &[&str] = &[
+    "1700030000 new new",
+    "1700020000 recent new",
+    "1700008400 at-window new",
+    "1700008000 below-window new",
+    "1700004000 old new",
+    "1700001000 oldest new",
+];
+
+const CUT_CASES: &[CutCase] = &[
+    CutCase {
+        name: "never merged: nothing is cut",
+        merged: None,
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new")],
+        want: ALL_KEPT,
+    },
+    CutCase {
+        name: "merged past the window: cut below the window, the event at it kept",
+        merged: Some("1700025000"),
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new"), ("1700029000", "b")],
+        want: &["1700030000 new new", "1700029000 b new", "1700020000 recent new", "1700008400 at-window new"],
+    },
+    CutCase {
+        name: "merged before the window: cut below the merge, the event at it kept",
+        merged: Some("1700004000"),
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new")],
+        want: &[
+            "1700030000 new new",
+            "1700020000 recent new",
+            "1700008400 at-window new",
+            "1700008000 below-window new",
+            "1700004000 old new",
+        ],
+    },
+    CutCase {
+        name: "the small file reaches below the window: the bound is lowered to its oldest",
+        merged: Some("1700025000"),
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new"), ("1700006000", "dirty")],
+        want: &[
+            "1700030000 new new",
+            "1700020000 recent new",
+            "1700008400 at-window new",
+            "1700008000 below-window new",
+            "1700006000 dirty new",
+        ],
+    },
+    CutCase {
+        name: "the same dirtymark on both: cut as without one",
+        merged: Some("1700025000"),
+        dirtymarks: (Some("1600000000"), Some("1600000000")),
+        small: &[("1700030000", "new")],
+        want: &["1700030000 new new", "1700020000 recent new", "1700008400 at-window new"],
+    },
+    CutCase {
+        name: "a new dirtymark: the target is rewritten uncut",
+        merged: Some("1700025000"),
+        dirtymarks: (Some("1700029999"), Some("1600000000")),
+        small: &[("1700030000", "new")],
+        want: ALL_KEPT,
+    },
+    CutCase {
+        name: "a dirtymark where the target has none: uncut",
+        merged: Some("1700025000"),
+        dirtymarks: (Some("1700029999"), None),
+        small: &[("1700030000", "new")],
+        want: ALL_KEPT,
+    },
+];
 
 #[test]
 fn the_target_is_cut_below_its_window_and_last_merge_never_below_the_small_files_oldest() {
-    // E = 1700030000 (the small file's newest): the 6h window starts at
-    // 1700008400. The target lists events inside, at and below it.
-    let big_events = [
-        ("1700020000", "recent", New),
-        ("1700008400", "at-window", New),
-        ("1700008000", "below-window", New),
-        ("1700004000", "old", New),
-        ("1700001000", "oldest", New),
-    ];
-    let all_kept = &[
-        "1700030000 new new",
-        "1700020000 recent new",
-        "1700008400 at-window new",
-        "1700008000 below-window new",
-        "1700004000 old new",
-        "1700001000 oldest new",
-    ];
-    let cases = [
-        CutCase {
-            name: "never merged: nothing is cut",
-            merged: None,
-            dirtymarks: (None, None),
-            small: &[("1700030000", "new")],
-            want: all_kept,
-        },
-        CutCase {
-            name: "merged past the window: cut below the window, the event at it kept",
-            merged: Some("1700025000"),
-            dirtymarks: (None, None),
-            small: &[("1700030000", "new"), ("1700029000", "b")],
-            want: &["1700030000 new new", "1700029000 b new", "1700020000 recent new", "1700008400 at-window new"],
-        },
-        CutCase {
-            name: "merged before the window: cut below the merge, the event at it kept",
-            merged: Some("1700004000"),
-            dirtymarks: (None, None),
-            small: &[("1700030000", "new")],
-            want: &[
-                "1700030000 new new",
-                "1700020000 recent new",
-                "1700008400 at-window new",
-                "1700008000 below-window new",
-                "1700004000 old new",
-            ],
-        },
-        CutCase {
-            name: "the small file reaches below the window: the bound is lowered to its oldest",
-            merged: Some("1700025000"),
-            dirtymarks: (None, None),
-            small: &[("1700030000", "new"), ("1700006000", "dirty")],
-            want: &[
-                "1700030000 new new",
-                "1700020000 recent new",
-                "1700008400 at-window new",
-                "1700008000 below-window new",
-                "1700006000 dirty new",
-            ],
-        },
-        CutCase {
-            name: "the same dirtymark on both: cut as without one",
-            merged: Some("1700025000"),
-            dirtymarks: (Some("1600000000"), Some("1600000000")),
-            small: &[("1700030000", "new")],
-            want: &["1700030000 new new", "1700020000 recent new", "1700008400 at-window new"],
-        },
-        CutCase {
-            name: "a new dirtymark: the target is rewritten uncut",
-            merged: Some("1700025000"),
-            dirtymarks: (Some("1700029999"), Some("1600000000")),
-            small: &[("1700030000", "new")],
-            want: all_kept,
-        },
-        CutCase {
-            name: "a dirtymark where the target has none: uncut",
-            merged: Some("1700025000"),
-            dirtymarks: (Some("1700029999"), None),
-            small: &[("1700030000", "new")],
-            want: all_kept,
-        },
-    ];
-    for case in cases {
+    for case in CUT_CASES {
         let mut small = Recentfile::from_events(case.small.iter().map(|(t, p)| Event::new(e(t), *p, New)).collect());
-        let mut big = file(&big_events);
+        let mut big = file(CUT_TARGET);
         big.meta.merged = case.merged.map_or(Merged::Absent, merged_at);
         small.meta.dirtymark = case.dirtymarks.0.map(e);
         big.meta.dirtymark = case.dirtymarks.1.map(e);
@@ -208,7 +212,7 @@ fn the_target_is_cut_below_its_window_and_last_merge_never_below_the_small_files
         // Whatever the bound: the target holds every event of the small
         // file and its own events inside its window.
         assert!(small_listed.iter().all(|ev| got.contains(ev)), "{}: lost an incoming event", case.name);
-        let in_window = big_events.iter().filter(|(t, ..)| e(t) >= e("1700008400"));
+        let in_window = CUT_TARGET.iter().filter(|(t, ..)| e(t) >= e("1700008400"));
         assert!(in_window.map(|(t, p, _)| format!("{t} {p} new")).all(|ev| got.contains(&ev)), "{}", case.name);
     }
 }

@@ -13,8 +13,9 @@
 //! - [`query`]: news and the overview table; [`done`]: a mirror's done-sets.
 //!
 //! **The origin side**, [`origin`]: the writer of the index under the lock;
-//! the engines of `update` (`origin::record`), `init` (`origin::index`)
-//! and `fsck` (`origin::index_check`);
+//! the engines of `update` (`origin::record`), `aggregate`
+//! (`origin::aggregate`, which `init --aggregate` and the watch daemon
+//! run too), `init` (`origin::index`) and `fsck` (`origin::index_check`);
 //! [`origin::watch`], the `rrr watch` daemon (main loop, events, catch-up,
 //! heartbeat, its log), with its pure recording rules (`watch::rules`) and
 //! its inotify instance (`watch::watcher`).

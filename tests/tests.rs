@@ -24,6 +24,7 @@ mod perl_entry;
 mod perl_reference;
 mod pins_mirror;
 mod props;
+mod retry_drops;
 mod rmirror_basic;
 mod rmirror_connections;
 mod rmirror_deletes;

@@ -192,7 +192,9 @@ impl<'a> Mirror<'a> {
         Ok((dir, p, l))
     }
 
-    /// Run one pass.
+    /// Run one pass: the work ([`Mirror::pass_inner`]), then the report's
+    /// summary ([`Mirror::summarize`]) and the outcome recorded in the
+    /// state ([`Mirror::record_outcome`]).
     pub fn pass(&mut self) -> Result<PassReport> {
         let t0 = Instant::now();
         let started = self.clock.now();
@@ -210,6 +212,16 @@ impl<'a> Mirror<'a> {
         let res = self.pass_inner(&mut rep);
         self.cap_done();
         rep.seconds = t0.elapsed().as_secs_f64();
+        self.summarize(&mut rep);
+        self.state.counters.passes += 1;
+        self.record_outcome(res, &started, rep)
+    }
+
+    /// What the report tells beyond the work itself: the newest applied
+    /// epoch, the events held back as future (one warning for all) and the
+    /// failing paths. Changes the state in memory only (its count of
+    /// future events).
+    fn summarize(&mut self, rep: &mut PassReport) {
         rep.newest_applied = self.state.newest_applied.clone();
         rep.future = self.future_seen.len() as u64;
         if rep.future > 0 {
@@ -234,7 +246,14 @@ impl<'a> Mirror<'a> {
                 attempts: f.attempts,
             })
             .collect();
-        self.state.counters.passes += 1;
+    }
+
+    /// Record how the pass ended (success, held mass deletes, failure or
+    /// interruption, with its first error) and save the state, which is
+    /// what `status` and `check` read. A kill before this save leaves the
+    /// state of the pass's last chunk, with the previous attempt's record.
+    /// A failed pass returns its own error even when the save fails.
+    fn record_outcome(&mut self, res: Result<()>, started: &Epoch, mut rep: PassReport) -> Result<PassReport> {
         match res {
             Ok(()) => {
                 rep.ok = rep.errors.is_empty();
@@ -243,7 +262,7 @@ impl<'a> Mirror<'a> {
                     (true, true) => Outcome::Held,
                     (true, false) => Outcome::Success,
                 };
-                self.state.record_attempt(&started, outcome, rep.errors.first().map(String::as_str), &self.clock.now());
+                self.state.record_attempt(started, outcome, rep.errors.first().map(String::as_str), &self.clock.now());
                 if rep.complete {
                     self.state.last_complete = Some(self.clock.now());
                 }
@@ -254,7 +273,7 @@ impl<'a> Mirror<'a> {
                 // An interrupted pass is recorded as such: not a failure, not running.
                 let outcome =
                     if e.downcast_ref::<Interrupted>().is_some() { Outcome::Interrupted } else { Outcome::Failed };
-                self.state.record_attempt(&started, outcome, Some(&format!("{e:#}")), &self.clock.now());
+                self.state.record_attempt(started, outcome, Some(&format!("{e:#}")), &self.clock.now());
                 let _ = self.save();
                 Err(e)
             }

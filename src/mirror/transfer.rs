@@ -754,7 +754,10 @@ impl<'a> Mirror<'a> {
 
     /// Try the failing paths again, but those a newer event in `seen`
     /// supersedes (that event is handled instead): one `--files-from`
-    /// rsync per chunk.
+    /// rsync per chunk. The state is saved after each chunk (and by a
+    /// stop request, with what was decided so far); a kill -9 before the
+    /// first save leaves the state file as it was, and the next pass plans
+    /// the same retries.
     pub(super) fn retry_failing(
         &mut self,
         ignore: &IgnoreSet,
@@ -762,71 +765,129 @@ impl<'a> Mirror<'a> {
         attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<()> {
+        let mut plan = self.plan_retries(ignore, seen, attempted);
+        self.place_retyped(&mut plan, seen, ignore, rep);
+        self.state.failing.retain(|f| !plan.dropped.contains(&f.path));
+        plan.todo.sort();
+        for chunk in plan.todo.chunks(self.cfg.max_files_per_connection.max(1)) {
+            self.check_stop()?;
+            if !self.retry_chunk(chunk, attempted, rep)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// What is retried: each failing path not yet attempted this pass and
+    /// not superseded by a newer event in `seen`, sorted into the plan's
+    /// three lists by what the tree holds at its place now. Reads the
+    /// state and the tree and changes neither: a kill here leaves nothing
+    /// to undo.
+    fn plan_retries(
+        &self,
+        ignore: &IgnoreSet,
+        seen: &HashMap<RelPath, Epoch>,
+        attempted: &HashSet<RelPath>,
+    ) -> RetryPlan {
         let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
+        let root = &self.cfg.localroot;
         let mut safe = HashSet::new();
-        let mut todo: Vec<(RelPath, Option<Epoch>)> = Vec::new();
-        let mut dropped: Vec<RelPath> = Vec::new();
-        let mut retyped: Vec<(RelPath, Epoch)> = Vec::new();
+        let mut plan = RetryPlan::default();
         for f in &self.state.failing {
             if attempted.contains(&f.path) || superseded(f) {
                 continue;
             }
-            let root = &self.cfg.localroot;
             let blocked = blocked_by(root, &f.path, ignore).is_some()
                 || fs::symlink_metadata(root.join(f.path.as_path())).is_ok_and(|m| m.is_dir());
             match (check_event_path(root, &f.path, ignore, &mut safe), &f.epoch) {
                 // A type change not placed yet (Mirror::place).
-                (_, Some(e)) if blocked => retyped.push((f.path.clone(), e.clone())),
-                (None, _) => todo.push((f.path.clone(), f.epoch.clone())),
+                (_, Some(e)) if blocked => plan.retyped.push((f.path.clone(), e.clone())),
+                (None, _) => plan.todo.push((f.path.clone(), f.epoch.clone())),
                 (Some(why), _) => {
                     tracing::info!("no longer retrying {}: {why}", shown_path(&f.path));
-                    dropped.push(f.path.clone());
+                    plan.dropped.push(f.path.clone());
                 }
             }
         }
-        for (path, epoch) in retyped {
+        plan
+    }
+
+    /// Place each type change of the plan ([`Mirror::place`]): one whose
+    /// place is clear joins `todo`, one a newer event made moot joins
+    /// `dropped`, one that still cannot be placed stays failing (its
+    /// attempt counted in memory). Nothing on disk changes here (rsync
+    /// replaces a directory in the transfer): a kill -9 here loses only
+    /// the attempt counts and drops, which the next pass makes again.
+    fn place_retyped(
+        &mut self,
+        plan: &mut RetryPlan,
+        seen: &HashMap<RelPath, Epoch>,
+        ignore: &IgnoreSet,
+        rep: &mut PassReport,
+    ) {
+        for (path, epoch) in std::mem::take(&mut plan.retyped) {
             let below = [path.as_bytes(), b"/"].concat();
             let under_newer = seen.iter().any(|(p, n)| p.starts_with(&below) && *n > epoch);
             let parent_newer = |p: &RelPath| seen.get(p).is_some_and(|n| *n > epoch);
             match self.place(&path, &epoch, ignore, &parent_newer, under_newer, rep) {
-                Placement::Go => todo.push((path, Some(epoch))),
-                Placement::Superseded => dropped.push(path),
+                Placement::Go => plan.todo.push((path, Some(epoch))),
+                Placement::Superseded => plan.dropped.push(path),
                 Placement::Failing => {}
             }
         }
-        self.state.failing.retain(|f| !dropped.contains(&f.path));
-        if todo.is_empty() {
-            return Ok(());
-        }
-        todo.sort();
-        for chunk in todo.chunks(self.cfg.max_files_per_connection.max(1)) {
-            self.check_stop()?;
-            let paths: Vec<&RelPath> = chunk.iter().map(|(p, _)| p).collect();
-            attempted.extend(paths.iter().map(|p| (*p).clone()));
-            let out = match self.run_files_from("retrying failing paths", &paths, rep) {
-                Ok(out) => out,
-                Err(e) => {
-                    chunk_failed(e, rep)?;
-                    break;
-                }
-            };
-            let asked: HashSet<&RelPath> = paths.iter().copied().collect();
-            let epochs: HashMap<&RelPath, &Epoch> =
-                chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))).collect();
-            let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
-            let vanished: HashSet<RelPath> =
-                out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
-            for p in &paths {
-                if !failed.contains(*p) {
-                    let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
-                    tracing::info!("{} {how}; no longer failing", shown_path(p));
-                    self.state.unfail(p);
-                }
-            }
-            self.save()?;
-        }
-        Ok(())
     }
+
+    /// One `--files-from` rsync of a chunk of failing paths, then what it
+    /// tells: each path rsync could not send stays failing (attempt
+    /// counted), each that arrived or vanished at the origin is unfailed,
+    /// and the state is saved. A kill -9 during the rsync leaves the state
+    /// as it was: what arrived is retried next pass and found up to date.
+    /// Returns false when the rsync call itself failed (reported; the
+    /// remaining chunks wait for the next pass).
+    fn retry_chunk(
+        &mut self,
+        chunk: &[(RelPath, Option<Epoch>)],
+        attempted: &mut HashSet<RelPath>,
+        rep: &mut PassReport,
+    ) -> Result<bool> {
+        let paths: Vec<&RelPath> = chunk.iter().map(|(p, _)| p).collect();
+        attempted.extend(paths.iter().map(|p| (*p).clone()));
+        let out = match self.run_files_from("retrying failing paths", &paths, rep) {
+            Ok(out) => out,
+            Err(e) => {
+                chunk_failed(e, rep)?;
+                return Ok(false);
+            }
+        };
+        let asked: HashSet<&RelPath> = paths.iter().copied().collect();
+        let epochs: HashMap<&RelPath, &Epoch> = chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))).collect();
+        let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
+        let vanished: HashSet<RelPath> =
+            out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
+        for p in &paths {
+            if !failed.contains(*p) {
+                let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
+                tracing::info!("{} {how}; no longer failing", shown_path(p));
+                self.state.unfail(p);
+            }
+        }
+        self.save()?;
+        Ok(true)
+    }
+}
+
+/// The failing paths a pass retries, sorted by what stands at their place.
+#[derive(Default)]
+struct RetryPlan {
+    /// Paths to transfer again, with the epoch of the event they failed at
+    /// (`None`: failed in a whole-tree pass).
+    todo: Vec<(RelPath, Option<Epoch>)>,
+    /// Paths no longer failing without a transfer: no longer safe to
+    /// write, or a newer event says their old type stands.
+    dropped: Vec<RelPath>,
+    /// Type changes whose place is still taken (a directory where a file
+    /// goes, or a file or symlink on the way): placed first.
+    retyped: Vec<(RelPath, Epoch)>,
 }
 
 /// A chunk's rsync failed: an interrupt ends the pass (`Err`); any other

@@ -84,7 +84,7 @@ pub(crate) fn index(req: &Request, w: &Writer, progress: bool) -> Result<Report>
     remove_replaced(&coll, &existing, &principal_path)?;
     drop(locks);
     if req.aggregate {
-        crate::ops::aggregate::aggregate(&coll, false, false, w)?;
+        crate::origin::aggregate::aggregate(&coll, false, false, w)?;
     }
     Ok(Report { principal: principal_path, files: changes.len(), skipped, carried: replacement.carried })
 }

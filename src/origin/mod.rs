@@ -6,9 +6,12 @@
 //! watch`'s daemon is [`watch`], with its pure rules (`watch::rules`: what
 //! an inotify event means, the pending batch, when it is recorded) and the
 //! inotify instance (`watch::watcher`). [`record`] records a batch under
-//! the lock, [`index`] indexes a tree (`init`), [`index_check`] compares index and
-//! tree; the commands in `ops` convert their options and call these.
+//! the lock, `aggregate` runs the cascade into the larger files (`rrr
+//! aggregate`, `init --aggregate`, the watch daemon), [`index`] indexes a
+//! tree (`init`), [`index_check`] compares index and tree; the commands in
+//! `ops` convert their options and call these.
 
+pub(crate) mod aggregate;
 pub mod index;
 pub mod index_check;
 pub mod record;

@@ -47,20 +47,20 @@ pub fn merge(
     keep_deletes: bool,
 ) -> bool {
     debug_assert!(big_iv.seconds() > small_iv.seconds());
-    let (trimmed, bound) = trim_to_window(big, big_iv, small);
+    let trimmed = trim_to_window(big, big_iv, small);
     let mut done = big.events.is_empty() || trimmed;
     let is_z = big_iv.is_z();
     let big_newest = big.newest().map(|e| e.epoch.clone());
-    // The incoming events: the source's list down to the bound (a prefix:
-    // the list is sorted). They replace the target's events of the same path.
+    // The incoming events: all of the source's (see trim_to_window). They
+    // replace the target's events of the same path.
     debug_assert!(small.events.is_sorted_by(|a, b| a.epoch >= b.epoch));
-    let n_in = bound.as_ref().map_or(small.events.len(), |b| small.events.partition_point(|ev| ev.epoch >= *b));
+    let n_in = small.events.len();
     // First of its path across (incoming, target): later ones are dropped.
-    let mut first = first_of_each_path(&[&small.events[..n_in], &big.events]);
+    let mut first = first_of_each_path(&[&small.events, &big.events]);
     let mut incoming: Vec<Event> = Vec::new();
     // Deletes headed for Z: they only remove the path's events there.
     let mut z_deletes: PathSet = path_set(0);
-    for (ev, _) in small.events[..n_in].iter().zip(&first).filter(|(_, f)| **f) {
+    for (ev, _) in small.events.iter().zip(&first).filter(|(_, f)| **f) {
         if is_z && ev.kind == EventKind::Delete && !keep_deletes {
             z_deletes.insert(ev.path.as_bytes());
             continue;
@@ -99,20 +99,29 @@ pub fn merge(
     true
 }
 
-/// Where the target's window ends and the incoming list is cut: with the
-/// same dirtymark on both and a target that was merged into before,
-/// min(E - secs, merged.epoch || 0) as the reference's List::Util::min
-/// (the winner keeps its text), lowered to the source's oldest epoch; the
-/// target's events older than that are dropped. True when that changed the
-/// target, or when the dirtymarks differ (the target is rewritten).
-fn trim_to_window(big: &mut Recentfile, big_iv: &Interval, small: &Recentfile) -> (bool, Option<Epoch>) {
-    let Some(e) = small.newest().or(big.newest()).map(|e| e.epoch.clone()) else { return (false, None) };
+/// Drop the target's events that fell out of its window (protocol.md 9,
+/// step 4), as the reference's `_merge_locked` cuts its own list
+/// (`$my_recent`, the larger file's). True when that changed the target,
+/// or when the dirtymarks differ (the target is rewritten uncut).
+///
+/// Only a target that was merged into the next file before (it has a
+/// `merged` mark) and has the source's dirtymark is cut, and only below
+/// min(E − its interval, its `merged.epoch` or 0), E being the source's
+/// newest epoch (the target's if the source is empty), with the
+/// reference's List::Util::min (the winner keeps its text), lowered to
+/// the source's oldest epoch: what it keeps covers its window, all it has
+/// not yet handed on to the next file, and all the source still covers.
+/// That lowering also means the bound never reaches an incoming event:
+/// the reference filters the source's events by it too, a filter that
+/// cannot drop anything, so `merge` takes all of them.
+fn trim_to_window(big: &mut Recentfile, big_iv: &Interval, small: &Recentfile) -> bool {
+    let Some(e) = small.newest().or(big.newest()).map(|e| e.epoch.clone()) else { return false };
     let dm = |rf: &Recentfile| rf.meta.dirtymark.as_ref().map_or("0", |d| d.as_str()).to_string();
     if dm(small) != dm(big) {
-        return (true, None);
+        return true;
     }
     if big.meta.merged == Merged::Absent {
-        return (false, None);
+        return false;
     }
     let window = PerlNum::float(e.to_f64() - big_iv.seconds() as f64);
     let merged = big.meta.merged.epoch().map_or_else(|| PerlNum::float(0.0), PerlNum::text);
@@ -127,7 +136,7 @@ fn trim_to_window(big: &mut Recentfile, big_iv: &Interval, small: &Recentfile) -
         big.events.pop();
         trimmed = true;
     }
-    (trimmed, Some(b))
+    trimmed
 }
 
 /// Two lists sorted newest first as one, an incoming event before a kept

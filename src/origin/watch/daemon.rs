@@ -119,7 +119,7 @@ impl Daemon<'_> {
         let (coll, keep_deletes, w) = (&self.coll, self.opts.keep_deletes, self.w);
         let cascade = with_progress(0, |step| {
             step.set(Step::Aggregate);
-            crate::ops::aggregate::aggregate(coll, false, keep_deletes, w)
+            crate::origin::aggregate::aggregate(coll, false, keep_deletes, w)
         });
         match cascade {
             Ok(r) if r.merges > 0 => {

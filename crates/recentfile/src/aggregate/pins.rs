@@ -101,6 +101,122 @@ fn the_small_files_oldest_event_lowers_the_bound() {
     assert_eq!(listed(&big), ["1700030000 new new", "1700007000 kept new", "1700006000 dirty new"]);
 }
 
+/// One merge of a 1h file into a 6h file holding [`CUT_TARGET`] that was
+/// merged before (or not): its `merged.epoch` (`None`: no `merged` mark),
+/// the dirtymarks of the small and the big file, the small file's events
+/// and the big file's events afterwards.
+struct CutCase {
+    name: &'static str,
+    merged: Option<&'static str>,
+    dirtymarks: (Option<&'static str>, Option<&'static str>),
+    small: &'static [(&'static str, &'static str)],
+    want: &'static [&'static str],
+}
+
+/// E = 1700030000 (the small files' newest): the 6h window starts at
+/// 1700008400. The target lists events inside, at and below it.
+const CUT_TARGET: &[(&str, &str, EventKind)] = &[
+    ("1700020000", "recent", New),
+    ("1700008400", "at-window", New),
+    ("1700008000", "below-window", New),
+    ("1700004000", "old", New),
+    ("1700001000", "oldest", New),
+];
+
+/// [`CUT_TARGET`] after a merge of `1700030000 new` that cut nothing.
+const ALL_KEPT: &[&str] = &[
+    "1700030000 new new",
+    "1700020000 recent new",
+    "1700008400 at-window new",
+    "1700008000 below-window new",
+    "1700004000 old new",
+    "1700001000 oldest new",
+];
+
+const CUT_CASES: &[CutCase] = &[
+    CutCase {
+        name: "never merged: nothing is cut",
+        merged: None,
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new")],
+        want: ALL_KEPT,
+    },
+    CutCase {
+        name: "merged past the window: cut below the window, the event at it kept",
+        merged: Some("1700025000"),
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new"), ("1700029000", "b")],
+        want: &["1700030000 new new", "1700029000 b new", "1700020000 recent new", "1700008400 at-window new"],
+    },
+    CutCase {
+        name: "merged before the window: cut below the merge, the event at it kept",
+        merged: Some("1700004000"),
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new")],
+        want: &[
+            "1700030000 new new",
+            "1700020000 recent new",
+            "1700008400 at-window new",
+            "1700008000 below-window new",
+            "1700004000 old new",
+        ],
+    },
+    CutCase {
+        name: "the small file reaches below the window: the bound is lowered to its oldest",
+        merged: Some("1700025000"),
+        dirtymarks: (None, None),
+        small: &[("1700030000", "new"), ("1700006000", "dirty")],
+        want: &[
+            "1700030000 new new",
+            "1700020000 recent new",
+            "1700008400 at-window new",
+            "1700008000 below-window new",
+            "1700006000 dirty new",
+        ],
+    },
+    CutCase {
+        name: "the same dirtymark on both: cut as without one",
+        merged: Some("1700025000"),
+        dirtymarks: (Some("1600000000"), Some("1600000000")),
+        small: &[("1700030000", "new")],
+        want: &["1700030000 new new", "1700020000 recent new", "1700008400 at-window new"],
+    },
+    CutCase {
+        name: "a new dirtymark: the target is rewritten uncut",
+        merged: Some("1700025000"),
+        dirtymarks: (Some("1700029999"), Some("1600000000")),
+        small: &[("1700030000", "new")],
+        want: ALL_KEPT,
+    },
+    CutCase {
+        name: "a dirtymark where the target has none: uncut",
+        merged: Some("1700025000"),
+        dirtymarks: (Some("1700029999"), None),
+        small: &[("1700030000", "new")],
+        want: ALL_KEPT,
+    },
+];
+
+#[test]
+fn the_target_is_cut_below_its_window_and_last_merge_never_below_the_small_files_oldest() {
+    for case in CUT_CASES {
+        let mut small = Recentfile::from_events(case.small.iter().map(|(t, p)| Event::new(e(t), *p, New)).collect());
+        let mut big = file(CUT_TARGET);
+        big.meta.merged = case.merged.map_or(Merged::Absent, merged_at);
+        small.meta.dirtymark = case.dirtymarks.0.map(e);
+        big.meta.dirtymark = case.dirtymarks.1.map(e);
+        let small_listed = listed(&small);
+        assert!(merge_1h_into_6h(&mut big, &mut small), "{}", case.name);
+        let got = listed(&big);
+        assert_eq!(got, case.want, "{}", case.name);
+        // Whatever the bound: the target holds every event of the small
+        // file and its own events inside its window.
+        assert!(small_listed.iter().all(|ev| got.contains(ev)), "{}: lost an incoming event", case.name);
+        let in_window = CUT_TARGET.iter().filter(|(t, ..)| e(t) >= e("1700008400"));
+        assert!(in_window.map(|(t, p, _)| format!("{t} {p} new")).all(|ev| got.contains(&ev)), "{}", case.name);
+    }
+}
+
 #[test]
 fn truncation_alone_is_a_change() {
     let mut small = file(&[("1700030000", "a", New)]);
@@ -201,7 +317,42 @@ mod laws {
         prop::collection::btree_map(0u32..5000, (0u8..16, any::<bool>()), 1..20)
     }
 
+    /// [`build`] with events `step` seconds apart.
+    fn build_spaced(events: &BTreeMap<u32, (u8, bool)>, step: u32) -> Recentfile {
+        let mut rf = build(events);
+        for ev in &mut rf.events {
+            let t: u64 = ev.epoch.as_str()[4..].parse().unwrap();
+            ev.epoch = e(&(1_700_000_000 + t * u64::from(step)).to_string());
+        }
+        rf
+    }
+
     proptest! {
+        /// A target that was merged before is cut, but keeps every event
+        /// of the small file and its own events inside its window (6h back
+        /// from the small file's newest), whatever its `merged.epoch`.
+        #[test]
+        fn a_cut_keeps_the_small_file_and_the_targets_window(
+            small in arb_events(),
+            big in arb_events(),
+            merged in 0u32..50_000,
+        ) {
+            let (mut small, mut big) = (build_spaced(&small, 10), build_spaced(&big, 10));
+            // (Without a newer event, or a cut, the merge does nothing.)
+            prop_assume!(small.newest().unwrap().epoch > big.newest().unwrap().epoch);
+            big.meta.merged = merged_at(&(1_700_000_000 + merged).to_string());
+            let window = e(&(small.newest().unwrap().epoch.to_f64() as u64 - 21_600).to_string());
+            let small_paths: BTreeMap<String, EventKind> =
+                small.events.iter().map(|ev| (ev.path.to_string(), ev.kind)).collect();
+            let mut want = small_paths.clone();
+            for ev in big.events.iter().filter(|ev| ev.epoch >= window && !small_paths.contains_key(&ev.path.to_string())) {
+                want.insert(ev.path.to_string(), ev.kind);
+            }
+            prop_assert!(merge(&mut big, &iv("6h"), &mut small, &iv("1h"), &e("1700050000"), false));
+            let got: BTreeMap<String, EventKind> = big.events.iter().map(|ev| (ev.path.to_string(), ev.kind)).collect();
+            prop_assert!(want.iter().all(|(p, k)| got.get(p) == Some(k)), "want {:?} in {:?}", want, got);
+        }
+
         /// Below Z a merge loses no path: each path of either file is listed
         /// once, with the small file's event where it has one, and the
         /// epochs stay strictly decreasing as numbers.

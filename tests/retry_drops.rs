@@ -30,3 +30,24 @@ fn a_type_change_that_the_origin_undid_is_no_longer_failing() {
     assert_eq!(mirror.state()["failing"], serde_json::json!([]), "{}", mirror.state());
     assert_eq!(fs::read_to_string(mirror.join("p/b")).unwrap(), "b\n");
 }
+
+/// A path that failed and that the operator then excludes leaves the
+/// failing list at the next pass, like any excluded event (README.mirror,
+/// `--exclude`), instead of being retried, and failing, every pass.
+#[test]
+fn a_failing_path_that_is_then_excluded_is_no_longer_retried() {
+    let origin = Origin::new([("keep", "k\n")], &["init"]);
+    let mirror = origin.mirror();
+    mirror.pass(&[], 0);
+    // A path through a symlink out of the module: the daemon cannot send it.
+    fs::create_dir_all(origin.join("sub")).unwrap();
+    std::os::unix::fs::symlink("/etc", origin.join("sub/link")).unwrap();
+    origin.record("new sub/link/hostname\n");
+    let v = mirror.pass(&[], 1);
+    assert_eq!(v["failing"][0]["path"], "sub/link/hostname", "{v}");
+    let (v, o) = mirror.pass_output(&["--exclude", "hostname"], 0);
+    assert_eq!(v["failing"], serde_json::json!([]), "{v}");
+    assert_eq!(mirror.state()["failing"], serde_json::json!([]), "{}", mirror.state());
+    assert!(stderr(&o).contains("no longer retrying sub/link/hostname: excluded"), "{}", stderr(&o));
+    assert!(!mirror.join("sub/link").exists());
+}

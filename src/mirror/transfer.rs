@@ -797,6 +797,13 @@ impl<'a> Mirror<'a> {
             if attempted.contains(&f.path) || superseded(f) {
                 continue;
             }
+            // Excluded after it failed: its events are skipped now, and a
+            // retry would only fail again (rsync is given the same excludes).
+            if self.is_excluded(&f.path) {
+                tracing::info!("no longer retrying {}: excluded", shown_path(&f.path));
+                plan.dropped.push(f.path.clone());
+                continue;
+            }
             let blocked = blocked_by(root, &f.path, ignore).is_some()
                 || fs::symlink_metadata(root.join(f.path.as_path())).is_ok_and(|m| m.is_dir());
             match (check_event_path(root, &f.path, ignore, &mut safe), &f.epoch) {

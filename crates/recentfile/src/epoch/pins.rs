@@ -153,3 +153,29 @@ fn deserialize_from_integers() {
     let err = Epoch::deserialize(IntoDeserializer::<Error>::into_deserializer(-5i64)).unwrap_err();
     assert!(err.to_string().contains("sign '-'"), "{err}");
 }
+
+/// Where the reference's bump never returns (its chop loop regrows the
+/// candidate forever), the port substitutes the documented fallback: the
+/// lower epoch followed by `1`, `01`, … until strictly between.
+#[test]
+fn bump_fallback_where_the_reference_loops() {
+    let cases = [
+        // Both neighbours are one double, 1700000001.0: lowering the upper
+        // one to int(l) + 1 would change it, so it stays.
+        ("1700000000.99999999", "1700000001.00000001", "1700000000.999999991"),
+        ("100000000000000000000.5", "100000000000000000005.5", "100000000000000000000.51"),
+    ];
+    for (l, r, want) in cases {
+        let got = Epoch::parse(l).unwrap().inc_towards(&Epoch::parse(r).unwrap()).unwrap();
+        assert_eq!(got.as_str(), want, "inc({l}, {r})");
+    }
+}
+
+/// `%.15g` of negative values, as C prints them (not reached by epochs,
+/// but the function is C's).
+#[test]
+fn g15_of_negative_values() {
+    assert_eq!(format_g15(f64::NEG_INFINITY), "-inf");
+    assert_eq!(format_g15(-1.5), "-1.5");
+    assert_eq!(format_g15(-1.5e20), "-1.5e+20");
+}

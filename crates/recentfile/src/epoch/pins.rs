@@ -179,3 +179,22 @@ fn g15_of_negative_values() {
     assert_eq!(format_g15(-1.5), "-1.5");
     assert_eq!(format_g15(-1.5e20), "-1.5e+20");
 }
+
+/// Where the reference's one-argument bump gives a value that is not
+/// above (0 gives 0.0, tiny values give themselves), the port appends `1`
+/// (after `.0` if dot-less), or, past 64 characters, adds one unit in the
+/// last decimal place.
+#[test]
+fn inc_fallback_where_the_reference_is_not_above() {
+    let long = format!("1.{}", "9".repeat(62));
+    let cases = [
+        ("0", "0.01"),
+        ("0.0", "0.01"),
+        ("0.00001", "0.000011"),
+        ("0.0000000000000000000001", "0.00000000000000000000011"),
+        (long.as_str(), "2.0"),
+    ];
+    for (l, want) in cases {
+        assert_eq!(Epoch::parse(l).unwrap().inc().as_str(), want, "inc({l})");
+    }
+}

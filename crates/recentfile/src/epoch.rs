@@ -1085,7 +1085,7 @@ mod tests {
                 _ => fail(format!("unknown op {op:?}")),
             }
         }
-        assert_eq!(rows, 100, "expected 100 vector rows");
+        assert_eq!(rows, 102, "expected 102 vector rows");
         assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     }
 

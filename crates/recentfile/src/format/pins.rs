@@ -39,3 +39,42 @@ fn serialize_writes_each_format() {
     assert!(json.starts_with(b"{\"meta\":"), "{}", String::from_utf8_lossy(&json));
     assert_eq!(parse_bytes(&json, Format::Json).unwrap().events, rf.events);
 }
+
+/// The length limit is 4096 bytes, inclusive.
+#[test]
+fn path_length_limit() {
+    let at_limit = "a".repeat(4096);
+    assert_eq!(check_relative_path(&at_limit), Ok(()));
+    let over = "a".repeat(4097);
+    assert_eq!(check_relative_path(&over), Err("path is 4097 bytes long (limit 4096)".to_owned()));
+}
+
+/// Bytes that are not UTF-8 are escaped one by one, wherever they are,
+/// and a character cut off at the end is escaped byte by byte.
+#[test]
+fn escape_path_of_invalid_bytes() {
+    for (input, want) in [
+        (&b"a\xffb"[..], "a\\377b"),
+        (b"\xff\xfe", "\\377\\376"),
+        (b"a\xe2\x82", "a\\342\\202"),
+        (b"\xe2\x82", "\\342\\202"),
+        (b"x\xc3\xa9\xff\xc3\xa9", "xé\\377é"),
+    ] {
+        assert_eq!(escape_path(input), want, "{input:?}");
+    }
+}
+
+/// Every character that `escape_path` changes makes `needs_escape` true,
+/// and plain text, spaces and non-ASCII letters leave it false.
+#[test]
+fn needs_escape_agrees_with_escape_path() {
+    for s in ["\\", "\x7f", "\u{85}", "\t", "a\x1fb", "\u{9f}"] {
+        assert!(needs_escape(s), "{s:?}");
+        assert_ne!(escape_path(s), s);
+    }
+    for s in ["plain/path", "a b", "é/ü", "~!@#$%^&*()"] {
+        assert!(!needs_escape(s), "{s:?}");
+        assert_eq!(escape_path(s), s);
+    }
+    assert!(needs_escape(b"\xff"));
+}

@@ -30,6 +30,7 @@ fn serialize_writes_each_format() {
         Event::new(epoch("1700000400.5"), "id/T/Tick-2.tar.gz", EventKind::New),
         Event::new(epoch("1700000300.25"), "id/T/Tick-1.tar.gz", EventKind::Delete),
     ]);
+    assert_eq!(rf.events.len(), 2, "from_events keeps the events");
     rf.meta.protocol = Some("1".into());
     let producer = Producer { program: "pins".into(), time: epoch("1700000401.0") };
     let yaml = serialize(&rf, Format::Yaml, &producer);

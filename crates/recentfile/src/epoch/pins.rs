@@ -51,3 +51,150 @@ fn whole_seconds_table() {
         assert_eq!(Epoch::parse(s).unwrap().whole_seconds(), want, "{s}");
     }
 }
+
+/// Epochs of up to 22 bytes are stored inline (no allocation per epoch in a
+/// million-event Z file), whichever constructor made them; longer ones on
+/// the heap. The text is the same either way.
+#[test]
+fn short_epochs_are_stored_inline() {
+    let short = [
+        Epoch::parse("1700000000.5").unwrap(),
+        Epoch::from_clock(1_700_000_100.5),
+        Epoch::from_whole_seconds(1_700_000_000),
+        Epoch::parse("1700000000").unwrap().with_dot(),
+        Epoch::parse("1700000100.5").unwrap().inc(),
+    ];
+    for e in &short {
+        assert!(matches!(e.0, EpochText::Inline { .. }), "{e} should be inline");
+    }
+    let at_limit = Epoch::parse("1700000000.12345678901").unwrap();
+    assert_eq!(at_limit.as_str().len(), INLINE_MAX);
+    assert!(matches!(at_limit.0, EpochText::Inline { .. }));
+    let long = Epoch::parse("1700000000.500000476837158203125").unwrap();
+    assert!(matches!(long.0, EpochText::Heap(_)));
+    assert_eq!(long.as_str(), "1700000000.500000476837158203125");
+    let long_made = long.inc_towards(&Epoch::parse("1700000000.500000476837158203126").unwrap()).unwrap();
+    assert!(long_made.as_str().len() > INLINE_MAX && matches!(long_made.0, EpochText::Heap(_)), "{long_made}");
+}
+
+/// `{:?}` shows the epoch's text, as a string.
+#[test]
+fn debug_shows_the_text() {
+    assert_eq!(format!("{:?}", Epoch::parse("1700000000.5").unwrap()), "Epoch(\"1700000000.5\")");
+    let long = Epoch::parse("1700000000.500000476837158203125").unwrap();
+    assert_eq!(format!("{long:?}"), "Epoch(\"1700000000.500000476837158203125\")");
+}
+
+/// A clock reading of zero, of either sign, is the epoch `0`: never `-0`.
+#[test]
+fn from_clock_of_zero() {
+    assert_eq!(Epoch::from_clock(0.0).as_str(), "0");
+    assert_eq!(Epoch::from_clock(-0.0).as_str(), "0");
+}
+
+/// Each kind of bad epoch gets its own message, quoting the input.
+#[test]
+fn parse_errors_say_why() {
+    let too_long = format!("1.{}", "5".repeat(4095));
+    let cases = [
+        ("", "empty epoch (expected a decimal number such as 1700000000.5)"),
+        ("1.2.3", "epoch \"1.2.3\" is not a decimal number: more than one '.'"),
+        ("-1", "epoch \"-1\" is not a decimal number: sign '-' at position 1 (epochs are unsigned)"),
+        ("1+", "epoch \"1+\" is not a decimal number: sign '+' at position 2 (epochs are unsigned)"),
+        ("1E5", "epoch \"1E5\" is not a decimal number: exponent 'E' at position 2 (write all digits)"),
+        ("1 5", "epoch \"1 5\" is not a decimal number: a space at position 2 (only digits and one '.')"),
+        ("1,5", "epoch \"1,5\" is not a decimal number: ',' at position 2 (only digits and one '.')"),
+        ("1\t", "epoch \"1\\t\" is not a decimal number: '\\t' at position 2 (only digits and one '.')"),
+        (".5", "epoch \".5\" is not a decimal number: no digit before '.'"),
+        ("5.", "epoch \"5.\" is not a decimal number: no digit after '.'"),
+        ("05", "epoch \"05\" has a leading zero (allowed only in front of a '.')"),
+        ("12345678901234567890", "epoch \"12345678901234567890\" is out of range: more than 19 digits without a '.'"),
+        (
+            too_long.as_str(),
+            "epoch \"1.55555555555555555555555555555555555555\"... is too long: 4097 characters, at most 4096",
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(Epoch::parse(input).unwrap_err().to_string(), want, "{input:?}");
+    }
+    // Exactly 40 characters are quoted whole.
+    let forty = "1".repeat(20) + "." + &"1".repeat(19);
+    assert_eq!(forty.len(), 40);
+    assert!(Epoch::parse(&forty).is_ok());
+    let bad = format!("{forty}x");
+    assert_eq!(
+        Epoch::parse(&bad).unwrap_err().to_string(),
+        format!("epoch \"{forty}\"... is not a decimal number: 'x' at position 41 (only digits and one '.')")
+    );
+    let bad = format!("{}x", &forty[..39]);
+    assert_eq!(
+        Epoch::parse(&bad).unwrap_err().to_string(),
+        format!("epoch \"{bad}\" is not a decimal number: 'x' at position 40 (only digits and one '.')")
+    );
+}
+
+/// A value of the wrong type names what an epoch looks like.
+#[test]
+fn deserialize_error_names_the_expected_form() {
+    let err = serde_json::from_str::<Epoch>("1700000160.5").unwrap_err().to_string();
+    assert!(err.contains("expected an epoch as a decimal string, such as \"1700000000.5\""), "{err}");
+}
+
+/// Formats that hand over an integer (whatever the type hint) give its
+/// decimal text; a negative one is refused like the text `-5`.
+#[test]
+fn deserialize_from_integers() {
+    use serde::de::{value::Error, IntoDeserializer};
+    use serde::Deserialize;
+    let e = Epoch::deserialize(IntoDeserializer::<Error>::into_deserializer(1_700_000_160u64)).unwrap();
+    assert_eq!(e.as_str(), "1700000160");
+    let e = Epoch::deserialize(IntoDeserializer::<Error>::into_deserializer(1_700_000_160i64)).unwrap();
+    assert_eq!(e.as_str(), "1700000160");
+    let err = Epoch::deserialize(IntoDeserializer::<Error>::into_deserializer(-5i64)).unwrap_err();
+    assert!(err.to_string().contains("sign '-'"), "{err}");
+}
+
+/// Where the reference's bump never returns (its chop loop regrows the
+/// candidate forever), the port substitutes the documented fallback: the
+/// lower epoch followed by `1`, `01`, … until strictly between.
+#[test]
+fn bump_fallback_where_the_reference_loops() {
+    let cases = [
+        // Both neighbours are one double, 1700000001.0: lowering the upper
+        // one to int(l) + 1 would change it, so it stays.
+        ("1700000000.99999999", "1700000001.00000001", "1700000000.999999991"),
+        ("100000000000000000000.5", "100000000000000000005.5", "100000000000000000000.51"),
+    ];
+    for (l, r, want) in cases {
+        let got = Epoch::parse(l).unwrap().inc_towards(&Epoch::parse(r).unwrap()).unwrap();
+        assert_eq!(got.as_str(), want, "inc({l}, {r})");
+    }
+}
+
+/// `%.15g` of negative values, as C prints them (not reached by epochs,
+/// but the function is C's).
+#[test]
+fn g15_of_negative_values() {
+    assert_eq!(format_g15(f64::NEG_INFINITY), "-inf");
+    assert_eq!(format_g15(-1.5), "-1.5");
+    assert_eq!(format_g15(-1.5e20), "-1.5e+20");
+}
+
+/// Where the reference's one-argument bump gives a value that is not
+/// above (0 gives 0.0, tiny values give themselves), the port appends `1`
+/// (after `.0` if dot-less), or, past 64 characters, adds one unit in the
+/// last decimal place.
+#[test]
+fn inc_fallback_where_the_reference_is_not_above() {
+    let long = format!("1.{}", "9".repeat(62));
+    let cases = [
+        ("0", "0.01"),
+        ("0.0", "0.01"),
+        ("0.00001", "0.000011"),
+        ("0.0000000000000000000001", "0.00000000000000000000011"),
+        (long.as_str(), "2.0"),
+    ];
+    for (l, want) in cases {
+        assert_eq!(Epoch::parse(l).unwrap().inc().as_str(), want, "inc({l})");
+    }
+}

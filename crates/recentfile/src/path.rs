@@ -274,3 +274,6 @@ mod tests {
         assert!(serde_json::from_str::<RelPath>(r#"{"bytes":"6"}"#).is_err());
     }
 }
+
+#[cfg(test)]
+mod pins;

@@ -335,3 +335,98 @@ fn a_file_of_2_gib_is_read_and_one_byte_more_is_not() {
         Err(ReadError::general("file is 2147483649 bytes (limit 2147483648)".into()))
     );
 }
+
+/// A big file is written in pieces of about 256 KiB, never as one text
+/// (a Z file holds a million events), and the pieces are the file.
+#[test]
+fn yaml_is_written_in_pieces_of_256_kib() {
+    struct Pieces(Vec<Vec<u8>>);
+    impl std::io::Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    const PIECE: usize = 256 << 10;
+    let events = (0..6000).map(|i| ev(1_700_000_000 - i, &format!("id/A/AB/ABC/{i:0>80}.tar.gz"), EventKind::New));
+    let rf = Recentfile::from_events(events.collect());
+    let producer = Producer { program: "p".into(), time: epoch("1700000001.5") };
+    let mut pieces = Pieces(Vec::new());
+    yaml::emit_to(&rf, &producer, &mut pieces).unwrap();
+    let whole = yaml::emit(&rf, &producer);
+    assert!(whole.len() > 3 * PIECE, "{}", whole.len());
+    assert_eq!(pieces.0.concat(), whole);
+    let (last, full) = pieces.0.split_last().unwrap();
+    assert_eq!(full.len(), whole.len() / PIECE, "pieces: {:?}", pieces.0.iter().map(Vec::len).collect::<Vec<_>>());
+    for piece in full {
+        assert!((PIECE..PIECE + 200).contains(&piece.len()), "{}", piece.len());
+    }
+    assert!(last.len() < PIECE);
+}
+
+/// The head of a recentfile as YAML::Syck writes it (six lines).
+const SYCK_HEAD: &str = "--- \nmeta: \n  dirtymark: '1700000000.5'\n  interval: 1h\n  protocol: 1\nrecent: \n";
+
+fn syck_item(epoch: &str, path: &str, kind: &str) -> String {
+    format!("  - \n    epoch: {epoch}\n    path: {path}\n    type: {kind}\n")
+}
+
+/// An epoch with a dot at either end is no epoch (Epoch::parse): the
+/// strict path and the outline give the file to the readers that say why.
+#[test]
+fn an_epoch_with_a_dot_at_an_end_is_not_for_the_strict_path() {
+    for bad in ["'1700000001.'", "'.5'"] {
+        let text = SYCK_HEAD.to_string() + &syck_item("'1700000002.5'", "a/b", "new") + &syck_item(bad, "a/c", "new");
+        assert_eq!(yaml::parse_syck(&text), None, "{bad}");
+        assert_eq!(yaml::outline(text.as_bytes()).unwrap(), None, "{bad}");
+        let err = parse_bytes(text.as_bytes(), Format::Yaml).unwrap_err();
+        assert!(err.to_string().starts_with("cannot read recentfile: line 11: "), "{err}");
+    }
+}
+
+/// Syck writes an empty string as `''`, and so does rrr's emitter for an
+/// empty path (which a recentfile never holds, but the emitter takes).
+#[test]
+fn an_empty_path_is_written_as_syck_writes_an_empty_string() {
+    let rf = Recentfile::from_events(vec![ev(5, "", EventKind::New)]);
+    let producer = Producer { program: "p".into(), time: epoch("6.5") };
+    let text = String::from_utf8(serialize(&rf, Format::Yaml, &producer)).unwrap();
+    assert!(text.ends_with("recent: \n  - \n    epoch: '5.0'\n    path: ''\n    type: new\n"), "{text}");
+}
+
+/// The strict path takes a file whose last line lacks its newline, with
+/// either type.
+#[test]
+fn the_last_line_may_lack_its_newline() {
+    for (name, kind) in [("new", EventKind::New), ("delete", EventKind::Delete)] {
+        let text = SYCK_HEAD.to_string()
+            + &syck_item("'1700000002.5'", "a/b", "new")
+            + &syck_item("'1700000001.5'", "a/c", name);
+        let cut = text.trim_end_matches('\n');
+        let strict = yaml::parse_syck(cut).unwrap_or_else(|| panic!("not taken: {cut:?}"));
+        assert_eq!(strict.events.iter().map(|e| e.kind).collect::<Vec<_>>(), [EventKind::New, kind]);
+        assert_eq!(yaml::outline(cut.as_bytes()).unwrap().map(|o| o.count), Some(2));
+        assert_eq!(parse_bytes(cut.as_bytes(), Format::Yaml).unwrap(), strict);
+    }
+}
+
+/// A line of 1 MiB (its newline included) is read; one byte more is refused.
+#[test]
+fn a_yaml_line_of_1_mib_is_read_and_one_byte_more_is_not() {
+    const LIMIT: usize = 1 << 20;
+    for len in [LIMIT, LIMIT + 1] {
+        let comment = "x".repeat(len - "  comment: \n".len());
+        let text = format!("--- \nmeta: \n  comment: {comment}\n  interval: 1h\nrecent: \n")
+            + &syck_item("'5.5'", "a/b", "new");
+        match parse_bytes(text.as_bytes(), Format::Yaml) {
+            Ok(rf) if len == LIMIT => assert_eq!(rf.meta.comment.map(|c| c.len()), Some(comment.len())),
+            Err(e) if len > LIMIT => {
+                assert_eq!(e, ReadError::at(3, format!("line is {len} bytes long (limit {LIMIT})")))
+            }
+            other => panic!("{len}: {other:?}"),
+        }
+    }
+}

@@ -430,3 +430,64 @@ fn a_yaml_line_of_1_mib_is_read_and_one_byte_more_is_not() {
         }
     }
 }
+
+/// `protocol` and `minmax.mtime` are JSON numbers when they are integers
+/// that every 64-bit JSON reader holds exactly (at most 18 digits: below
+/// i64::MAX); anything longer stays a string, the text unchanged.
+#[test]
+fn json_integers_are_numbers_only_where_every_reader_holds_them() {
+    let producer = Producer { program: "p".into(), time: epoch("1.5") };
+    for (mtime, written) in [
+        ("1700000400", "1700000400"),
+        ("999999999999999999", "999999999999999999"),
+        ("9999999999999999999", r#""9999999999999999999""#),
+        ("18446744073709551615", r#""18446744073709551615""#),
+        ("", r#""""#),
+    ] {
+        let mut rf = Recentfile::default();
+        rf.meta.minmax = Some(MinMax { max: None, min: None, mtime: Some(mtime.into()) });
+        let text = String::from_utf8(serialize(&rf, Format::Json, &producer)).unwrap();
+        assert!(text.contains(&format!(r#""mtime":{written}}}"#)), "{mtime}: {text}");
+        let back = parse_bytes(text.as_bytes(), Format::Json).unwrap();
+        assert_eq!(back.meta.minmax.unwrap().mtime.as_deref(), Some(mtime));
+    }
+}
+
+/// A meta scalar is kept as text whatever the deserializer hands over: a
+/// string as it is, a number or bool as its text; anything else is refused
+/// saying what was expected.
+#[test]
+fn meta_scalars_are_text_from_any_deserializer() {
+    use read::{Text, TextMap};
+    use serde::de::IntoDeserializer;
+    use serde::Deserialize;
+    type E = serde::de::value::Error;
+    let text = |t: Result<Text, E>| t.unwrap().0;
+    assert_eq!(text(Text::deserialize(IntoDeserializer::<E>::into_deserializer(-5i64))), "-5");
+    assert_eq!(text(Text::deserialize(IntoDeserializer::<E>::into_deserializer(1700000000u64))), "1700000000");
+    assert_eq!(text(Text::deserialize(IntoDeserializer::<E>::into_deserializer(0.5f64))), "0.5");
+    assert_eq!(text(Text::deserialize(IntoDeserializer::<E>::into_deserializer(true))), "true");
+    assert_eq!(text(Text::deserialize(IntoDeserializer::<E>::into_deserializer(String::from("1h")))), "1h");
+    assert_eq!(serde_json::from_value::<Text>(serde_json::json!("6h")).unwrap().0, "6h");
+    let err = serde_json::from_value::<Text>(serde_json::json!([1])).unwrap_err();
+    assert!(err.to_string().ends_with("expected a scalar"), "{err}");
+    let map = serde_json::from_value::<TextMap>(serde_json::json!({"epoch": "5.5", "time": null})).unwrap();
+    assert_eq!(map.0, [("epoch".to_string(), Some("5.5".to_string())), ("time".into(), None)]);
+    let err = serde_json::from_value::<TextMap>(serde_json::json!("x")).unwrap_err();
+    assert!(err.to_string().ends_with("expected a mapping of scalars"), "{err}");
+}
+
+/// A name that is not UTF-8 is read as its bytes also right after a line
+/// that ends in a character of several bytes (any key order).
+#[test]
+fn a_name_that_is_not_utf8_after_a_line_ending_in_a_wide_character() {
+    let text = [
+        SYCK_HEAD.as_bytes(),
+        b"  - \n    epoch: '3.5'\n    type: new\n    path: a/\xc3\xa9\n",
+        b"  - path: caf\xe9\n    epoch: '2.5'\n    type: new\n",
+    ]
+    .concat();
+    let rf = parse_bytes(&text, Format::Yaml).unwrap();
+    let paths: Vec<&[u8]> = rf.events.iter().map(|e| e.path.as_bytes()).collect();
+    assert_eq!(paths, [&b"a/\xc3\xa9"[..], b"caf\xe9"]);
+}

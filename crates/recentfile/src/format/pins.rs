@@ -491,3 +491,19 @@ fn a_name_that_is_not_utf8_after_a_line_ending_in_a_wide_character() {
     let paths: Vec<&[u8]> = rf.events.iter().map(|e| e.path.as_bytes()).collect();
     assert_eq!(paths, [&b"a/\xc3\xa9"[..], b"caf\xe9"]);
 }
+
+/// An epoch that is not below the previous one refuses the file, saying
+/// which of the two it is.
+#[test]
+fn an_epoch_out_of_order_says_whether_it_repeats_or_goes_up() {
+    for (second, says) in [
+        ("2.5", "epoch 2.5 duplicates the previous event's 2.5"),
+        ("3", "epoch 3 is newer than the previous event's 2.5"),
+    ] {
+        let json = format!(
+            r#"{{"recent":[{{"epoch":"2.5","path":"a","type":"new"}},{{"epoch":"{second}","path":"b","type":"new"}}]}}"#
+        );
+        let err = parse_bytes(json.as_bytes(), Format::Json).unwrap_err();
+        assert_eq!(err.message, format!("event #2: {says} (the list must be strictly decreasing)"));
+    }
+}

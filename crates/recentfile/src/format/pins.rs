@@ -507,3 +507,29 @@ fn an_epoch_out_of_order_says_whether_it_repeats_or_goes_up() {
         assert_eq!(err.message, format!("event #2: {says} (the list must be strictly decreasing)"));
     }
 }
+
+/// Perl's `looks_like_number` on infinities and NaNs, from Perl 5.36's
+/// `grok_infnan`: `1.#IND` needs its `1.#`, a NaN needs its `a`, any zeros
+/// may follow `1.#IND`, and a NaN payload of spaces only is none.
+#[test]
+fn perl_infnan_spellings() {
+    for (s, number) in [
+        ("1.#IND00", true),
+        ("1#IND000 ", true),
+        ("ind", false),
+        ("Ind0", false),
+        ("nxn", false),
+        ("NZN", false),
+        ("nan( )", false),
+        ("nan(  )", false),
+    ] {
+        assert_eq!(syck::looks_like_number(s.as_bytes()), number, "{s:?}");
+    }
+}
+
+/// A newline in a single-quoted scalar is written twice, and once more
+/// after another newline (what YAML::Syck 1.34 writes for "1\n\n").
+#[test]
+fn newlines_in_single_quotes_as_syck_writes_them() {
+    assert_eq!(syck::scalar("1\n\n"), "'1\n\n\n'");
+}

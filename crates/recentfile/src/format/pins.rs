@@ -533,3 +533,16 @@ fn perl_infnan_spellings() {
 fn newlines_in_single_quotes_as_syck_writes_them() {
     assert_eq!(syck::scalar("1\n\n"), "'1\n\n\n'");
 }
+
+/// The strict path takes every escape Syck writes in a double-quoted path
+/// (a CR and a tab among them) and gives the same file as the line reader.
+#[test]
+fn the_strict_path_takes_syck_escapes_in_paths() {
+    let path = "a\rb\tc\x1bd\x07\x00e";
+    let written = syck::scalar(path);
+    assert_eq!(written, r#""a\rb\tc\ed\a\0e""#);
+    let text = SYCK_HEAD.to_string() + &syck_item("'2.5'", &written, "new");
+    let strict = yaml::parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text:?}"));
+    assert_eq!(strict.events, [Event::new(epoch("2.5"), path, EventKind::New)]);
+    assert_eq!(parse_bytes(text.as_bytes(), Format::Yaml).unwrap(), strict);
+}

@@ -273,9 +273,7 @@ impl Outline {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError> {
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(ReadError::general(format!("file is {} bytes (limit {MAX_FILE_BYTES})", bytes.len())));
-    }
+    check_size(bytes.len() as u64)?;
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => std::borrow::Cow::Borrowed(text),
         Err(e) if format == Format::Yaml => std::borrow::Cow::Owned(mark_non_utf8_paths(bytes, e)?),
@@ -294,6 +292,16 @@ pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Recentfile, ReadError
         Format::Json => super::json::parse(&text)?,
     };
     validate(raw)
+}
+
+/// Refuses a file over [`MAX_FILE_BYTES`] before anything reads it (a
+/// function of the length alone, so that its bound can be tested without
+/// a 2 GiB file).
+pub(super) fn check_size(len: u64) -> Result<(), ReadError> {
+    if len > MAX_FILE_BYTES {
+        return Err(ReadError::general(format!("file is {len} bytes (limit {MAX_FILE_BYTES})")));
+    }
+    Ok(())
 }
 
 /// The text of a YAML file that is not UTF-8 throughout, where every

@@ -692,3 +692,26 @@ fn perl_infnan_signs_and_payloads() {
         assert_eq!(syck::looks_like_number(s.as_bytes()), number, "{s:?}");
     }
 }
+
+/// Perl 5.36's `looks_like_number` on NaN payloads with an underscore at
+/// the end or a sign.
+#[test]
+fn perl_nan_payloads_with_underscores_and_signs() {
+    for (s, number) in
+        [("nan(0x1_)", false), ("nan(0x1_1)", true), ("nan(0b1_)", false), ("nan(+1)", false), ("nan(-1)", false)]
+    {
+        assert_eq!(syck::looks_like_number(s.as_bytes()), number, "{s:?}");
+    }
+}
+
+/// Epochs whose dots are at different indices are ordered by number, not
+/// by their first eight bytes: the strict path takes 1000000000.5 before
+/// 999999999.5.
+#[test]
+fn the_strict_path_orders_epochs_with_the_dot_elsewhere_by_number() {
+    let text =
+        SYCK_HEAD.to_string() + &syck_item("'1000000000.5'", "a/b", "new") + &syck_item("'999999999.5'", "a/c", "new");
+    let strict = yaml::parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text:?}"));
+    assert_eq!(strict.events.len(), 2);
+    assert_eq!(yaml::outline(text.as_bytes()).unwrap().map(|o| o.count), Some(2));
+}

@@ -607,11 +607,12 @@ fn needs_escape_agrees_with_escape_path() {
 }
 
 /// Paths YAML::Syck 1.34 writes plain are taken by the strict path as
-/// they are: a `#` without a space before it, a tab after a leading `.`
-/// or `_`, and the plain scalars that start with a sign or `~` or `<`.
+/// they are: a `#` without a space before it, a tab after a leading `.`,
+/// `_` or non-ASCII character, and the plain scalars that start with a
+/// sign or `~` or `<`.
 #[test]
 fn the_strict_path_takes_paths_syck_writes_plain() {
-    for path in ["a#b", ".a\tb", "_a\tb", "-a", "~x", "<<", "+5"] {
+    for path in ["a#b", ".a\tb", "_a\tb", "é\tb", "-a", "~x", "<<", "+5"] {
         assert_eq!(syck::scalar(path), path, "Syck writes {path:?} plain");
         let text = SYCK_HEAD.to_string() + &syck_item("'2.5'", path, "new");
         let strict = yaml::parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text:?}"));
@@ -714,4 +715,15 @@ fn the_strict_path_orders_epochs_with_the_dot_elsewhere_by_number() {
     let strict = yaml::parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text:?}"));
     assert_eq!(strict.events.len(), 2);
     assert_eq!(yaml::outline(text.as_bytes()).unwrap().map(|o| o.count), Some(2));
+}
+
+/// An item the general reader reads alone (a flow mapping) keeps its line
+/// number: a skipped event says where it is.
+#[test]
+fn an_item_read_alone_keeps_its_line_number() {
+    let text = SYCK_HEAD.to_string() + "  - {epoch: '2.5', path: a/b, type: bogus}\n";
+    let rf = parse_bytes(text.as_bytes(), Format::Yaml).unwrap();
+    assert_eq!(rf.events, []);
+    let skipped: Vec<_> = rf.skipped.iter().map(|s| (s.line, s.path.to_string(), s.reason.as_str())).collect();
+    assert_eq!(skipped, [(Some(7), "a/b".to_string(), "unknown event type \"bogus\"")]);
 }

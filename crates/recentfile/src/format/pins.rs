@@ -605,3 +605,125 @@ fn needs_escape_agrees_with_escape_path() {
     }
     assert!(needs_escape(b"\xff"));
 }
+
+/// Paths YAML::Syck 1.34 writes plain are taken by the strict path as
+/// they are: a `#` without a space before it, a tab after a leading `.`,
+/// `_` or non-ASCII character, and the plain scalars that start with a
+/// sign or `~` or `<`.
+#[test]
+fn the_strict_path_takes_paths_syck_writes_plain() {
+    for path in ["a#b", ".a\tb", "_a\tb", "é\tb", "-a", "~x", "<<", "+5"] {
+        assert_eq!(syck::scalar(path), path, "Syck writes {path:?} plain");
+        let text = SYCK_HEAD.to_string() + &syck_item("'2.5'", path, "new");
+        let strict = yaml::parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text:?}"));
+        assert_eq!(strict.events, [Event::new(epoch("2.5"), path, EventKind::New)], "{path:?}");
+        assert_eq!(yaml::outline(text.as_bytes()).unwrap().map(|o| o.count), Some(1), "{path:?}");
+    }
+}
+
+/// A single-quoted path with a lone quote inside is no scalar: the strict
+/// path and the outline leave it to the readers that say why.
+#[test]
+fn a_single_quoted_path_with_a_lone_quote_is_not_for_the_strict_path() {
+    let text = SYCK_HEAD.to_string() + &syck_item("'2.5'", "'a'b'", "new");
+    assert_eq!(yaml::parse_syck(&text), None);
+    assert_eq!(yaml::outline(text.as_bytes()).unwrap(), None);
+}
+
+/// A file that ends a few bytes into its last path (a cut transfer) is
+/// not for the strict path, wherever the cut falls.
+#[test]
+fn a_file_cut_inside_its_last_path_is_not_for_the_strict_path() {
+    let full = SYCK_HEAD.to_string() + &syck_item("'2.5'", "abcdefghij", "new");
+    let path_start = full.find("abcdefghij").unwrap();
+    for cut in path_start..path_start + 12 {
+        let text = &full[..cut];
+        assert_eq!(yaml::parse_syck(text), None, "{text:?}");
+        assert_eq!(yaml::outline(text.as_bytes()).unwrap(), None, "{text:?}");
+    }
+}
+
+/// A document in flow style goes to the general YAML reader, with its
+/// `\xHH` runs resolved only inside double quotes: not inside a single-
+/// quoted scalar (even after a space and `"`), and still after an escaped
+/// quote and after a `''''` (one quote) on the same line. Expected values
+/// from YAML::Syck 1.34's `Load` of the same text.
+#[test]
+fn flow_style_quoted_scalars_as_syck_reads_them() {
+    let text = concat!(
+        "meta: {}\n",
+        r#"recent: [{epoch: 3, path: 'a "\xC3\xA4"', type: new}, {epoch: 2, path: '''', type: new},"#,
+        r#" {epoch: 1, path: "\"\xC3\xA4", type: ''}]"#,
+        "\n",
+    );
+    let raw = yaml::parse(text).unwrap();
+    let got: Vec<_> = raw.events.iter().map(|e| (e.epoch.clone(), e.path.clone(), e.kind.clone())).collect();
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(got, [(s("3"), s(r#"a "\xC3\xA4""#), s("new")), (s("2"), s("'"), s("new")), (s("1"), s("\"ä"), s(""))]);
+}
+
+/// A file cut right after a backslash inside double quotes (with a
+/// `\xHH` before it) is refused with an error, not a crash; YAML::Syck
+/// 1.34 says "syntax error" there too.
+#[test]
+fn a_file_cut_after_a_backslash_in_double_quotes_is_an_error() {
+    let text = r#"meta: {}
+recent: [{epoch: 1, path: "\xC3\xA4\"#;
+    let err = parse_bytes(text.as_bytes(), Format::Yaml).unwrap_err();
+    assert!(err.to_string().starts_with("cannot read recentfile: "), "{err}");
+}
+
+/// Perl 5.36's `looks_like_number`: one sign at most before an infinity,
+/// a NaN payload must not be empty, and `0x` or `0b` alone is none.
+#[test]
+fn perl_infnan_signs_and_payloads() {
+    for (s, number) in [
+        ("+inf", true),
+        ("-nan", true),
+        ("-+inf", false),
+        ("+-inf", false),
+        ("--inf", false),
+        ("nan()", false),
+        ("nan())", false),
+        ("nan(1)", true),
+        ("nan(12)", true),
+        ("nan(0x)", false),
+        ("nan(0b)", false),
+    ] {
+        assert_eq!(syck::looks_like_number(s.as_bytes()), number, "{s:?}");
+    }
+}
+
+/// Perl 5.36's `looks_like_number` on NaN payloads with an underscore at
+/// the end or a sign.
+#[test]
+fn perl_nan_payloads_with_underscores_and_signs() {
+    for (s, number) in
+        [("nan(0x1_)", false), ("nan(0x1_1)", true), ("nan(0b1_)", false), ("nan(+1)", false), ("nan(-1)", false)]
+    {
+        assert_eq!(syck::looks_like_number(s.as_bytes()), number, "{s:?}");
+    }
+}
+
+/// Epochs whose dots are at different indices are ordered by number, not
+/// by their first eight bytes: the strict path takes 1000000000.5 before
+/// 999999999.5.
+#[test]
+fn the_strict_path_orders_epochs_with_the_dot_elsewhere_by_number() {
+    let text =
+        SYCK_HEAD.to_string() + &syck_item("'1000000000.5'", "a/b", "new") + &syck_item("'999999999.5'", "a/c", "new");
+    let strict = yaml::parse_syck(&text).unwrap_or_else(|| panic!("not taken: {text:?}"));
+    assert_eq!(strict.events.len(), 2);
+    assert_eq!(yaml::outline(text.as_bytes()).unwrap().map(|o| o.count), Some(2));
+}
+
+/// An item the general reader reads alone (a flow mapping) keeps its line
+/// number: a skipped event says where it is.
+#[test]
+fn an_item_read_alone_keeps_its_line_number() {
+    let text = SYCK_HEAD.to_string() + "  - {epoch: '2.5', path: a/b, type: bogus}\n";
+    let rf = parse_bytes(text.as_bytes(), Format::Yaml).unwrap();
+    assert_eq!(rf.events, []);
+    let skipped: Vec<_> = rf.skipped.iter().map(|s| (s.line, s.path.to_string(), s.reason.as_str())).collect();
+    assert_eq!(skipped, [(Some(7), "a/b".to_string(), "unknown event type \"bogus\"")]);
+}

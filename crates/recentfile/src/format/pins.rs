@@ -727,3 +727,24 @@ fn an_item_read_alone_keeps_its_line_number() {
     let skipped: Vec<_> = rf.skipped.iter().map(|s| (s.line, s.path.to_string(), s.reason.as_str())).collect();
     assert_eq!(skipped, [(Some(7), "a/b".to_string(), "unknown event type \"bogus\"")]);
 }
+
+/// A path line that is not UTF-8 is read from its YAML scalar. A plain one
+/// holding a comment (` #`) or a `: ` is no scalar Syck writes (it quotes
+/// such names), so the file is refused at that line rather than read with
+/// the comment or the colon as part of the name.
+#[test]
+fn a_plain_non_utf8_path_with_a_comment_or_a_colon_is_refused() {
+    let item = |path_tail: &[u8]| {
+        let mut text = SYCK_HEAD.as_bytes().to_vec();
+        text.extend_from_slice(b"  - \n    epoch: '2.5'\n    path: caf\xe9");
+        text.extend_from_slice(path_tail);
+        text.extend_from_slice(b"\n    type: new\n");
+        text
+    };
+    for tail in [&b" #x"[..], b": x"] {
+        let err = parse_bytes(&item(tail), Format::Yaml).unwrap_err();
+        assert_eq!(err, ReadError::at(9, "a path that is not UTF-8 and no YAML scalar".into()), "{tail:?}");
+    }
+    let rf = parse_bytes(&item(b"#x  "), Format::Yaml).unwrap();
+    assert_eq!(rf.events[0].path.as_ref() as &[u8], b"caf\xe9#x");
+}

@@ -35,6 +35,41 @@ fn perl_writer(rfile: &Path, path: &str, marks: Option<&Path>) -> Command {
     c
 }
 
+/// An origin whose principal a Perl writer is about to take over: the
+/// failpoint and the Perl writer's mark directories are made.
+struct Takeover {
+    tmp: tempfile::TempDir,
+    root: PathBuf,
+    rfile: PathBuf,
+    lock: PathBuf,
+    marks: PathBuf,
+    fp: PathBuf,
+}
+
+impl Takeover {
+    fn new() -> Takeover {
+        let (tmp, root) = origin();
+        let (marks, fp) = (tmp.path().join("marks"), tmp.path().join("failpoint"));
+        fs::create_dir(&marks).unwrap();
+        fs::create_dir(&fp).unwrap();
+        let (rfile, lock) = (root.join("RECENT-1h.yaml"), root.join("RECENT-1h.yaml.lock"));
+        Takeover { tmp, root, rfile, lock, marks, fp }
+    }
+
+    /// Leave a stale lock (a dead owner) and start the Perl writer, which
+    /// judges it stale and then waits at its `breaking` mark.
+    fn perl_breaking_a_stale_lock(&self) -> Child {
+        fs::create_dir(&self.lock).unwrap();
+        fs::write(self.lock.join("process"), format!("{}\n", dead_pid())).unwrap();
+        let perl = perl_writer(&self.rfile, "perl/p", Some(&self.marks)).stderr(Stdio::null()).spawn().unwrap();
+        let marks = &self.marks;
+        wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || {
+            marks.join("breaking").exists()
+        });
+        perl
+    }
+}
+
 fn dead_pid() -> u32 {
     let mut c = Command::new("true").spawn().unwrap();
     let pid = c.id();
@@ -76,38 +111,30 @@ enum RrrWriter {
 
 /// See [`forced_takeover`]; returns rrr's exit code and stderr.
 fn forced_takeover_of(writer: RrrWriter, failpoint: &str, round: usize) -> (Option<i32>, String) {
-    let (tmp, root) = origin();
-    let rfile = root.join("RECENT-1h.yaml");
-    let lock = root.join("RECENT-1h.yaml.lock");
-    let (marks, fp) = (tmp.path().join("marks"), tmp.path().join("failpoint"));
-    fs::create_dir(&marks).unwrap();
-    fs::create_dir(&fp).unwrap();
+    let t = Takeover::new();
+    let (tmp, root, lock, marks, fp) = (&t.tmp, &t.root, &t.lock, &t.marks, &t.fp);
     let ours = format!("d/rrr{round}");
     fs::write(root.join(&ours), "x").unwrap();
     if writer == RrrWriter::Aggregate {
-        ok(&["update", &principal(&root), s(&root.join(&ours))]);
+        ok(&["update", &principal(root), s(&root.join(&ours))]);
     }
-    fs::create_dir(&lock).unwrap();
-    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
-
-    let mut perl: Child = perl_writer(&rfile, "perl/p", Some(&marks)).stderr(Stdio::null()).spawn().unwrap();
-    wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || marks.join("breaking").exists());
+    let mut perl = t.perl_breaking_a_stale_lock();
     let log = tmp.path().join("rrr.stderr");
     let args = match writer {
-        RrrWriter::InitForce => vec!["init".to_string(), "--force".to_string(), s(&root).to_string()],
-        RrrWriter::Update => vec!["update".to_string(), principal(&root), s(&root.join(&ours)).to_string()],
+        RrrWriter::InitForce => vec!["init".to_string(), "--force".to_string(), s(root).to_string()],
+        RrrWriter::Update => vec!["update".to_string(), principal(root), s(&root.join(&ours)).to_string()],
         RrrWriter::Aggregate => {
             // Recorded before the Perl writer came: the stale lock is
             // planted after.
-            vec!["aggregate".to_string(), "--force".to_string(), principal(&root)]
+            vec!["aggregate".to_string(), "--force".to_string(), principal(root)]
         }
     };
     let mut rrr_update = Rrr::new()
         .args(&args)
-        .env(format!("RRR_FAILPOINT_{failpoint}"), &fp)
+        .env(format!("RRR_FAILPOINT_{failpoint}"), fp)
         .stderr(fs::File::create(&log).unwrap())
         .spawn();
-    wait_for("rrr to hold the lock", Duration::from_secs(20), || reached(&fp));
+    wait_for("rrr to hold the lock", Duration::from_secs(20), || reached(fp));
     fs::write(marks.join("wake"), "").unwrap();
     wait_for("the Perl writer to take the lock over and read", Duration::from_secs(20), || marks.join("read").exists());
     fs::write(fp.join("go"), "").unwrap();
@@ -120,7 +147,7 @@ fn forced_takeover_of(writer: RrrWriter, failpoint: &str, round: usize) -> (Opti
     assert!(perl.wait().unwrap().success(), "the Perl writer failed");
     let status = rrr_update.wait().unwrap();
     let err = fs::read_to_string(&log).unwrap();
-    let got = news_paths(&root);
+    let got = news_paths(root);
     if status.success() {
         assert!(
             got.contains(&ours),
@@ -135,7 +162,7 @@ fn forced_takeover_of(writer: RrrWriter, failpoint: &str, round: usize) -> (Opti
     }
     assert!(got.contains(&"perl/p".to_string()), "{failpoint}: the Perl writer's event is kept too: {got:?}");
     assert!(!lock.exists(), "{failpoint}: the lock is released");
-    let left: Vec<String> = fs::read_dir(&root)
+    let left: Vec<String> = fs::read_dir(root)
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -250,26 +277,19 @@ fn perl_takeover_while_aggregate_holds_the_lock() {
 /// the watched file and the Perl writer's event are in the index.
 #[test]
 fn perl_takeover_while_watch_records_a_batch() {
-    let (tmp, root) = origin();
-    let rfile = root.join("RECENT-1h.yaml");
-    let lock = root.join("RECENT-1h.yaml.lock");
-    let (marks, fp) = (tmp.path().join("marks"), tmp.path().join("failpoint"));
-    fs::create_dir(&marks).unwrap();
-    fs::create_dir(&fp).unwrap();
+    let t = Takeover::new();
+    let (root, marks, fp) = (&t.root, &t.marks, &t.fp);
     // Open while the daemon starts and cascades the fresh index, shut after.
     fs::write(fp.join("go"), "").unwrap();
     let env = format!("RRR_FAILPOINT_LOCK_HELD={}", fp.display());
-    let mut d = crate::watch::Daemon::start_under(&["env", &env], &root, &[]);
+    let mut d = crate::watch::Daemon::start_under(&["env", &env], root, &[]);
     d.wait_log("\"kind\":\"aggregate\"");
-    for e in fs::read_dir(&fp).unwrap().flatten() {
+    for e in fs::read_dir(fp).unwrap().flatten() {
         fs::remove_file(e.path()).unwrap();
     }
-    fs::create_dir(&lock).unwrap();
-    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
-    let mut perl: Child = perl_writer(&rfile, "perl/p", Some(&marks)).stderr(Stdio::null()).spawn().unwrap();
-    wait_for("the Perl writer to judge the lock stale", Duration::from_secs(20), || marks.join("breaking").exists());
-    write(&root, "d/watched", "x");
-    wait_for("the daemon to hold the lock for its batch", Duration::from_secs(20), || reached(&fp));
+    let mut perl = t.perl_breaking_a_stale_lock();
+    write(root, "d/watched", "x");
+    wait_for("the daemon to hold the lock for its batch", Duration::from_secs(20), || reached(fp));
     fs::write(marks.join("wake"), "").unwrap();
     wait_for("the Perl writer to take the lock over and read", Duration::from_secs(20), || marks.join("read").exists());
     fs::write(fp.join("go"), "").unwrap();
@@ -277,10 +297,10 @@ fn perl_takeover_while_watch_records_a_batch() {
     fs::write(marks.join("go"), "").unwrap();
     assert!(perl.wait().unwrap().success(), "the Perl writer failed");
     let both = poll_until(crate::watch::WAIT, || {
-        let got = news_paths(&root);
+        let got = news_paths(root);
         got.contains(&"d/watched".to_string()) && got.contains(&"perl/p".to_string())
     });
-    assert!(both, "the daemon's batch or the Perl writer's event is missing: {:?}\n{}", news_paths(&root), d.log());
+    assert!(both, "the daemon's batch or the Perl writer's event is missing: {:?}\n{}", news_paths(root), d.log());
     assert!(d.running(), "the daemon keeps running:\n{}", d.log());
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");

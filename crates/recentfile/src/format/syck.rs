@@ -651,3 +651,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod pins;

@@ -1523,3 +1523,8 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod pins_scalars;
+#[cfg(test)]
+mod pins_strict;

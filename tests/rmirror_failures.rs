@@ -47,13 +47,14 @@ fn a_path_the_origin_cannot_send_holds_back_nothing_else() {
     std::os::unix::fs::symlink("/etc", origin.join("sub/link")).unwrap();
     write(&origin, "id/N/ok2.txt", "ok2\n");
     record(&origin, "new id/N/ok1.txt\nnew id/N/secret.txt\nnew sub/link/hostname\nnew id/N/ok2.txt\n");
-    let started = std::time::Instant::now();
     let o = rmirror(&["--remote", &src, "--localroot", s(&target), "--json"]);
-    let took = started.elapsed();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!stderr(&o).contains("retrying"), "{}", stderr(&o));
-    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    // Tried once in this pass, not retried with a back-off inside it.
+    for f in v["failing"].as_array().unwrap() {
+        assert_eq!(f["attempts"], 1, "{v}");
+    }
     assert_eq!(v["transferred"], 2, "what really arrived: {v}");
     assert_eq!(v["complete"], true, "failing paths do not block complete: {v}");
     let failing: Vec<&str> = v["failing"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();

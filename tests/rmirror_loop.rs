@@ -72,21 +72,21 @@ fn loop_survives_a_failing_pass() {
         .stderr(std::process::Stdio::piped())
         .spawn();
     // Failing before the first byte: only the attempts are recorded, and
-    // the passes back off (1 s, 2 s, 4 s, …: about 2 in 2.5 s, not 25).
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // the passes back off: the pause doubles after each failure in a row.
+    let failures = || {
+        fs::read(target.join(".rrr/state.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|st| st["consecutive_failures"].as_u64())
+            .unwrap_or(0)
+    };
+    wait_for("three failed passes", std::time::Duration::from_secs(60), || failures() >= 3);
     assert!(only_a_failed_attempt(&target), "a failing first pass wrote more: {:?}", listing(&target));
-    let tried = state(&target)["consecutive_failures"].as_u64().unwrap();
-    assert!((2..=10).contains(&tried), "{tried} failed attempts in 2.5 s");
     fs::write(origin.join("RECENT-1h.yaml"), good).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
+    wait_for("a good pass", std::time::Duration::from_secs(60), || {
         let st = fs::read(target.join(".rrr/state.json")).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-        if st.is_some_and(|st| st["last_complete"].is_string()) {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for a good pass");
-        std::thread::sleep(std::time::Duration::from_millis(30));
-    }
+        st.is_some_and(|st| st["last_complete"].is_string())
+    });
     child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
@@ -94,11 +94,40 @@ fn loop_survives_a_failing_pass() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_string())
         .collect();
-    let errors = kinds.iter().filter(|k| *k == "error").count();
-    assert!((2..=8).contains(&errors), "{errors} failed passes in 2.5 s: {kinds:?}\n{}", stderr(&o));
-    assert!(kinds.contains(&"pass".to_string()), "{kinds:?}");
-    assert!(stderr(&o).contains("failed passes in a row; next pass in"), "{}", stderr(&o));
+    // The failed passes, then the good one; nothing after a good pass fails.
+    let errors = kinds.iter().take_while(|k| *k == "error").count();
+    assert!(errors >= 3 && kinds[errors..].iter().all(|k| k == "pass") && kinds.len() > errors, "{kinds:?}");
+    let err = stderr(&o);
+    let backoffs: Vec<&str> = err.lines().filter(|l| l.contains("next pass in")).collect();
+    assert_eq!(backoffs.len(), errors, "{err}");
+    for (line, want) in backoffs.iter().zip([
+        "1 failed pass; next pass in 1.00 s",
+        "2 failed passes in a row; next pass in 2.00 s",
+        "3 failed passes in a row; next pass in 4.00 s",
+    ]) {
+        assert!(line.ends_with(want), "{line:?} should end with {want:?}\n{err}");
+    }
+    // And each pause is really taken: the next pass starts no sooner.
+    let logged: Vec<(f64, &str)> = err.lines().filter_map(|l| Some((log_seconds(l)?, l))).collect();
+    for (i, (at, line)) in logged.iter().enumerate().filter(|(_, (_, l))| l.contains("next pass in")) {
+        let pause: f64 = line.rsplit("next pass in ").next().unwrap().trim_end_matches(" s").parse().unwrap();
+        if let Some((next, _)) =
+            logged[i + 1..].iter().find(|(_, l)| l.contains("pass failed") || l.contains("mirrored"))
+        {
+            let waited = (next - at).rem_euclid(86400.0);
+            assert!(waited >= pause - 0.05, "waited {waited:.3} s after {line:?}\n{err}");
+        }
+    }
     assert_same_tree(&origin, &target);
+}
+
+/// The time of day of a log line (`2026-12-02T03:53:56.834Z  WARN …`), in seconds.
+fn log_seconds(line: &str) -> Option<f64> {
+    let (stamp, _) = line.split_once("Z ")?;
+    let (_, time) = stamp.split_once('T')?;
+    let mut parts = time.split(':').map(|p| p.parse::<f64>());
+    let (h, m, s) = (parts.next()?.ok()?, parts.next()?.ok()?, parts.next()?.ok()?);
+    Some(h * 3600.0 + m * 60.0 + s)
 }
 
 #[test]

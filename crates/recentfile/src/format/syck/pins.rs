@@ -46,8 +46,9 @@ fn assert_seen_as_perl_and_syck(rows: &[Seen]) {
 
 /// `looks_like_number` on decimal numbers: spaces (a newline among them)
 /// around a sign, digits, a dot and an exponent; `-` followed by spaces
-/// alone is a number. Syck quotes them unless they are short integers
-/// (at most 9 bytes, no leading `0`), and writes a newline in one twice.
+/// alone is a number. Syck quotes them unless `unquotable_integer` passes
+/// them (at most 9 bytes, no leading `0`, the first byte unchecked: `.0`
+/// stays plain), and writes a newline in single quotes twice.
 const NUMBERS: &[Seen] = &[
     (b"0", true, b"0"),
     (b"-\t", true, b"\"-\\t\""),

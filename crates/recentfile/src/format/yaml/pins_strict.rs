@@ -448,6 +448,8 @@ const PATHS: &[&str] = &[
     ":a",
     "a\u{a0}",
     "off\u{a0}x",
+    "new",
+    "delete",
 ];
 
 #[test]
@@ -560,4 +562,100 @@ fn next_item_reads_one_block_says_more_when_cut_and_bad_otherwise() {
     for (at, v) in values {
         assert_eq!(&block[at..at + v.len()], v);
     }
+}
+
+#[test]
+fn an_item_cut_by_a_quoted_line_is_read_whole_with_one_anchor_sign() {
+    // A double-quoted path whose second line starts like an item: read
+    // alone, the two pieces fail, but the document reads as YAML::Syck
+    // 1.34 reads it (path `a* - b`), also with only one of `&` and `*`.
+    for sign in ['*', '&'] {
+        let text = format!(
+            "{HEAD}  - \n    epoch: '1700000002.5'\n    path: \"a{sign}\n  - b\"\n    type: new\n{}",
+            item("'1700000001.5'", "c", "new")
+        );
+        let rf = slow(&text).unwrap();
+        let paths: Vec<String> = rf.events.iter().map(|e| e.path.to_str().unwrap().to_string()).collect();
+        assert_eq!(paths, [format!("a{sign} - b"), "c".to_string()], "{sign}");
+        assert_eq!(rf.events[0].epoch.as_str(), "1700000002.5");
+    }
+}
+
+#[test]
+fn whole_files_in_syck_layout_are_read_by_the_strict_path() {
+    let text = strict_text(30, |_, it| it);
+    let f = temp_file(text.as_bytes());
+    let strict = parse_syck(&text).unwrap();
+    assert_eq!(strict.events.len(), 30);
+    assert_eq!(read_syck_file(f.as_file()).unwrap(), Some(strict.clone()));
+    assert_eq!(outline_file(f.as_file()).unwrap(), Some(Outline::of(&strict)));
+    let f = temp_file(text.replace("type: new", "type: brandnew").as_bytes());
+    assert_eq!(read_syck_file(f.as_file()).unwrap(), None);
+    assert_eq!(outline_file(f.as_file()).unwrap(), None);
+}
+
+#[test]
+fn split_head_finds_the_top_level_recent_line_after_meta() {
+    for (text, want) in [
+        ("meta: \nrecent: \n  - x\n", Some(("meta: \n", "", "  - x\n"))),
+        ("--- \nmeta: \n  a: 1\nrecent: []\n\n", Some(("--- \nmeta: \n  a: 1\n", "[]", "\n"))),
+        ("meta: \n  recent: x\nrecent:  y \nz", Some(("meta: \n  recent: x\n", "y", "z"))),
+        ("meta: \nrecent:", Some(("meta: \n", "", ""))),
+        ("recent: \nmeta: \n", None),
+        ("--- \nmeta: \n", None),
+        ("meta: \n recent: \n", None),
+        ("", None),
+    ] {
+        assert_eq!(split_head(text), want, "{text:?}");
+    }
+}
+
+#[test]
+fn emit_writes_what_yaml_syck_dumps() {
+    // From perl 5.36, YAML::Syck 1.34 ($YAML::Syck::SortKeys = 1) on the same data.
+    let version = env!("CARGO_PKG_VERSION");
+    let epoch = |s: &str| Epoch::parse(s).unwrap();
+    let meta = super::super::Meta {
+        aggregator: ["1h", "6h", "1d", "Z"].map(String::from).to_vec(),
+        canonize: Some("naive_path_normalize".into()),
+        comment: Some("c".into()),
+        dirtymark: Some(epoch("1700000000.5")),
+        filenameroot: Some("RECENT".into()),
+        interval: Some("1h".into()),
+        merged: Merged::Into {
+            epoch: Some(epoch("1700000400.5")),
+            into_interval: Some("6h".into()),
+            time: Some("1700000500.5".into()),
+        },
+        minmax: Some(super::super::MinMax {
+            max: Some(epoch("1700000400.5")),
+            min: None,
+            mtime: Some("1700000400".into()),
+        }),
+        protocol: Some("1".into()),
+        serializer_suffix: Some(".json".into()),
+        ..Default::default()
+    };
+    let rf = Recentfile {
+        meta,
+        events: vec![
+            Event::new(epoch("1700000002.5"), "id/A/x.tar.gz", EventKind::New),
+            Event::new(epoch("1700000001"), "a b", EventKind::Delete),
+        ],
+        ..Recentfile::default()
+    };
+    let producer = Producer { program: "p".into(), time: epoch("1700000001.5") };
+    let want = format!(
+        "--- \nmeta: \n  Producers: \n    $0: p\n    rrr: {version}\n    time: '1700000001.5'\n  aggregator: \n    - 1h\n    - 6h\n    - 1d\n    - Z\n  canonize: naive_path_normalize\n  comment: c\n  dirtymark: '1700000000.5'\n  filenameroot: RECENT\n  interval: 1h\n  merged: \n    epoch: '1700000400.5'\n    into_interval: 6h\n    time: '1700000500.5'\n  minmax: \n    max: '1700000400.5'\n    min: ~\n    mtime: '1700000400'\n  protocol: 1\n  serializer_suffix: .json\nrecent: \n  - \n    epoch: '1700000002.5'\n    path: id/A/x.tar.gz\n    type: new\n  - \n    epoch: '1700000001'\n    path: a b\n    type: delete\n"
+    );
+    assert_eq!(String::from_utf8(emit(&rf, &producer)).unwrap(), want);
+    let rf = Recentfile {
+        meta: super::super::Meta { merged: Merged::Reset, protocol: Some("1".into()), ..Default::default() },
+        ..Recentfile::default()
+    };
+    let producer = Producer { program: "p".into(), time: epoch("5") };
+    let want = format!(
+        "--- \nmeta: \n  Producers: \n    $0: p\n    rrr: {version}\n    time: 5\n  merged: {{}}\n\n  protocol: 1\nrecent: []\n\n"
+    );
+    assert_eq!(String::from_utf8(emit(&rf, &producer)).unwrap(), want);
 }

@@ -703,3 +703,17 @@ fn emit_writes_what_yaml_syck_dumps() {
     );
     assert_eq!(String::from_utf8(emit(&rf, &producer)).unwrap(), want);
 }
+
+#[test]
+#[ignore = "bug: without `&` or `*` parse keeps the itemwise reading, whose second piece has the epoch `1\"`, and the file is an error"]
+fn an_item_cut_by_a_quoted_line_without_anchor_signs_is_read_whole() {
+    // As above, with neither `&` nor `*`: YAML::Syck 1.34 reads the path
+    // `a - b epoch: 1`.
+    let text = format!(
+        "{HEAD}  - \n    epoch: '1700000002.5'\n    path: \"a\n  - b\n    epoch: 1\"\n    type: new\n{}",
+        item("'1700000001.5'", "c", "new")
+    );
+    let rf = slow(&text).unwrap();
+    let paths: Vec<String> = rf.events.iter().map(|e| e.path.to_str().unwrap().to_string()).collect();
+    assert_eq!(paths, ["a - b epoch: 1", "c"]);
+}

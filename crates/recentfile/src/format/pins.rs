@@ -130,7 +130,7 @@ fn epoch(s: &str) -> Epoch {
 }
 
 /// A file with every meta key set.
-fn full_meta() -> Meta {
+pub(super) fn full_meta() -> Meta {
     Meta {
         producers: vec![("$0".into(), "old".into())],
         aggregator: ["1h", "6h", "1d", "Z"].map(String::from).to_vec(),

@@ -659,27 +659,8 @@ fn emit_writes_what_yaml_syck_dumps() {
     // From perl 5.36, YAML::Syck 1.34 ($YAML::Syck::SortKeys = 1) on the same data.
     let version = env!("CARGO_PKG_VERSION");
     let epoch = |s: &str| Epoch::parse(s).unwrap();
-    let meta = super::super::Meta {
-        aggregator: ["1h", "6h", "1d", "Z"].map(String::from).to_vec(),
-        canonize: Some("naive_path_normalize".into()),
-        comment: Some("c".into()),
-        dirtymark: Some(epoch("1700000000.5")),
-        filenameroot: Some("RECENT".into()),
-        interval: Some("1h".into()),
-        merged: Merged::Into {
-            epoch: Some(epoch("1700000400.5")),
-            into_interval: Some("6h".into()),
-            time: Some("1700000500.5".into()),
-        },
-        minmax: Some(super::super::MinMax {
-            max: Some(epoch("1700000400.5")),
-            min: None,
-            mtime: Some("1700000400".into()),
-        }),
-        protocol: Some("1".into()),
-        serializer_suffix: Some(".json".into()),
-        ..Default::default()
-    };
+    // Every meta key set (Producers are the writer's own, whatever the meta holds).
+    let meta = super::super::pins::full_meta();
     let rf = Recentfile {
         meta,
         events: vec![

@@ -187,8 +187,7 @@ fn a_whole_tree_pass_that_would_delete_a_mass_of_the_mirror_stops_first() {
     t.pass_converges();
     assert_eq!(count_files(&t.target), 350);
 
-    let state =
-        || -> Value { serde_json::from_str(&fs::read_to_string(t.target.join(".rrr/state.json")).unwrap()).unwrap() };
+    let state = || fixture::state(&t.target);
     let good = state()["last_success"].clone();
     assert!(good.is_string(), "{}", state());
 
@@ -316,7 +315,7 @@ fn a_daemon_with_one_connection_slot_serves_every_pass_at_the_first_attempt() {
         assert!(!err.contains("failed, retrying"), "pass {n} spent a retry: {err}");
         let refused = err.matches("max connections").count();
         assert!(refused <= 1, "pass {n}: {err}");
-        let st: Value = serde_json::from_slice(&fs::read(t.target.join(".rrr/state.json")).unwrap()).unwrap();
+        let st = fixture::state(&t.target);
         assert_eq!(st["counters"]["errors"], serde_json::json!({}), "pass {n}: {st}");
         refused
     };
@@ -404,7 +403,7 @@ fn a_slow_recentfile_fetch_keeps_the_heartbeat_and_reports_progress() {
     // The state while the fetch runs: its heartbeat names the running phase.
     let mut phases = std::collections::BTreeSet::new();
     while child.try_wait().unwrap().is_none() {
-        if let Ok(st) = serde_json::from_slice::<Value>(&fs::read(target.join(".rrr/state.json")).unwrap_or_default()) {
+        if let Some(st) = fixture::state_if_any(&target) {
             if let Some(p) = st["running"]["phase"].as_str() {
                 phases.insert(p.to_string());
             }

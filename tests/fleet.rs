@@ -6,6 +6,7 @@
 //! options' layers (command line > tree table > file defaults > built-in)
 //! hold end to end.
 
+use crate::util::fixture::{passes_counted, state};
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use std::fs;
@@ -50,15 +51,6 @@ fn sigterm(child: &mut Child) -> ExitStatus {
     status.unwrap()
 }
 
-/// The tree's state file, parsed, if it exists.
-fn state(root: &Path) -> Option<serde_json::Value> {
-    fs::read(root.join(".rrr/state.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
-}
-
-fn passes(root: &Path) -> u64 {
-    state(root).and_then(|v| v["counters"]["passes"].as_u64()).unwrap_or(0)
-}
-
 fn abs(p: &Path) -> String {
     std::path::absolute(p).unwrap().display().to_string()
 }
@@ -88,7 +80,7 @@ fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
     config(&first, "interval = 1", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
     let log1 = tmp.path().join("first.log");
     let mut loop1 = spawn(&["rmirror", "--loop", "--config", s(&first)], &log1);
-    wait_for("both trees' first passes", LIMIT, || passes(&a) >= 1 && passes(&b) >= 1);
+    wait_for("both trees' first passes", LIMIT, || passes_counted(&a) >= 1 && passes_counted(&b) >= 1);
     let holder = format!("process {}", loop1.id());
 
     // Between the loop's passes, a one-shot on one of its trees is refused.
@@ -109,9 +101,9 @@ fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
     config(&second, "interval = 1", &[(&src("a"), &a, ""), (&src("c"), &c, "")]);
     let log2 = tmp.path().join("second.log");
     let mut loop2 = spawn(&["rmirror", "--loop", "--config", s(&second)], &log2);
-    wait_for("the free tree's passes", LIMIT, || passes(&c) >= 2);
-    let a_passes = passes(&a);
-    wait_for("the first loop's next pass on its tree", LIMIT, || passes(&a) > a_passes);
+    wait_for("the free tree's passes", LIMIT, || passes_counted(&c) >= 2);
+    let a_passes = passes_counted(&a);
+    wait_for("the first loop's next pass on its tree", LIMIT, || passes_counted(&a) > a_passes);
     assert_eq!(sigterm(&mut loop2).code(), Some(130));
     let log = fs::read_to_string(&log2).unwrap();
     assert!(log.contains(&format!("1 tree of 2 held by another run, not mirrored here: {}", abs(&a))), "{log}");
@@ -233,15 +225,15 @@ fn a_hung_upstream_delays_only_its_own_tree() {
     let HungFleet { _tmp, o: _, _daemon, hole, good, hung, file, log } = HungFleet::new(1);
     let mut child = spawn(&["-v", "rmirror", "--loop", "--config", s(&file)], &log);
     wait_for("the hung tree's connection", LIMIT, || hole.accepted.load(Ordering::SeqCst) >= 1);
-    let start = passes(&good);
+    let start = passes_counted(&good);
     // While the hung tree's one rsync waits (300 s, the default timeout),
     // the healthy tree makes pass after pass.
-    wait_for("three passes of the healthy tree", LIMIT, || passes(&good) >= start + 3);
+    wait_for("three passes of the healthy tree", LIMIT, || passes_counted(&good) >= start + 3);
     assert_eq!(hole.accepted.load(Ordering::SeqCst), 1, "the hung tree's first call still hangs");
     let status = sigterm(&mut child);
     assert_eq!(status.code(), Some(130));
     assert_eq!(hole.accepted.load(Ordering::SeqCst), 1, "stopped, not retried");
-    let st = state(&good).unwrap();
+    let st = state(&good);
     assert!(st["counters"]["passes"].as_u64().unwrap() >= start + 3, "{st}");
     assert!(st["last_complete"].is_string(), "{st}");
     let text = fs::read_to_string(&log).unwrap();
@@ -262,7 +254,7 @@ fn a_hung_upstream_delays_only_its_own_tree() {
 fn trigger_wakes_the_healthy_tree_of_a_config_beside_a_hung_one() {
     let HungFleet { _tmp, o, _daemon, hole, good, hung, file, log } = HungFleet::new(300);
     let mut child = spawn(&["rmirror", "--loop", "--config", s(&file)], &log);
-    wait_for("the healthy tree's first pass", LIMIT, || passes(&good) >= 1);
+    wait_for("the healthy tree's first pass", LIMIT, || passes_counted(&good) >= 1);
     wait_for("the hung tree's connection", LIMIT, || hole.accepted.load(Ordering::SeqCst) >= 1);
     write(&o, "id/B/pushed.tar.gz", "pushed\n");
     ok(&["update", &format!("{}/RECENT.recent", o.display()), "id/B/pushed.tar.gz"]);
@@ -270,7 +262,7 @@ fn trigger_wakes_the_healthy_tree_of_a_config_beside_a_hung_one() {
     assert_eq!(out.status.code(), Some(0), "one loop woken: {}", stderr(&out));
     assert!(stdout(&out).contains(&format!("woke the loop on {}", good.display())), "{}", stdout(&out));
     assert!(stderr(&out).contains(&format!("no rmirror --loop runs on {}", hung.display())), "{}", stderr(&out));
-    wait_for("the triggered pass", LIMIT, || passes(&good) >= 2);
+    wait_for("the triggered pass", LIMIT, || passes_counted(&good) >= 2);
     assert!(good.join("id/B/pushed.tar.gz").exists());
     let out = rrr(&["trigger", "--config", s(&file), "--tree", s(&hung)]);
     assert_eq!(out.status.code(), Some(3), "the hung tree runs no loop yet: {}", stderr(&out));
@@ -327,8 +319,8 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
     // --interval beats the file's 600 s: the loop makes a second pass.
     let log = tmp.path().join("loop.log");
     let mut child = spawn(&["rmirror", "--loop", "--interval", "1", "--config", s(&file)], &log);
-    let before = passes(&dir.join("t1"));
-    wait_for("a second pass a second later", LIMIT, || passes(&dir.join("t1")) >= before + 2);
+    let before = passes_counted(&dir.join("t1"));
+    wait_for("a second pass a second later", LIMIT, || passes_counted(&dir.join("t1")) >= before + 2);
     assert_eq!(sigterm(&mut child).code(), Some(130));
 
     // A number through the layers: the file's limit refuses the principal

@@ -347,8 +347,7 @@ fn a_closed_log_ends_the_loop_with_1() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
         assert_eq!(status.code(), Some(1), "{args:?}: {status:?}");
-        let st: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(tree.join(".rrr/state.json")).unwrap()).unwrap();
+        let st = crate::util::fixture::state(tree);
         assert!(st["last_complete"].is_string(), "state saved: {st}");
     }
 }

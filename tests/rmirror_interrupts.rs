@@ -66,9 +66,7 @@ fn real_kill_9_mid_transfer_resumes_without_recopying() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let done_before_kill = loop {
         assert!(std::time::Instant::now() < deadline, "no chunk finished");
-        let n = fs::read(t.target.join(".rrr/state.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        let n = state_if_any(&t.target)
             .map(|st| news.iter().filter(|p| st_covers_path(&st, &t.origin, p)).count())
             .unwrap_or(0);
         if n >= 5 {

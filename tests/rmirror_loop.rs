@@ -7,7 +7,6 @@ use crate::util::mirror::*;
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
-use std::path::Path;
 
 #[test]
 fn lock_loop_and_signals() {
@@ -31,14 +30,14 @@ fn lock_loop_and_signals() {
     drop(held);
 
     // --loop survives passes; SIGTERM stops it cleanly (130) with the state saved.
-    let before = state_passes(&t.target);
+    let before = passes_counted(&t.target);
     let child = Rrr::new()
         .args(["rmirror", "--remote", &t.src(), "--localroot", s(&t.target), "--loop", "--interval", "1", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while state_passes(&t.target) < before + 2 {
+    while passes_counted(&t.target) < before + 2 {
         assert!(std::time::Instant::now() < deadline, "loop made no passes");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -48,14 +47,6 @@ fn lock_loop_and_signals() {
     assert!(stdout(&o).lines().count() >= 2);
     assert!(fs::File::open(&lock).unwrap().try_lock().is_ok(), "lock released");
     assert_same_tree(&t.origin, &t.target);
-}
-
-fn state_passes(target: &Path) -> u64 {
-    fs::read(target.join(".rrr/state.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["counters"]["passes"].as_u64())
-        .unwrap_or(0)
 }
 
 #[test]
@@ -73,19 +64,12 @@ fn loop_survives_a_failing_pass() {
         .spawn();
     // Failing before the first byte: only the attempts are recorded, and
     // the passes back off: the pause doubles after each failure in a row.
-    let failures = || {
-        fs::read(target.join(".rrr/state.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|st| st["consecutive_failures"].as_u64())
-            .unwrap_or(0)
-    };
+    let failures = || state_if_any(&target).and_then(|st| st["consecutive_failures"].as_u64()).unwrap_or(0);
     wait_for("three failed passes", std::time::Duration::from_secs(60), || failures() >= 3);
     assert!(only_a_failed_attempt(&target), "a failing first pass wrote more: {:?}", listing(&target));
     fs::write(origin.join("RECENT-1h.yaml"), good).unwrap();
     wait_for("a good pass", std::time::Duration::from_secs(60), || {
-        let st = fs::read(target.join(".rrr/state.json")).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-        st.is_some_and(|st| st["last_complete"].is_string())
+        state_if_any(&target).is_some_and(|st| st["last_complete"].is_string())
     });
     child.signal(libc::SIGTERM);
     let o = child.wait_with_output();

@@ -2,21 +2,13 @@
 //! against a real rsync daemon; triggers during a pass coalesce into one
 //! more pass; without a loop, exit 3.
 
-use crate::util::fixture::{Mirror, Origin};
+use crate::util::fixture::{passes_counted, Mirror, Origin};
 use crate::util::*;
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
-
-fn passes(target: &Path) -> u64 {
-    fs::read(target.join(".rrr/state.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v["counters"]["passes"].as_u64())
-        .unwrap_or(0)
-}
 
 /// An origin of `n` files served by a daemon, and where the mirror goes.
 struct Push {
@@ -71,19 +63,19 @@ fn trigger_and_sigusr1_wake_the_loop() {
     assert!(stderr(&o).contains("no rmirror --loop runs on"), "{}", stderr(&o));
 
     let child = p.start_loop(None);
-    wait_for("the first pass", Duration::from_secs(60), || passes(&p.target) >= 1);
+    wait_for("the first pass", Duration::from_secs(60), || passes_counted(&p.target) >= 1);
     // With a 300 s interval, the file arrives only if the trigger woke the loop.
     p.publish("d/pushed.txt");
     let o = p.trigger();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("woke the loop on"), "{}", stdout(&o));
     assert!(stdout(&o).contains("rmirror --loop"), "names the holder: {}", stdout(&o));
-    wait_for("the triggered pass", Duration::from_secs(60), || passes(&p.target) >= 2);
+    wait_for("the triggered pass", Duration::from_secs(60), || passes_counted(&p.target) >= 2);
     assert!(p.target.join("d/pushed.txt").exists(), "the triggered pass took the new file");
 
     p.publish("d/signalled.txt");
     child.signal(libc::SIGUSR1);
-    wait_for("the pass after SIGUSR1", Duration::from_secs(60), || passes(&p.target) >= 3);
+    wait_for("the pass after SIGUSR1", Duration::from_secs(60), || passes_counted(&p.target) >= 3);
     assert!(p.target.join("d/signalled.txt").exists(), "the signalled pass took the new file");
 
     let o = stop(child);
@@ -112,23 +104,23 @@ fn triggers_during_a_pass_make_exactly_one_more_pass() {
     fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
 
     let child = p.start_loop(Some(&wrapper));
-    wait_for("the first pass", Duration::from_secs(60), || passes(&p.target) >= 1);
+    wait_for("the first pass", Duration::from_secs(60), || passes_counted(&p.target) >= 1);
     fs::write(marks.join("slow"), "").unwrap();
     p.publish("d/one.txt");
     assert_eq!(p.trigger().status.code(), Some(0));
     let calls = || fs::read_dir(&marks).unwrap().count() - 1;
     wait_for("the slow pass to start", Duration::from_secs(60), || calls() >= 1);
-    assert_eq!(passes(&p.target), 1, "the second pass is still running");
+    assert_eq!(passes_counted(&p.target), 1, "the second pass is still running");
     for _ in 0..5 {
         let o = p.trigger();
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
     fs::remove_file(marks.join("slow")).unwrap();
-    wait_for("the pass the triggers asked for", Duration::from_secs(60), || passes(&p.target) >= 3);
+    wait_for("the pass the triggers asked for", Duration::from_secs(60), || passes_counted(&p.target) >= 3);
     // Five triggers during one pass are one more pass, not five: with a
     // 300 s interval nothing else may follow.
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(passes(&p.target), 3, "triggers during a pass coalesce into one");
+    assert_eq!(passes_counted(&p.target), 3, "triggers during a pass coalesce into one");
     assert!(p.target.join("d/one.txt").exists());
     let o = stop(child);
     let kinds: Vec<String> = stdout(&o)

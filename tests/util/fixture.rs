@@ -155,6 +155,17 @@ impl Mirror {
     }
 }
 
+/// `root/.rrr/state.json`, parsed, or `None` while there is none (or it
+/// cannot be read yet): for polling a running loop.
+pub fn state_if_any(root: &Path) -> Option<Value> {
+    fs::read(root.join(".rrr/state.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// The passes the tree's state has counted so far (0 before the first).
+pub fn passes_counted(root: &Path) -> u64 {
+    state_if_any(root).and_then(|v| v["counters"]["passes"].as_u64()).unwrap_or(0)
+}
+
 /// `root/.rrr/state.json`, parsed.
 #[track_caller]
 pub fn state(root: &Path) -> Value {

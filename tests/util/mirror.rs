@@ -11,7 +11,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-pub use super::fixture::{change, state};
+pub use super::fixture::{change, passes_counted, state, state_if_any};
 
 /// An origin of `n` files in five directories (`id/A/f000.txt` …
 /// `id/E/…`), indexed and aggregated, served by a daemon; and a mirror

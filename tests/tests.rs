@@ -32,6 +32,7 @@ mod rmirror_failures;
 mod rmirror_hostile;
 mod rmirror_interrupts;
 mod rmirror_loop;
+mod rmirror_missing;
 mod rmirror_ownership;
 mod sys_layer;
 mod textfile_warnings;

@@ -37,6 +37,12 @@ pub(crate) struct Report {
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Paths the origin could not send, retried every pass.
     pub failing: Vec<Failing>,
+    /// Paths new events list that the origin has not had for the grace
+    /// (docs/decisions.md#missing-upstream): the mirror is not complete.
+    pub missing_upstream: Vec<Failing>,
+    /// Paths the origin lacked at the last try, still within the grace (a
+    /// delete event usually follows).
+    pub missing_in_grace: usize,
     /// Events of the last pass more than an hour ahead of the clock.
     pub future_events: u64,
     /// The last pass's error, if it failed, and when.
@@ -84,6 +90,8 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         refused: state.counters.refused,
         errors: state.counters.errors.clone(),
         failing: state.failing.clone(),
+        missing_upstream: state.missing_upstream(now).cloned().collect(),
+        missing_in_grace: state.missing.iter().filter(|m| !m.overdue(now)).count(),
         future_events: state.future_events,
         last_error: state.last_error.clone(),
         last_error_time: text(&state.last_error_time),
@@ -238,6 +246,14 @@ fn needs_attention(r: &Report, notes: &mut Vec<String>) -> bool {
             f.message
         ));
     }
+    if let Some(m) = r.missing_upstream.first() {
+        notes.push(format!(
+            "{} missing upstream (e.g. {}, listed since {})",
+            plural(r.missing_upstream.len() as u64, "path", "paths"),
+            crate::recentfile::shown_path(&m.path),
+            human::time(m.first.to_f64())
+        ));
+    }
     if r.future_events > 0 {
         notes.push(format!("{} from the future", plural(r.future_events, "event", "events")));
     }
@@ -311,7 +327,7 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 14] = [
+const GAUGES: [Metric; 15] = [
     ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", |r| {
         timestamp(&r.last_attempt)
     }),
@@ -345,6 +361,11 @@ const GAUGES: [Metric; 14] = [
     ("rrr_mirror_failing_paths", "Paths the origin could not send, retried every pass.", |r| {
         Some(r.failing.len() as f64)
     }),
+    (
+        "rrr_mirror_missing_upstream_paths",
+        "Paths new events list that the origin has not had for the grace period (the mirror is not complete).",
+        |r| Some(r.missing_upstream.len() as f64),
+    ),
     ("rrr_mirror_future_events", "Events of the last pass more than an hour ahead of the clock.", |r| {
         Some(r.future_events as f64)
     }),
@@ -496,6 +517,23 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
             human::time(f.first.to_f64()),
             f.message
         );
+    }
+    if !r.missing_upstream.is_empty() || r.missing_in_grace > 0 {
+        let grace = if r.missing_in_grace > 0 {
+            format!(" ({} more within the grace, awaiting a delete event)", human::count(r.missing_in_grace as u64))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "missing upstream {}{grace}", r.missing_upstream.len());
+        for m in &r.missing_upstream {
+            let _ = writeln!(
+                out,
+                "  {}  listed since {}, not at the origin ({})",
+                crate::recentfile::shown_path(&m.path),
+                human::time(m.first.to_f64()),
+                plural(m.attempts, "attempt", "attempts"),
+            );
+        }
     }
     out
 }

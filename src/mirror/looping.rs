@@ -94,6 +94,7 @@ pub(crate) fn is_idle(r: &PassReport) -> bool {
         && r.deletes_pending == 0
         && r.refused.is_empty()
         && r.failing.is_empty()
+        && r.missing_upstream.is_empty()
         && r.errors.is_empty()
         && r.future == 0
         && !r.dirtymark_changed
@@ -126,6 +127,9 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
     }
     if !r.failing.is_empty() {
         s.push_str(&format!(", {} failing", r.failing.len()));
+    }
+    if !r.missing_upstream.is_empty() {
+        s.push_str(&format!(", {} missing upstream", r.missing_upstream.len()));
     }
     if r.future > 0 {
         s.push_str(&format!(", {} from the future", r.future));
@@ -521,11 +525,17 @@ fn pause(
 }
 
 /// The exit status of a finished pass: 2 with errors; 1 with refused
-/// events, deletes left pending, failing paths, or a whole-tree pass owed.
+/// events, deletes left pending, failing or missing-upstream paths, or a
+/// whole-tree pass owed.
 pub(crate) fn exit_of(rep: &PassReport) -> Exit {
     if !rep.errors.is_empty() {
         Exit::Error
-    } else if !rep.refused.is_empty() || rep.deletes_pending > 0 || rep.max_delete_reached || !rep.failing.is_empty() {
+    } else if !rep.refused.is_empty()
+        || rep.deletes_pending > 0
+        || rep.max_delete_reached
+        || !rep.failing.is_empty()
+        || !rep.missing_upstream.is_empty()
+    {
         Exit::Differences
     } else {
         Exit::Ok

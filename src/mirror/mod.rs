@@ -58,6 +58,9 @@
 //! come. A path the origin cannot send (rsync exit 23 with a `[sender]`
 //! error) is marked done and listed in `failing`, retried every pass until
 //! it arrives or a newer event supersedes it; it holds back nothing else.
+//! A path a new event lists that the origin does not have is done and
+//! `missing`: quiet while a delete event may still explain it, then
+//! "missing upstream", which keeps the pass from being complete.
 //!
 //! A type change (a file replaced by a directory, or the reverse) takes
 //! one pass: the deletes in the new event's way go first, a directory the
@@ -80,6 +83,9 @@
 //!   "refetch": ["RECENT-6h.yaml"],                 // fetch with the next principal
 //!   "pending_deletes": [{"epoch": "…", "path": "…"}],
 //!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts"}],
+//!   "missing": [{"path", "epoch", "message": "", "first", "last", "attempts"}],
+//!                                                  // new events the origin lacks
+//!                                                  // (docs/decisions.md#missing-upstream)
 //!   "future_events": 0,                            // skipped as future in the last pass
 //!   "resync": false,                               // a whole-tree pass is owed
 //!   "newest_applied": "1700000400.5" | null,       // newest event transferred/deleted
@@ -87,6 +93,7 @@
 //!                "errors": {"connection": 1, …}},   // since the state was created
 //!   "started": "epoch", "last_success": "epoch"|null,
 //!   "last_complete": "epoch"|null,                 // every event of the principal done
+//!   "caught_up": "epoch"|null,                     // every event done (missing ones aside)
 //!   "last_error": "message"|null,                  // of the last attempt, if it failed
 //!   "last_error_time": "epoch"|null,
 //!   "last_attempt": "epoch"|null,                  // start of the last attempt
@@ -214,6 +221,9 @@ pub(crate) struct Mirror<'a> {
     /// Local directories the next transfer of their path may replace by
     /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
     replacing: std::collections::HashMap<RelPath, u64>,
+    /// Missing paths (`State::missing`) to try again with the pass's next
+    /// transfer, with their events' epochs: no connection of their own.
+    ride_along: Vec<(RelPath, crate::epoch::Epoch)>,
 }
 
 impl<'a> Mirror<'a> {
@@ -236,6 +246,7 @@ impl<'a> Mirror<'a> {
             on_heartbeat: None,
             in_flight: None,
             replacing: Default::default(),
+            ride_along: Vec::new(),
         })
     }
 

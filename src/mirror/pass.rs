@@ -108,7 +108,8 @@ impl<'a> Mirror<'a> {
     /// names; a guess (a file may span more than its interval) that costs
     /// bytes, never a connection, when it is wrong.
     fn behind_names(&self) -> Vec<String> {
-        let Some(last) = &self.state.last_complete else { return Vec::new() };
+        let last = [&self.state.last_complete, &self.state.caught_up].into_iter().flatten().max();
+        let Some(last) = last else { return Vec::new() };
         let behind = self.clock.now_f64() - last.to_f64();
         let mut ours: Vec<(u64, &String)> = self
             .state
@@ -235,17 +236,18 @@ impl<'a> Mirror<'a> {
             );
         }
         self.state.future_events = rep.future;
-        rep.failing = self
-            .state
-            .failing
-            .iter()
-            .map(|f| FailingReport {
-                path: f.path.clone(),
-                epoch: f.epoch.clone(),
-                message: f.message.clone(),
-                attempts: f.attempts,
-            })
-            .collect();
+        rep.failing = self.state.failing.iter().map(FailingReport::from).collect();
+        let now = self.clock.now_f64();
+        rep.missing_upstream = self.state.missing_upstream(now).map(FailingReport::from).collect();
+        if let Some(m) = rep.missing_upstream.first() {
+            tracing::warn!(
+                "{} missing upstream: listed by new events, not at the origin, and no delete event for {:.0} \
+                 minutes (e.g. {}); the mirror is not complete until they arrive or are deleted",
+                crate::output::human::plural(rep.missing_upstream.len() as u64, "path", "paths"),
+                super::state::MISSING_GRACE_SECS / 60.0,
+                shown_path(&m.path)
+            );
+        }
     }
 
     /// Record how the pass ended (success, held mass deletes, failure or
@@ -433,14 +435,20 @@ impl<'a> Mirror<'a> {
         self.finish_walk(dir, &mut w)
     }
 
-    /// Retry the failing paths before the principal is installed, so that
-    /// what arrives is in it. Each path retried is in `attempted`.
+    /// Retry the failing paths (and the missing ones with them) before the
+    /// principal is installed, so that what arrives is in it; without
+    /// failing paths, the missing ones ride along with the pass's first
+    /// transfer ([`Mirror::ride_along`]). Each path retried is in `attempted`.
     fn retry_before_walk(&mut self, principal: &Fetched, w: &mut Walk<'_>) -> Result<()> {
-        if self.cfg.dry_run || self.state.failing.is_empty() {
+        if self.cfg.dry_run || (self.state.failing.is_empty() && self.state.missing.is_empty()) {
             return Ok(());
         }
         let mut in_principal = HashMap::new();
         note_seen(&mut in_principal, &principal.rf, &w.limit);
+        if self.state.failing.is_empty() {
+            self.ride_along = self.missing_to_retry(&in_principal, &w.attempted);
+            return Ok(());
+        }
         self.retry_failing(&w.ignore, &in_principal, &mut w.attempted, w.rep)
     }
 
@@ -576,12 +584,21 @@ impl<'a> Mirror<'a> {
             let (seen, attempted) = (&w.newest_seen, &w.attempted);
             let superseded = |f: &Failing| seen.get(&f.path).is_some_and(|n| f.epoch.as_ref().is_none_or(|e| n > e));
             self.state.failing.retain(|f| attempted.contains(&f.path) || !superseded(f));
+            // A missing path a newer event explains is no longer missing,
+            // whether or not it was tried (a delete: the normal case).
+            self.state.missing.retain(|m| !superseded(m));
+            self.ride_along.clear();
+            self.retry_missing_alone(&w.newest_seen, &mut w.attempted, w.rep)?;
         }
-        w.rep.complete = w.all_done
+        let caught_up = w.all_done
             && w.rep.errors.is_empty()
             && self.state.pending_deletes.is_empty()
             && !self.state.resync
             && !self.cfg.dry_run;
+        if caught_up {
+            self.state.caught_up = Some(self.clock.now());
+        }
+        w.rep.complete = caught_up && self.state.missing_upstream(self.clock.now_f64()).next().is_none();
         Ok(())
     }
 

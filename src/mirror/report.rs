@@ -8,13 +8,20 @@ use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
 use serde::Serialize;
 
-/// A failing path as the pass reports it.
+/// A failing (or missing) path as the pass reports it.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct FailingReport {
     pub path: RelPath,
     pub epoch: Option<Epoch>,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
     pub attempts: u64,
+}
+
+impl From<&crate::mirror::Failing> for FailingReport {
+    fn from(f: &crate::mirror::Failing) -> FailingReport {
+        FailingReport { path: f.path.clone(), epoch: f.epoch.clone(), message: f.message.clone(), attempts: f.attempts }
+    }
 }
 
 /// What one pass did (the `--json` object has `"kind": "pass"`).
@@ -47,6 +54,10 @@ pub(crate) struct PassReport {
     pub refused: Vec<Refusal>,
     /// Paths the origin could not send, after this pass.
     pub failing: Vec<FailingReport>,
+    /// Paths new events list that the origin has not had for the grace
+    /// (docs/decisions.md#missing-upstream), after this pass: the pass is
+    /// not complete while there are any.
+    pub missing_upstream: Vec<FailingReport>,
     /// Events skipped because their epoch is more than an hour ahead.
     pub future: u64,
     pub vanished: u64,

@@ -58,6 +58,24 @@ pub(crate) struct Failing {
     pub attempts: u64,
 }
 
+/// How long a new event's file may be missing at the origin before it is
+/// `missing upstream` (docs/decisions.md#missing-upstream): a delete event
+/// usually follows an upload that was removed again within a pass or two.
+/// Both must have passed: this many seconds of the mirror's clock since it
+/// was first found missing …
+pub(crate) const MISSING_GRACE_SECS: f64 = 600.0;
+/// … and this many attempts (in different passes) that found it missing.
+pub(crate) const MISSING_GRACE_ATTEMPTS: u64 = 2;
+
+impl Failing {
+    /// A missing path whose grace is over at `now`: no delete event
+    /// explained it in [`MISSING_GRACE_ATTEMPTS`] passes and
+    /// [`MISSING_GRACE_SECS`].
+    pub fn overdue(&self, now: f64) -> bool {
+        self.attempts >= MISSING_GRACE_ATTEMPTS && now - self.first.to_f64() >= MISSING_GRACE_SECS
+    }
+}
+
 /// How an attempt at a pass ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -107,6 +125,12 @@ pub(crate) struct State {
     pub refetch: Vec<String>,
     pub pending_deletes: Vec<PendingDelete>,
     pub failing: Vec<Failing>,
+    /// New events whose file the origin did not have (rsync: no such file,
+    /// or vanished), and that no newer event explained yet; sorted by path.
+    /// Done, left out of our copies, retried along with the next transfer
+    /// (or alone once [`MISSING_GRACE_SECS`] passed); `missing upstream`
+    /// once [`Failing::overdue`]. `message` is empty.
+    pub missing: Vec<Failing>,
     pub future_events: u64,
     pub resync: bool,
     pub newest_applied: Option<Epoch>,
@@ -114,6 +138,11 @@ pub(crate) struct State {
     pub started: Option<Epoch>,
     pub last_success: Option<Epoch>,
     pub last_complete: Option<Epoch>,
+    /// The last pass that had every event done, though paths missing
+    /// upstream kept it from being complete: how far behind the mirror is
+    /// for the files it fetches (`Mirror::behind_names`), where
+    /// `last_complete` is what it owes its downstreams.
+    pub caught_up: Option<Epoch>,
     pub last_error: Option<String>,
     /// When `last_error` happened.
     pub last_error_time: Option<Epoch>,
@@ -261,16 +290,65 @@ impl State {
     }
 
     /// `path` arrived, vanished or was superseded: no longer failing.
-    pub(super) fn unfail(&mut self, path: impl AsRef<[u8]>) {
+    /// Returns whether it was.
+    pub(super) fn unfail(&mut self, path: impl AsRef<[u8]>) -> bool {
         let path = path.as_ref();
-        if let Ok(i) = self.failing.binary_search_by(|f| f.path.as_bytes().cmp(path)) {
-            self.failing.remove(i);
+        match self.failing.binary_search_by(|f| f.path.as_bytes().cmp(path)) {
+            Ok(i) => {
+                self.failing.remove(i);
+                true
+            }
+            Err(_) => false,
         }
     }
 
-    /// Failing paths and their directories, to leave out of installed copies.
+    /// Record that the origin does not have `path`, listed by a new event
+    /// at `epoch` (again): its attempts counted, its epoch the newest.
+    /// Returns the attempts.
+    pub(super) fn miss(&mut self, path: &RelPath, epoch: &Epoch, now: &Epoch) -> u64 {
+        match self.missing.binary_search_by(|m| m.path.as_bytes().cmp(path.as_bytes())) {
+            Ok(i) => {
+                let m = &mut self.missing[i];
+                m.attempts += 1;
+                m.last = now.clone();
+                if m.epoch.as_ref().is_none_or(|old| epoch > old) {
+                    m.epoch = Some(epoch.clone());
+                }
+                m.attempts
+            }
+            Err(i) => {
+                let m = Failing {
+                    path: path.clone(),
+                    epoch: Some(epoch.clone()),
+                    message: String::new(),
+                    first: now.clone(),
+                    last: now.clone(),
+                    attempts: 1,
+                };
+                self.missing.insert(i, m);
+                1
+            }
+        }
+    }
+
+    /// `path` arrived, is failing instead, or a newer event explained it:
+    /// no longer missing.
+    pub(super) fn unmiss(&mut self, path: impl AsRef<[u8]>) {
+        let path = path.as_ref();
+        if let Ok(i) = self.missing.binary_search_by(|m| m.path.as_bytes().cmp(path)) {
+            self.missing.remove(i);
+        }
+    }
+
+    /// The missing paths whose grace is over at `now` (seconds).
+    pub fn missing_upstream(&self, now: f64) -> impl Iterator<Item = &Failing> {
+        self.missing.iter().filter(move |m| m.overdue(now))
+    }
+
+    /// Failing and missing paths (and their directories), to leave out of
+    /// installed copies: a downstream never asks us for a file we lack.
     pub(super) fn failing_set(&self) -> HashSet<&[u8]> {
-        self.failing.iter().map(|f| f.path.as_bytes()).collect()
+        self.failing.iter().chain(&self.missing).map(|f| f.path.as_bytes()).collect()
     }
 }
 

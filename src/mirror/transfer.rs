@@ -9,7 +9,7 @@ use super::deletes::{Placement, LOST_FOUND, MAX_DELETE_MSG};
 use super::remote::{self, FetchDir, Layout};
 use super::report::{abort_point, Fetched, Itemized, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
-use super::state::{under_any, Failing};
+use super::state::{under_any, Failing, MISSING_GRACE_ATTEMPTS, MISSING_GRACE_SECS};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
@@ -312,7 +312,9 @@ impl<'a> Mirror<'a> {
         self.remove_perl_leftovers();
         let keeps = self.validate_index(&index, layout, &limit, rep);
         self.install_index(dir, &index.files, &keeps, newest)?;
-        rep.complete = rep.errors.is_empty() && !self.state.resync;
+        rep.complete = rep.errors.is_empty()
+            && !self.state.resync
+            && self.state.missing_upstream(self.clock.now_f64()).next().is_none();
         // Freeing millions of events takes a while; not on the way out.
         std::thread::spawn(move || drop(index));
         // The pass saves the state when it ends, right after this.
@@ -461,6 +463,10 @@ impl<'a> Mirror<'a> {
         }
         let failed = self.record_failures(out, None, fetched, rep);
         self.state.failing.retain(|f| failed.contains(&f.path));
+        // The whole tree arrived: a missing path that is here now is no
+        // longer missing; one that is not stays (the origin still lacks it).
+        let root = self.cfg.localroot.clone();
+        self.state.missing.retain(|m| fs::symlink_metadata(root.join(m.path.as_path())).is_err());
     }
 
     /// Remove the temp files a Perl client left in the target's top directory.
@@ -494,8 +500,8 @@ impl<'a> Mirror<'a> {
             .iter()
             .map(|&(f, e)| check_event_path(&self.cfg.localroot, index.path(f, e), &ignore, &mut safe))
             .collect();
-        let failing_now = self.state.failing.clone();
-        let failing: HashSet<&[u8]> = failing_now.iter().map(|f| f.path.as_bytes()).collect();
+        let failing_now: Vec<RelPath> = self.state.failing_set().into_iter().map(RelPath::from).collect();
+        let failing: HashSet<&[u8]> = failing_now.iter().map(|p| p.as_bytes()).collect();
         let mut reported: HashSet<(String, RelPath)> = HashSet::new();
         let mut keeps: Vec<Vec<bool>> = Vec::with_capacity(index.files.len());
         for (f, ids) in index.files.iter().zip(&index.ids) {
@@ -717,10 +723,12 @@ impl<'a> Mirror<'a> {
         ok_ix
     }
 
-    /// One `--files-from` rsync of the paths of `ok_ix`. On return each
-    /// path is in `attempted`, and is failing (rsync could not send it) or
-    /// no longer failing. An error when the rsync call itself failed:
-    /// nothing of the chunk is done.
+    /// One `--files-from` rsync of the paths of `ok_ix`, with the missing
+    /// paths that ride along ([`Mirror::ride_along`], taken by the first
+    /// chunk of the pass that transfers anything). On return each path is
+    /// in `attempted`, and is failing, missing or neither
+    /// ([`Mirror::settle_paths`]). An error when the rsync call itself
+    /// failed: nothing of the chunk is done.
     fn send_chunk(
         &mut self,
         f: &Fetched,
@@ -728,32 +736,83 @@ impl<'a> Mirror<'a> {
         attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<()> {
-        let mut paths: Vec<&RelPath> = ok_ix.iter().map(|&ix| &f.rf.events[ix].path).collect();
-        paths.sort_unstable();
-        paths.dedup();
-        if paths.is_empty() {
+        if ok_ix.is_empty() {
             return Ok(());
         }
-        let out = self.run_files_from("transfer", &paths, rep)?;
         // The newest event of each path in this chunk.
         let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
         for &ix in ok_ix {
             let e = &f.rf.events[ix];
             newest.entry(&e.path).or_insert(&e.epoch);
         }
-        let asked: HashSet<&RelPath> = paths.iter().copied().collect();
-        let failed = self.record_failures(&out, Some((&asked, &newest)), &[], rep);
-        for p in &paths {
-            attempted.insert((*p).clone());
-            if !failed.contains(*p) {
-                self.state.unfail(p);
-            }
+        let riders = std::mem::take(&mut self.ride_along);
+        for (p, e) in &riders {
+            newest.entry(p).or_insert(e);
         }
+        let mut paths: Vec<&RelPath> = newest.keys().copied().collect();
+        paths.sort_unstable();
+        let out = self.run_files_from("transfer", &paths, rep)?;
+        self.settle_paths(&out, &paths, &newest, attempted, rep);
         Ok(())
     }
 
+    /// What one `--files-from` rsync of `paths` (with their events'
+    /// epochs, where known) tells of each, in the state: rsync could not
+    /// send it (failing: [`Mirror::record_failures`]); the origin has no
+    /// such file (missing, docs/decisions.md#missing-upstream, when an
+    /// event listed it; a path failing since a whole-tree pass is simply
+    /// gone); or it arrived (neither). Each path is then in `attempted`.
+    fn settle_paths(
+        &mut self,
+        out: &RsyncOutcome,
+        paths: &[&RelPath],
+        epochs: &HashMap<&RelPath, &Epoch>,
+        attempted: &mut HashSet<RelPath>,
+        rep: &mut PassReport,
+    ) {
+        let asked: HashSet<&RelPath> = paths.iter().copied().collect();
+        let failed = self.record_failures(out, Some((&asked, epochs)), &[], rep);
+        let vanished: HashSet<RelPath> =
+            out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
+        let now = self.clock.now();
+        for p in paths {
+            attempted.insert((*p).clone());
+            if failed.contains(*p) {
+                self.state.unmiss(p);
+                continue;
+            }
+            let was_failing = self.state.unfail(p);
+            match epochs.get(p).filter(|_| vanished.contains(*p)) {
+                Some(e) => {
+                    let n = self.state.miss(p, e, &now);
+                    if n == 1 {
+                        tracing::info!(
+                            "{}: listed by a new event, but the origin has no such file; waiting for its delete \
+                             event (missing upstream after {MISSING_GRACE_ATTEMPTS} passes and {:.0} minutes)",
+                            shown_path(p),
+                            MISSING_GRACE_SECS / 60.0
+                        );
+                    } else {
+                        tracing::debug!("{}: still not at the origin (attempt {n})", shown_path(p));
+                    }
+                }
+                None => {
+                    let was_missing = self.state.missing.iter().any(|m| m.path == **p);
+                    self.state.unmiss(p);
+                    let gone = vanished.contains(*p);
+                    if was_failing || was_missing {
+                        let how = if gone { "is gone at the origin" } else { "arrived" };
+                        let what = if was_failing { "failing" } else { "missing" };
+                        tracing::info!("{} {how}; no longer {what}", shown_path(p));
+                    }
+                }
+            }
+        }
+    }
+
     /// Try the failing paths again, but those a newer event in `seen`
-    /// supersedes (that event is handled instead): one `--files-from`
+    /// supersedes (that event is handled instead), and the missing paths
+    /// with them ([`Mirror::missing_to_retry`]): one `--files-from`
     /// rsync per chunk. The state is saved after each chunk (and by a
     /// stop request, with what was decided so far); a kill -9 before the
     /// first save leaves the state file as it was, and the next pass plans
@@ -768,10 +827,16 @@ impl<'a> Mirror<'a> {
         let mut plan = self.plan_retries(ignore, seen, attempted);
         self.place_retyped(&mut plan, seen, ignore, rep);
         self.state.failing.retain(|f| !plan.dropped.contains(&f.path));
+        // The missing paths come along: this connection is spent anyway.
+        for (p, e) in self.missing_to_retry(seen, attempted) {
+            if !plan.todo.iter().any(|(q, _)| *q == p) {
+                plan.todo.push((p, Some(e)));
+            }
+        }
         plan.todo.sort();
         for chunk in plan.todo.chunks(self.cfg.max_files_per_connection.max(1)) {
             self.check_stop()?;
-            if !self.retry_chunk(chunk, attempted, rep)? {
+            if !self.retry_chunk("retrying failing paths", chunk, attempted, rep)? {
                 break;
             }
         }
@@ -844,42 +909,87 @@ impl<'a> Mirror<'a> {
         }
     }
 
-    /// One `--files-from` rsync of a chunk of failing paths, then what it
-    /// tells: each path rsync could not send stays failing (attempt
-    /// counted), each that arrived or vanished at the origin is unfailed,
-    /// and the state is saved. A kill -9 during the rsync leaves the state
-    /// as it was: what arrived is retried next pass and found up to date.
-    /// Returns false when the rsync call itself failed (reported; the
-    /// remaining chunks wait for the next pass).
+    /// One `--files-from` rsync of a chunk of failing (or missing) paths,
+    /// then what it tells ([`Mirror::settle_paths`]: each path rsync could
+    /// not send stays failing, attempt counted; one the origin still lacks
+    /// stays missing; each that arrived is neither), and the state is
+    /// saved. A kill -9 during the rsync leaves the state as it was: what
+    /// arrived is retried next pass and found up to date. Returns false
+    /// when the rsync call itself failed (reported; the remaining chunks
+    /// wait for the next pass).
     fn retry_chunk(
         &mut self,
+        what: &str,
         chunk: &[(RelPath, Option<Epoch>)],
         attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<bool> {
         let paths: Vec<&RelPath> = chunk.iter().map(|(p, _)| p).collect();
         attempted.extend(paths.iter().map(|p| (*p).clone()));
-        let out = match self.run_files_from("retrying failing paths", &paths, rep) {
+        let out = match self.run_files_from(what, &paths, rep) {
             Ok(out) => out,
             Err(e) => {
                 chunk_failed(e, rep)?;
                 return Ok(false);
             }
         };
-        let asked: HashSet<&RelPath> = paths.iter().copied().collect();
         let epochs: HashMap<&RelPath, &Epoch> = chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))).collect();
-        let failed = self.record_failures(&out, Some((&asked, &epochs)), &[], rep);
-        let vanished: HashSet<RelPath> =
-            out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
-        for p in &paths {
-            if !failed.contains(*p) {
-                let how = if vanished.contains(*p) { "is gone at the origin" } else { "arrived" };
-                tracing::info!("{} {how}; no longer failing", shown_path(p));
-                self.state.unfail(p);
-            }
-        }
+        self.settle_paths(&out, &paths, &epochs, attempted, rep);
         self.save()?;
         Ok(true)
+    }
+
+    /// The missing paths to try again now ([`State::missing`]): each not
+    /// attempted in this pass, not superseded by a newer event in `seen`
+    /// (a delete explained it: dropped at the end of the walk), and not
+    /// excluded meanwhile (dropped now). Sorted by path.
+    pub(super) fn missing_to_retry(
+        &mut self,
+        seen: &HashMap<RelPath, Epoch>,
+        attempted: &HashSet<RelPath>,
+    ) -> Vec<(RelPath, Epoch)> {
+        let excluded: Vec<RelPath> =
+            self.state.missing.iter().filter(|m| self.is_excluded(&m.path)).map(|m| m.path.clone()).collect();
+        for p in excluded {
+            tracing::info!("no longer retrying {}: excluded", shown_path(&p));
+            self.state.unmiss(&p);
+        }
+        self.state
+            .missing
+            .iter()
+            .filter(|m| !attempted.contains(&m.path))
+            .filter_map(|m| Some((m.path.clone(), m.epoch.clone()?)))
+            .filter(|(p, e)| seen.get(p).is_none_or(|n| n <= e))
+            .collect()
+    }
+
+    /// At the end of a walk: the missing paths that no transfer took along
+    /// in this pass are tried on their own, in one connection, once
+    /// [`MISSING_GRACE_SECS`] passed since their last try (so an idle
+    /// mirror spends no connection on them every pass, and one past its
+    /// grace is confirmed missing before it is reported).
+    pub(super) fn retry_missing_alone(
+        &mut self,
+        seen: &HashMap<RelPath, Epoch>,
+        attempted: &mut HashSet<RelPath>,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        let now = self.clock.now_f64();
+        let due: Vec<(RelPath, Option<Epoch>)> = self
+            .missing_to_retry(seen, attempted)
+            .into_iter()
+            .filter(|(p, _)| {
+                self.state.missing.iter().any(|m| m.path == *p && now - m.last.to_f64() >= MISSING_GRACE_SECS)
+            })
+            .map(|(p, e)| (p, Some(e)))
+            .collect();
+        for chunk in due.chunks(self.cfg.max_files_per_connection.max(1)) {
+            self.check_stop()?;
+            if !self.retry_chunk("retrying paths missing at the origin", chunk, attempted, rep)? {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,116 @@
+//! A new event whose file the origin does not have (docs/decisions.md#missing-upstream),
+//! against a real `rsync --daemon` on 127.0.0.1: quiet while a delete
+//! event may still explain it (two passes and 10 minutes of the mirror's
+//! clock), then `missing upstream`: the pass is not complete and exits 1,
+//! `status`, `check` and the Prometheus textfile name it, and later passes
+//! retry it without a connection of their own while they transfer anyway.
+
+use crate::util::fixture::{self, Origin};
+use crate::util::*;
+use serde_json::Value;
+use std::fs;
+
+/// An origin holding `keep`, its mirror after a first pass, and the
+/// mirror's clock: `at(s)` is `--now` for `s` seconds after that pass.
+fn mirrored() -> (Origin, fixture::Mirror, impl Fn(u64) -> String) {
+    let origin = Origin::new([("keep", "k\n")], &["init"]);
+    let mirror = origin.mirror();
+    let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 5;
+    let at = move |s: u64| (t0 + s).to_string();
+    mirror.pass(&["--now", &at(0)], 0);
+    (origin, mirror, at)
+}
+
+/// `ghost.txt` recorded as new at the origin, then removed without a
+/// delete event (`rrr update` refuses to record a file that is not there).
+fn ghost(origin: &Origin) {
+    write(origin, "ghost.txt", "boo\n");
+    origin.record("new ghost.txt\n");
+    fs::remove_file(origin.join("ghost.txt")).unwrap();
+}
+
+fn paths(v: &Value) -> Vec<String> {
+    v.as_array().unwrap_or(&Vec::new()).iter().map(|m| m["path"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_listed_file_the_origin_lacks_is_missing_upstream_after_the_grace() {
+    let (origin, mirror, at) = mirrored();
+    // The origin lists a file it does not have, and never deletes it.
+    ghost(&origin);
+    let v = mirror.pass(&["--now", &at(10)], 0);
+    assert_eq!(v["complete"], true, "quiet during the grace: {v}");
+    assert_eq!(v["missing_upstream"], serde_json::json!([]), "{v}");
+    assert_eq!(paths(&mirror.state()["missing"]), ["ghost.txt"], "{}", mirror.state());
+    // Left out of our copy of the principal meanwhile.
+    assert!(!fs::read_to_string(mirror.join("RECENT-1h.yaml")).unwrap().contains("ghost"));
+    // A second pass, still within 10 minutes: quiet.
+    let v = mirror.pass(&["--now", &at(60)], 0);
+    assert_eq!(v["complete"], true, "{v}");
+    // Past the grace: not complete, exit 1, named everywhere.
+    let (v, o) = mirror.pass_output(&["--now", &at(700)], 1);
+    assert_eq!(v["complete"], false, "{v}");
+    assert_eq!(paths(&v["missing_upstream"]), ["ghost.txt"], "{v}");
+    assert!(stderr(&o).contains("ghost.txt"), "{}", stderr(&o));
+    let st: Value =
+        serde_json::from_str(&ok(&["--now", &at(700), "status", "--json", "--localroot", s(&mirror)])).unwrap();
+    assert_eq!(paths(&st["missing_upstream"]), ["ghost.txt"], "{st}");
+    assert!(ok(&["--now", &at(700), "status", "--localroot", s(&mirror)]).contains("missing upstream 1"));
+    let prom_file = origin.dir().join("rrr.prom");
+    ok(&["--now", &at(700), "status", "--localroot", s(&mirror), "--prometheus", s(&prom_file)]);
+    let prom = fs::read_to_string(&prom_file).unwrap();
+    assert!(prom.lines().any(|l| l.starts_with("rrr_mirror_missing_upstream_paths{") && l.ends_with(" 1")), "{prom}");
+    let o = rrr(&["--now", &at(700), "check", "--warn", "3600", "--crit", "7200", "--localroot", s(&mirror)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("missing upstream") && stdout(&o).contains("ghost.txt"), "{}", stdout(&o));
+
+    // The origin gets the file after all: the next pass that transfers
+    // anything takes it along, in the same connection.
+    write(&origin, "ghost.txt", "here now\n");
+    write(&origin, "other.txt", "other\n");
+    origin.record("new other.txt\n");
+    let before = origin.daemon.transfers();
+    let v = mirror.pass(&["--now", &at(720)], 0);
+    assert_eq!(origin.daemon.transfers() - before, 2, "the principal and one transfer: {v}");
+    assert_eq!(fs::read_to_string(mirror.join("ghost.txt")).unwrap(), "here now\n");
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(mirror.state()["missing"], serde_json::json!([]), "{}", mirror.state());
+    assert!(fs::read_to_string(mirror.join("RECENT-1h.yaml")).unwrap().contains("ghost.txt"));
+}
+
+#[test]
+fn an_upload_followed_by_its_delete_stays_quiet() {
+    let (origin, mirror, at) = mirrored();
+    // Uploaded and recorded, then removed before the mirror came; the
+    // delete event is recorded a little later.
+    write(&origin, "brief.txt", "brief\n");
+    origin.record("new brief.txt\n");
+    fs::remove_file(origin.join("brief.txt")).unwrap();
+    let v = mirror.pass(&["--now", &at(10)], 0);
+    assert_eq!(v["complete"], true, "{v}");
+    origin.record("delete brief.txt\n");
+    let v = mirror.pass(&["--now", &at(20)], 0);
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(mirror.state()["missing"], serde_json::json!([]), "{}", mirror.state());
+    // Even long after: nothing is missing.
+    let v = mirror.pass(&["--now", &at(2000)], 0);
+    assert_eq!((v["complete"].clone(), v["missing_upstream"].clone()), (Value::Bool(true), serde_json::json!([])));
+}
+
+/// With nothing else to transfer, a missing path is retried on its own
+/// only once the grace has passed: idle passes cost no connection for it.
+#[test]
+fn a_missing_path_costs_idle_passes_no_connection() {
+    let (origin, mirror, at) = mirrored();
+    ghost(&origin);
+    mirror.pass(&["--now", &at(10)], 0);
+    let before = origin.daemon.transfers();
+    for s in [30, 50, 70] {
+        mirror.pass(&["--now", &at(s)], 0);
+    }
+    assert_eq!(origin.daemon.transfers() - before, 3, "one principal fetch a pass");
+    // Once the grace is over it is tried again, found missing, and reported.
+    let v = mirror.pass(&["--now", &at(700)], 1);
+    assert_eq!(paths(&v["missing_upstream"]), ["ghost.txt"], "{v}");
+    assert_eq!(v["missing_upstream"][0]["attempts"], 2, "{v}");
+}

@@ -138,6 +138,8 @@ pub struct RunFlags {
     pub progress: bool,
     /// `--accept-deletes`: the next whole-tree pass may delete a mass of the tree.
     pub accept_deletes: bool,
+    /// `--checksum`: whole-tree passes compare files by content.
+    pub checksum: bool,
 }
 
 /// The mirror's settings for `tree` from merged options, the built-in
@@ -172,6 +174,7 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         skip_deletes: o.skip_deletes.unwrap_or(false),
         max_delete: o.max_delete,
         accept_deletes: run.accept_deletes,
+        checksum: run.checksum,
         max_files_per_connection: usize::try_from(max_files).unwrap_or(usize::MAX),
         rsync: RsyncSettings {
             password_file: o.password_file.clone(),

@@ -26,6 +26,7 @@ mod pins_mirror;
 mod props;
 mod retry_drops;
 mod rmirror_basic;
+mod rmirror_bytes;
 mod rmirror_connections;
 mod rmirror_deletes;
 mod rmirror_failures;

@@ -165,6 +165,9 @@ pub(crate) struct Config {
     /// The next whole-tree pass may delete more than [`transfer::MASS_DELETE_SHARE`]
     /// of the tree (`--accept-deletes`, or `--adopt`); cleared by it.
     pub accept_deletes: bool,
+    /// `--checksum`: whole-tree passes compare files of the same size and
+    /// mtime by content (command line only).
+    pub checksum: bool,
     pub max_files_per_connection: usize,
     pub rsync: RsyncSettings,
     pub dry_run: bool,

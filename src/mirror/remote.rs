@@ -604,9 +604,14 @@ impl FetchDir {
         self.landed(name)
     }
 
+    /// The fetch of recentfiles compares by content (`--checksum`), not by
+    /// rsync's quick check: a principal rewritten within the second it was
+    /// last fetched in, at the same size, is not our copy (the `--copy-dest`
+    /// basis), although its size and mtime say so. The files are small but
+    /// Z: and a whole index is fetched only by a whole-tree pass.
     fn command(&self, remote: &Remote, settings: &RsyncSettings) -> Rsync {
         let mut r = settings.command(remote.transport);
-        r.arg("-lt");
+        r.args(["-lt", "--checksum"]);
         if let Some(b) = &self.basis {
             r.arg(format!("--copy-dest={}", b.display()));
         }

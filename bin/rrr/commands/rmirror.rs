@@ -57,6 +57,11 @@ pub struct RmirrorArgs {
     /// Reconcile once with a whole-tree rsync.
     #[arg(long)]
     pub full: bool,
+    /// Whole-tree passes of this run (--full, --full-every, a bootstrap)
+    /// compare files of the same size and mtime by content (rsync
+    /// --checksum: reads every such file on both sides).
+    #[arg(long)]
+    pub checksum: bool,
     /// Make DIR a mirror of SRC although it is not one yet (not empty, no
     /// state, or another collection's state), deleting what SRC lacks.
     #[arg(long, conflicts_with = "config")]
@@ -150,6 +155,7 @@ impl From<RmirrorArgs> for Options {
             accept_deletes: a.accept_deletes,
             dry_run: a.dry_run,
             full: a.full,
+            checksum: a.checksum,
             adopt: a.adopt,
             prometheus: a.prometheus,
             json: a.json,

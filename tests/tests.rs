@@ -35,6 +35,7 @@ mod rmirror_interrupts;
 mod rmirror_loop;
 mod rmirror_missing;
 mod rmirror_ownership;
+mod rmirror_quarantine;
 mod sys_layer;
 mod textfile_warnings;
 mod trigger;

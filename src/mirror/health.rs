@@ -37,6 +37,9 @@ pub(crate) struct Report {
     pub errors: std::collections::BTreeMap<String, u64>,
     /// Paths the origin could not send, retried every pass.
     pub failing: Vec<Failing>,
+    /// Paths rsync cannot carry, left out of whole-tree passes
+    /// (docs/decisions.md#quarantine).
+    pub quarantined: Vec<Failing>,
     /// Paths new events list that the origin has not had for the grace
     /// (docs/decisions.md#missing-upstream): the mirror is not complete.
     pub missing_upstream: Vec<Failing>,
@@ -90,6 +93,7 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         refused: state.counters.refused,
         errors: state.counters.errors.clone(),
         failing: state.failing.clone(),
+        quarantined: state.quarantined.clone(),
         missing_upstream: state.missing_upstream(now).cloned().collect(),
         missing_in_grace: state.missing.iter().filter(|m| !m.overdue(now)).count(),
         future_events: state.future_events,
@@ -246,6 +250,14 @@ fn needs_attention(r: &Report, notes: &mut Vec<String>) -> bool {
             f.message
         ));
     }
+    if let Some(q) = r.quarantined.first() {
+        notes.push(format!(
+            "{} (e.g. {}: {})",
+            plural(r.quarantined.len() as u64, "quarantined path", "quarantined paths"),
+            shortened(&q.path),
+            q.message
+        ));
+    }
     if let Some(m) = r.missing_upstream.first() {
         notes.push(format!(
             "{} missing upstream (e.g. {}, listed since {})",
@@ -258,6 +270,19 @@ fn needs_attention(r: &Report, notes: &mut Vec<String>) -> bool {
         notes.push(format!("{} from the future", plural(r.future_events, "event", "events")));
     }
     notes.len() > before
+}
+
+/// A path for a one-line note: escaped, and a quarantined path of 4 KiB
+/// cut to its first and last 60 characters with its length.
+fn shortened(path: &crate::recentfile::RelPath) -> String {
+    let shown = crate::recentfile::shown_path(path);
+    let chars: Vec<char> = shown.chars().collect();
+    if chars.len() <= 160 {
+        return shown;
+    }
+    let head: String = chars[..60].iter().collect();
+    let tail: String = chars[chars.len() - 60..].iter().collect();
+    format!("{head}…{tail} ({} bytes)", path.len())
 }
 
 /// The Nagios line: verdict, lag, heartbeat, notes, then perfdata whose
@@ -327,7 +352,7 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 15] = [
+const GAUGES: [Metric; 16] = [
     ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", |r| {
         timestamp(&r.last_attempt)
     }),
@@ -360,6 +385,9 @@ const GAUGES: [Metric; 15] = [
     ("rrr_mirror_pending_deletes", "Delete events waiting to be applied.", |r| Some(r.pending_deletes as f64)),
     ("rrr_mirror_failing_paths", "Paths the origin could not send, retried every pass.", |r| {
         Some(r.failing.len() as f64)
+    }),
+    ("rrr_mirror_quarantined_paths", "Paths rsync cannot carry, left out of whole-tree passes.", |r| {
+        Some(r.quarantined.len() as f64)
     }),
     (
         "rrr_mirror_missing_upstream_paths",
@@ -517,6 +545,12 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
             human::time(f.first.to_f64()),
             f.message
         );
+    }
+    if !r.quarantined.is_empty() {
+        let _ = writeln!(out, "quarantined      {}", r.quarantined.len());
+        for q in &r.quarantined {
+            let _ = writeln!(out, "  {}  since {}: {}", shortened(&q.path), human::time(q.first.to_f64()), q.message);
+        }
     }
     if !r.missing_upstream.is_empty() || r.missing_in_grace > 0 {
         let grace = if r.missing_in_grace > 0 {

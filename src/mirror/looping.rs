@@ -97,6 +97,7 @@ pub(crate) fn is_idle(r: &PassReport) -> bool {
         && r.refused.is_empty()
         && r.failing.is_empty()
         && r.missing_upstream.is_empty()
+        && r.quarantined.is_empty()
         && r.errors.is_empty()
         && r.future == 0
         && !r.dirtymark_changed
@@ -132,6 +133,9 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
     }
     if !r.missing_upstream.is_empty() {
         s.push_str(&format!(", {} missing upstream", r.missing_upstream.len()));
+    }
+    if !r.quarantined.is_empty() {
+        s.push_str(&format!(", {} quarantined", r.quarantined.len()));
     }
     if r.future > 0 {
         s.push_str(&format!(", {} from the future", r.future));
@@ -537,6 +541,7 @@ pub(crate) fn exit_of(rep: &PassReport) -> Exit {
         || rep.max_delete_reached
         || !rep.failing.is_empty()
         || !rep.missing_upstream.is_empty()
+        || !rep.quarantined.is_empty()
     {
         Exit::Differences
     } else {

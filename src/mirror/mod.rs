@@ -83,6 +83,9 @@
 //!   "refetch": ["RECENT-6h.yaml"],                 // fetch with the next principal
 //!   "pending_deletes": [{"epoch": "…", "path": "…"}],
 //!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts"}],
+//!   "quarantined": [{"path", "epoch": null, "message", "first", "last", "attempts"}],
+//!                                                  // paths rsync cannot carry
+//!                                                  // (docs/decisions.md#quarantine)
 //!   "missing": [{"path", "epoch", "message": "", "first", "last", "attempts"}],
 //!                                                  // new events the origin lacks
 //!                                                  // (docs/decisions.md#missing-upstream)
@@ -227,6 +230,9 @@ pub(crate) struct Mirror<'a> {
     /// Missing paths (`State::missing`) to try again with the pass's next
     /// transfer, with their events' epochs: no connection of their own.
     ride_along: Vec<(RelPath, crate::epoch::Epoch)>,
+    /// This whole-tree pass (a `--full` one) looks at the quarantined
+    /// paths again instead of leaving their directories out.
+    recheck_quarantine: bool,
 }
 
 impl<'a> Mirror<'a> {
@@ -250,6 +256,7 @@ impl<'a> Mirror<'a> {
             in_flight: None,
             replacing: Default::default(),
             ride_along: Vec::new(),
+            recheck_quarantine: false,
         })
     }
 

@@ -237,6 +237,7 @@ impl<'a> Mirror<'a> {
         }
         self.state.future_events = rep.future;
         rep.failing = self.state.failing.iter().map(FailingReport::from).collect();
+        rep.quarantined = self.state.quarantined.iter().map(FailingReport::from).collect();
         let now = self.clock.now_f64();
         rep.missing_upstream = self.state.missing_upstream(now).map(FailingReport::from).collect();
         if let Some(m) = rep.missing_upstream.first() {
@@ -309,7 +310,7 @@ impl<'a> Mirror<'a> {
         self.state.principal = Some(principal.name.clone());
 
         if self.bootstrap_due() {
-            self.full = false;
+            self.recheck_quarantine = std::mem::take(&mut self.full);
             rep.bootstrap = true;
             // The pass ends with it: what the origin recorded meanwhile is
             // the next pass's (one more connection here would cost as much

@@ -54,6 +54,8 @@ pub(crate) struct PassReport {
     pub refused: Vec<Refusal>,
     /// Paths the origin could not send, after this pass.
     pub failing: Vec<FailingReport>,
+    /// Paths rsync cannot carry, after this pass (docs/decisions.md#quarantine).
+    pub quarantined: Vec<FailingReport>,
     /// Paths new events list that the origin has not had for the grace
     /// (docs/decisions.md#missing-upstream), after this pass: the pass is
     /// not complete while there are any.
@@ -118,6 +120,10 @@ pub(super) struct Itemized {
     pub(super) deleted_files: u64,
     /// Keep [`Itemized::would`] (a dry run).
     pub(super) listing: bool,
+    /// rsync said "IO error encountered -- skipping file deletion" (on its
+    /// stdout: an I/O error at the origin made it leave `--delete` undone,
+    /// from there on).
+    pub(super) deletion_skipped: bool,
     /// `new PATH` / `delete PATH`.
     pub(super) would: Vec<String>,
 }
@@ -129,6 +135,10 @@ impl Itemized {
 
     pub(super) fn line(&mut self, line: &str) {
         if self.stats_line(line) {
+            return;
+        }
+        if line.starts_with("IO error encountered -- skipping file deletion") {
+            self.deletion_skipped = true;
             return;
         }
         if let Some(rest) = line.strip_prefix("*deleting") {

@@ -131,6 +131,12 @@ pub(crate) struct State {
     /// (or alone once [`MISSING_GRACE_SECS`] passed); `missing upstream`
     /// once [`Failing::overdue`]. `message` is empty.
     pub missing: Vec<Failing>,
+    /// Paths rsync cannot carry (longer than its 4,096-byte limit), found
+    /// by a whole-tree pass; sorted by path, epoch null. Left out of later
+    /// whole-tree passes (their directory excluded) so that the rest of
+    /// the tree, deletes included, goes on; looked at again by each
+    /// `--full` pass (docs/decisions.md#quarantine).
+    pub quarantined: Vec<Failing>,
     pub future_events: u64,
     pub resync: bool,
     pub newest_applied: Option<Epoch>,
@@ -337,6 +343,31 @@ impl State {
         let path = path.as_ref();
         if let Ok(i) = self.missing.binary_search_by(|m| m.path.as_bytes().cmp(path)) {
             self.missing.remove(i);
+        }
+    }
+
+    /// Record that rsync cannot carry `path` (again), with its message.
+    pub(super) fn quarantine(&mut self, path: &RelPath, message: &str, now: &Epoch) -> u64 {
+        match self.quarantined.binary_search_by(|q| q.path.as_bytes().cmp(path.as_bytes())) {
+            Ok(i) => {
+                let q = &mut self.quarantined[i];
+                q.attempts += 1;
+                q.last = now.clone();
+                q.message = message.to_string();
+                q.attempts
+            }
+            Err(i) => {
+                let q = Failing {
+                    path: path.clone(),
+                    epoch: None,
+                    message: message.to_string(),
+                    first: now.clone(),
+                    last: now.clone(),
+                    attempts: 1,
+                };
+                self.quarantined.insert(i, q);
+                1
+            }
         }
     }
 

@@ -20,6 +20,7 @@ use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -215,6 +216,18 @@ impl<'a> Mirror<'a> {
         {
             r.arg(format!("--exclude={x}"));
         }
+        if !self.recheck_quarantine {
+            // rsync stops at a name it cannot build only after it listed
+            // the directory, and then skips every delete of the pass: the
+            // directory that holds a quarantined path is left out.
+            for q in &self.state.quarantined {
+                if let Some(dir) = q.path.as_bytes().iter().rposition(|&b| b == b'/').map(|i| &q.path.as_bytes()[..i]) {
+                    let mut arg = b"--exclude=/".to_vec();
+                    arg.extend(rsync_literal(dir));
+                    r.arg(std::ffi::OsStr::from_bytes(&arg));
+                }
+            }
+        }
         r.arg(self.cfg.remote.tree_source());
         r.arg(format!("{}/", self.cfg.localroot.display()));
         Ok(r)
@@ -312,7 +325,7 @@ impl<'a> Mirror<'a> {
             return Ok(());
         }
         if let Some(out) = &outcome {
-            self.note_whole_tree_outcome(out, &index.files, rep);
+            self.note_whole_tree_outcome(out, seen.deletion_skipped, &index.files, rep);
         }
         self.remove_perl_leftovers();
         let keeps = self.validate_index(&index, layout, &limit, rep);
@@ -454,24 +467,94 @@ impl<'a> Mirror<'a> {
     }
 
     /// What rsync reported beyond counts: vanished files, deletes it
-    /// skipped for the origin's read errors (the pass stays owed), and the
+    /// skipped for the origin's read errors (the pass stays owed; rsync
+    /// says so on stdout, `deletion_skipped`, or on stderr), and the
     /// paths it could not send (failing). The whole tree arrived but what
     /// rsync named: a path failing before is in place now.
-    fn note_whole_tree_outcome(&mut self, out: &RsyncOutcome, fetched: &[Fetched], rep: &mut PassReport) {
+    fn note_whole_tree_outcome(
+        &mut self,
+        out: &RsyncOutcome,
+        deletion_skipped: bool,
+        fetched: &[Fetched],
+        rep: &mut PassReport,
+    ) {
         rep.vanished += out.vanished.len() as u64;
-        if out.deletion_skipped && !self.cfg.skip_deletes {
-            tracing::warn!(
-                "rsync skipped the deletes of the whole-tree pass because the origin had \
-                 read errors; it is repeated once no path is failing"
-            );
+        if (out.deletion_skipped || deletion_skipped) && !self.cfg.skip_deletes {
+            if out.failed.is_empty() && !out.too_long.is_empty() {
+                tracing::warn!(
+                    "rsync skipped the deletes of the whole-tree pass because it cannot carry {}; the next \
+                     pass repeats it without them",
+                    crate::output::human::plural(out.too_long.len() as u64, "path", "paths")
+                );
+            } else {
+                tracing::warn!(
+                    "rsync skipped the deletes of the whole-tree pass because the origin had \
+                     read errors; it is repeated once no path is failing"
+                );
+            }
             self.state.resync = true;
         }
+        self.quarantine(out, rep);
         let failed = self.record_failures(out, None, fetched, rep);
         self.state.failing.retain(|f| failed.contains(&f.path));
         // The whole tree arrived: a missing path that is here now is no
         // longer missing; one that is not stays (the origin still lacks it).
         let root = self.cfg.localroot.clone();
         self.state.missing.retain(|m| fs::symlink_metadata(root.join(m.path.as_path())).is_err());
+    }
+
+    /// The paths a whole-tree rsync cannot carry are quarantined
+    /// (docs/decisions.md#quarantine): named in the state, status and
+    /// check, their directories left out of the next whole-tree passes.
+    /// A pass that looked at them again (`--full`) and did not meet one
+    /// drops it.
+    fn quarantine(&mut self, out: &RsyncOutcome, rep: &mut PassReport) {
+        let now = self.clock.now();
+        let mut met = HashSet::new();
+        for t in &out.too_long {
+            let Some(path) = self.long_path_of(&t.path) else {
+                let msg = format!("rsync cannot carry {}, a path outside the tree: {}", shown_path(&t.path), t.message);
+                tracing::error!("{msg}");
+                rep.errors.push(msg);
+                continue;
+            };
+            let n = self.state.quarantine(&path, &t.message, &now);
+            if n == 1 {
+                tracing::warn!(
+                    "quarantined {} ({} bytes): {}; the rest of the tree goes on without it",
+                    shown_path(&path),
+                    path.len(),
+                    t.message
+                );
+            }
+            met.insert(path);
+        }
+        if std::mem::take(&mut self.recheck_quarantine) {
+            self.state.quarantined.retain(|q| {
+                let gone = !met.contains(&q.path);
+                if gone {
+                    tracing::info!("{} is no longer quarantined: the origin no longer has it", shown_path(&q.path));
+                }
+                !gone
+            });
+        }
+    }
+
+    /// The tree-relative path rsync means by `reported` in a whole-tree
+    /// run, whatever its length (a quarantined path is longer than a
+    /// path may be).
+    fn long_path_of(&self, reported: &[u8]) -> Option<RelPath> {
+        let plausible = |c: &[u8]| {
+            !c.is_empty() && !c.contains(&0) && c.split(|&b| b == b'/').all(|p| !matches!(p, b"" | b"." | b".."))
+        };
+        let r = &reported[reported.iter().position(|&b| b != b'/').unwrap_or(reported.len())..];
+        let (_, prefix) = self.cfg.remote.files_from_base();
+        let sub = prefix.strip_suffix("./").unwrap_or("");
+        [r.strip_prefix(sub.as_bytes()).filter(|_| !sub.is_empty()), Some(r)]
+            .into_iter()
+            .flatten()
+            .find(|c| plausible(c))
+            .map(RelPath::from)
     }
 
     /// Remove the temp files a Perl client left in the target's top directory.
@@ -609,7 +692,10 @@ impl<'a> Mirror<'a> {
                 newest.entry(&e.path).and_modify(|n| *n = (*n).max(&e.epoch)).or_insert(&e.epoch);
             }
         }
-        for fp in &out.failed {
+        // A whole-tree run's paths too long to carry are quarantined instead
+        // (Mirror::quarantine); an event's is failing like any other.
+        let too_long = out.too_long.iter().filter(|_| asked.is_some());
+        for fp in out.failed.iter().chain(too_long) {
             let Some(path) = self.event_path_of(&fp.path, asked.map(|a| a.0)) else {
                 let msg = format!(
                     "rsync could not send {}, a path rrr did not ask for: {}",
@@ -1046,6 +1132,23 @@ pub(crate) fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
         ".~tmp~/".to_string(),
         ".FRMRecent-*".to_string(),
     ]
+}
+
+/// `path` as an rsync filter pattern that matches only itself: a pattern
+/// with a wildcard (`*?[`) takes `\\` as an escape, one without takes
+/// every byte literally.
+fn rsync_literal(path: &[u8]) -> Vec<u8> {
+    if !path.iter().any(|b| b"*?[".contains(b)) {
+        return path.to_vec();
+    }
+    let mut out = Vec::with_capacity(path.len() + 8);
+    for &b in path {
+        if b"*?[\\".contains(&b) {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out
 }
 
 /// rsync's temp file names, `.NAME.XXXXXX`: never sent, and (unlike the

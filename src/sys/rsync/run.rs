@@ -136,7 +136,8 @@ impl Rsync {
         };
         // Exit 23/24 caused only by files missing at the origin or files
         // the origin could not send: everything else arrived.
-        let only_per_file = !err.other_errors && (!err.vanished.is_empty() || !err.failed.is_empty());
+        let only_per_file =
+            !err.other_errors && (!err.vanished.is_empty() || !err.failed.is_empty() || !err.too_long.is_empty());
         match code {
             0 | 24 => {}
             23 if only_per_file => {}
@@ -154,6 +155,7 @@ impl Rsync {
         Ok(RsyncOutcome {
             vanished: err.vanished,
             failed: err.failed,
+            too_long: err.too_long,
             deletion_skipped: err.deletion_skipped,
             stderr: err.tail,
             code,
@@ -172,6 +174,9 @@ pub struct RsyncOutcome {
     /// Paths the origin could not send (`[sender] … Permission denied
     /// (13)`, a symlink out of the module): the rest of the run arrived.
     pub failed: Vec<FailedPath>,
+    /// Paths rsync cannot carry: longer than its MAXPATHLEN (4096 bytes
+    /// with the NUL) on the sender's side. The rest of the run arrived.
+    pub too_long: Vec<FailedPath>,
     /// rsync said "IO error encountered -- skipping file deletion": a read
     /// error on the origin made it leave `--delete` undone.
     pub deletion_skipped: bool,

@@ -130,6 +130,8 @@ pub(super) struct StderrSummary {
     pub(super) vanished: Vec<Vec<u8>>,
     /// Paths the origin could not send.
     pub(super) failed: Vec<FailedPath>,
+    /// Paths rsync cannot carry at all (longer than its MAXPATHLEN).
+    pub(super) too_long: Vec<FailedPath>,
     pub(super) deletion_skipped: bool,
     /// A line that is neither about one file of the origin nor harmless.
     pub(super) other_errors: bool,
@@ -167,6 +169,10 @@ pub enum Line {
     /// A file the origin's rsync could not read or send: `[sender]` with an
     /// errno other than ENOENT.
     OriginFailed(Vec<u8>),
+    /// A path rsync cannot carry: its sender cannot even name it
+    /// (`filename overflows max-path len by N: DIR/NAME`, or `[sender] …
+    /// File name too long (36)`). The path is as rsync printed it.
+    TooLong(Vec<u8>),
     /// `--delete` was left undone because of read errors at the origin.
     DeletionSkipped,
     /// A real error, with a cause when retrying cannot help.
@@ -193,6 +199,15 @@ pub fn classify(line: &str) -> Line {
     if line.starts_with("IO error encountered -- skipping file deletion") {
         return Line::DeletionSkipped;
     }
+    // The sender's file list: DIR plus `/NAME` does not fit rsync's
+    // MAXPATHLEN (4096 with the NUL), so the entry cannot be sent.
+    if let Some(rest) = line.strip_prefix("filename overflows max-path len by ") {
+        if let Some((n, path)) = rest.split_once(": ") {
+            if n.bytes().all(|b| b.is_ascii_digit()) && !path.is_empty() {
+                return Line::TooLong(unescape(path));
+            }
+        }
+    }
     if line.starts_with("@ERROR: Unknown module") {
         return Line::Error(Some(Cause::UnknownModule));
     }
@@ -217,6 +232,7 @@ pub fn classify(line: &str) -> Line {
         // change_dir is the source root itself: the whole source is gone.
         (Some("sender"), Some(e)) if !rest.starts_with("change_dir") => match quoted_path(rest) {
             Some(p) if e == Errno::ENOENT => Line::Vanished(p),
+            Some(p) if e == Errno::ENAMETOOLONG => Line::TooLong(p),
             Some(p) => Line::OriginFailed(p),
             None => Line::Error(None),
         },
@@ -261,6 +277,15 @@ impl StderrJudge {
             Line::OriginFailed(path) => {
                 let message = line.trim_end().strip_prefix("rsync: ").unwrap_or(line.trim_end()).to_string();
                 s.failed.push(FailedPath { path, message });
+            }
+            Line::TooLong(path) => {
+                // Without the path, which can be 4 KiB: the state keeps it.
+                let line = line.trim_end();
+                let message = match line.strip_prefix("filename overflows") {
+                    Some(_) => line.split_once(": ").map_or(line, |(m, _)| m).to_string(),
+                    None => line.strip_prefix("rsync: ").unwrap_or(line).to_string(),
+                };
+                s.too_long.push(FailedPath { path, message });
             }
             Line::DeletionSkipped => s.deletion_skipped = true,
             // Through a daemon, when every requested file is missing, the
@@ -355,6 +380,9 @@ mod tests {
             (r#"rsync: [sender] link_stat "closed/f" (in m) failed: Permission denied (13)"#, origin("closed/f")),
             (r#"rsync: [sender] opendir "closed" (in m) failed: Permission denied (13)"#, origin("closed")),
             (r#"rsync: [sender] link_stat "missing" (in m) failed: No such file or directory (2)"#, vanished("missing")),
+            // A name the sender cannot even build (its directory is 4,000 bytes deep).
+            ("filename overflows max-path len by 154: d000x/d015x/d016x", Line::TooLong(b"d000x/d015x/d016x".to_vec())),
+            (r#"rsync: [sender] link_stat "lo/ng" (in m) failed: File name too long (36)"#, Line::TooLong(b"lo/ng".to_vec())),
             (r#"rsync: [sender] link_stat "/deep/er/missing" (in m) failed: No such file or directory (2)"#, vanished("/deep/er/missing")),
             (r#"file has vanished: "/tmp/vt/src2/b_small""#, vanished("/tmp/vt/src2/b_small")),
             // The source root itself is gone: the whole run failed.

@@ -1,0 +1,94 @@
+//! One bad path never stops a tree (docs/decisions.md#quarantine), against
+//! a real `rsync --daemon` on 127.0.0.1: a path rsync cannot carry (deeper
+//! than its 4,096-byte limit: "filename overflows max-path len") is
+//! quarantined; the rest of the bootstrap and of `--full` arrives, deletes
+//! included, the passes are complete with failures (exit 1), and `status`
+//! and `check` name it.
+
+use crate::util::fixture::Origin;
+use crate::util::*;
+use serde_json::Value;
+use std::ffi::CString;
+use std::fs;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::path::Path;
+
+/// A file `deep.txt` below `depth` directories of 249 bytes each under
+/// `root` (built with `mkdirat`/`openat`: the whole path is longer than
+/// a system call takes). Returns the first directory's name.
+fn deep_file(root: &Path, depth: usize) -> String {
+    let mut dir = fs::File::open(root).unwrap();
+    for i in 0..depth {
+        let name = CString::new(format!("d{i:03}{}", "x".repeat(245))).unwrap();
+        // SAFETY: a valid directory fd and NUL-terminated names; the new fd is owned by the File.
+        unsafe {
+            assert_eq!(libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755), 0);
+            let fd = libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+            assert!(fd >= 0);
+            dir = fs::File::from_raw_fd(fd);
+        }
+    }
+    let name = CString::new("deep.txt").unwrap();
+    // SAFETY: as above.
+    unsafe {
+        let fd = libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
+        assert!(fd >= 0);
+        let mut f = fs::File::from_raw_fd(fd);
+        std::io::Write::write_all(&mut f, b"deep\n").unwrap();
+    }
+    format!("d000{}", "x".repeat(245))
+}
+
+#[test]
+fn a_path_rsync_cannot_carry_is_quarantined_and_the_tree_goes_on() {
+    let origin = Origin::new([("keep", "k\n"), ("j", "j\n")], &["init"]);
+    let top = deep_file(&origin, 17);
+    let mirror = origin.mirror();
+    // The bootstrap: everything else arrives; rsync skipped its deletes
+    // for the path it could not name, so the whole-tree pass is owed once.
+    let (v, o) = mirror.pass_output(&[], 1);
+    assert_eq!((v["bootstrap"].clone(), v["errors"].clone()), (Value::Bool(true), serde_json::json!([])), "{v}");
+    let q = &v["quarantined"][0];
+    let path = q["path"].as_str().unwrap();
+    assert!(path.starts_with(&format!("{top}/")), "{path}");
+    assert!(path.len() > 4096, "{}", path.len());
+    assert!(q["message"].as_str().unwrap().starts_with("filename overflows max-path len by"), "{v}");
+    assert!(stderr(&o).contains("quarantined d000"), "{}", stderr(&o));
+    assert_eq!(fs::read_to_string(mirror.join("keep")).unwrap(), "k\n");
+    assert_eq!(fs::read_to_string(mirror.join("j")).unwrap(), "j\n");
+    // The whole-tree pass again, without the quarantined directory: complete.
+    let v = mirror.pass(&[], 1);
+    assert_eq!((v["bootstrap"].clone(), v["complete"].clone()), (Value::Bool(true), Value::Bool(true)), "{v}");
+    let v = mirror.pass(&[], 1);
+    assert_eq!((v["bootstrap"].clone(), v["complete"].clone()), (Value::Bool(false), Value::Bool(true)), "{v}");
+    assert_eq!(v["quarantined"].as_array().unwrap().len(), 1, "{v}");
+    // status, the textfile and check name it.
+    let st: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&mirror)])).unwrap();
+    assert_eq!(st["quarantined"][0]["path"], path, "{st}");
+    assert!(ok(&["status", "--localroot", s(&mirror)]).contains("quarantined      1"));
+    let prom_file = origin.dir().join("rrr.prom");
+    ok(&["status", "--localroot", s(&mirror), "--prometheus", s(&prom_file)]);
+    let prom = fs::read_to_string(&prom_file).unwrap();
+    assert!(prom.lines().any(|l| l.starts_with("rrr_mirror_quarantined_paths{") && l.ends_with(" 1")), "{prom}");
+    let o = rrr(&["check", "--warn", "600", "--crit", "3600", "--localroot", s(&mirror)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 quarantined path (e.g. d000x"), "{}", stdout(&o));
+
+    // A --full pass on the complete mirror looks at it again and goes on:
+    // a file the origin added and one it removed, both without events.
+    write(&origin, "n", "n\n");
+    fs::remove_file(origin.join("j")).unwrap();
+    let v = mirror.pass(&["--full"], 1);
+    assert_eq!(fs::read_to_string(mirror.join("n")).unwrap(), "n\n", "{v}");
+    assert_eq!(v["quarantined"].as_array().unwrap().len(), 1, "{v}");
+    // Its deletes, which rsync skipped, follow in the next pass.
+    let v = mirror.pass(&[], 1);
+    assert!(!mirror.join("j").exists(), "{v}");
+    assert_eq!(v["complete"], true, "{v}");
+
+    // The origin removes it: the next --full pass lifts the quarantine.
+    fs::remove_dir_all(origin.join(&top)).unwrap();
+    let v = mirror.pass(&["--full"], 0);
+    assert_eq!(v["quarantined"], serde_json::json!([]), "{v}");
+    assert!(!mirror.join(&top).exists(), "{v}");
+}

@@ -268,31 +268,7 @@ impl State {
     /// Record that `path` could not be had (again). `failing` stays
     /// sorted by path, so that each lookup is a binary search.
     pub(super) fn fail(&mut self, path: impl AsRef<[u8]>, epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
-        let path = path.as_ref();
-        match self.failing.binary_search_by(|f| f.path.as_bytes().cmp(path)) {
-            Ok(i) => {
-                let f = &mut self.failing[i];
-                f.attempts += 1;
-                f.last = now.clone();
-                f.message = message.to_string();
-                if epoch.is_some_and(|e| f.epoch.as_ref().is_none_or(|old| e > old)) {
-                    f.epoch = epoch.cloned();
-                }
-                f.attempts
-            }
-            Err(i) => {
-                let f = Failing {
-                    path: RelPath::from(path),
-                    epoch: epoch.cloned(),
-                    message: message.to_string(),
-                    first: now.clone(),
-                    last: now.clone(),
-                    attempts: 1,
-                };
-                self.failing.insert(i, f);
-                1
-            }
-        }
+        note(&mut self.failing, path.as_ref(), epoch, message, now)
     }
 
     /// `path` arrived, vanished or was superseded: no longer failing.
@@ -312,29 +288,7 @@ impl State {
     /// at `epoch` (again): its attempts counted, its epoch the newest.
     /// Returns the attempts.
     pub(super) fn miss(&mut self, path: &RelPath, epoch: &Epoch, now: &Epoch) -> u64 {
-        match self.missing.binary_search_by(|m| m.path.as_bytes().cmp(path.as_bytes())) {
-            Ok(i) => {
-                let m = &mut self.missing[i];
-                m.attempts += 1;
-                m.last = now.clone();
-                if m.epoch.as_ref().is_none_or(|old| epoch > old) {
-                    m.epoch = Some(epoch.clone());
-                }
-                m.attempts
-            }
-            Err(i) => {
-                let m = Failing {
-                    path: path.clone(),
-                    epoch: Some(epoch.clone()),
-                    message: String::new(),
-                    first: now.clone(),
-                    last: now.clone(),
-                    attempts: 1,
-                };
-                self.missing.insert(i, m);
-                1
-            }
-        }
+        note(&mut self.missing, path.as_bytes(), Some(epoch), "", now)
     }
 
     /// `path` arrived, is failing instead, or a newer event explained it:
@@ -348,27 +302,7 @@ impl State {
 
     /// Record that rsync cannot carry `path` (again), with its message.
     pub(super) fn quarantine(&mut self, path: &RelPath, message: &str, now: &Epoch) -> u64 {
-        match self.quarantined.binary_search_by(|q| q.path.as_bytes().cmp(path.as_bytes())) {
-            Ok(i) => {
-                let q = &mut self.quarantined[i];
-                q.attempts += 1;
-                q.last = now.clone();
-                q.message = message.to_string();
-                q.attempts
-            }
-            Err(i) => {
-                let q = Failing {
-                    path: path.clone(),
-                    epoch: None,
-                    message: message.to_string(),
-                    first: now.clone(),
-                    last: now.clone(),
-                    attempts: 1,
-                };
-                self.quarantined.insert(i, q);
-                1
-            }
-        }
+        note(&mut self.quarantined, path.as_bytes(), None, message, now)
     }
 
     /// The missing paths whose grace is over at `now` (seconds).
@@ -380,6 +314,36 @@ impl State {
     /// installed copies: a downstream never asks us for a file we lack.
     pub(super) fn failing_set(&self) -> HashSet<&[u8]> {
         self.failing.iter().chain(&self.missing).map(|f| f.path.as_bytes()).collect()
+    }
+}
+
+/// Record one more attempt at `path` in `list` (sorted by path, so that
+/// each lookup is a binary search): its last time and message, and its
+/// epoch when `epoch` is newer. Returns its attempts.
+fn note(list: &mut Vec<Failing>, path: &[u8], epoch: Option<&Epoch>, message: &str, now: &Epoch) -> u64 {
+    match list.binary_search_by(|f| f.path.as_bytes().cmp(path)) {
+        Ok(i) => {
+            let f = &mut list[i];
+            f.attempts += 1;
+            f.last = now.clone();
+            f.message = message.to_string();
+            if epoch.is_some_and(|e| f.epoch.as_ref().is_none_or(|old| e > old)) {
+                f.epoch = epoch.cloned();
+            }
+            f.attempts
+        }
+        Err(i) => {
+            let f = Failing {
+                path: RelPath::from(path),
+                epoch: epoch.cloned(),
+                message: message.to_string(),
+                first: now.clone(),
+                last: now.clone(),
+                attempts: 1,
+            };
+            list.insert(i, f);
+            1
+        }
     }
 }
 

@@ -33,6 +33,7 @@ mod rmirror_failures;
 mod rmirror_hostile;
 mod rmirror_interrupts;
 mod rmirror_loop;
+mod rmirror_mass_deletes;
 mod rmirror_missing;
 mod rmirror_ownership;
 mod rmirror_quarantine;

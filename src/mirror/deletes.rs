@@ -7,6 +7,7 @@ use super::report::PassReport;
 use super::report::Refusal;
 use super::safety::{check_event_path, reported_path};
 use super::state::PendingDelete;
+use super::transfer::{EVENT_MASS_DELETE_MIN, MASS_DELETE_SHARE};
 use super::Mirror;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, RelPath};
@@ -55,6 +56,9 @@ impl<'a> Mirror<'a> {
         rep: &mut PassReport,
         on_done: &mut dyn FnMut(&PendingDelete, bool),
     ) -> Result<usize> {
+        if self.hold_mass_delete(&list, ignore, rep) {
+            return Ok(self.keep_left(list, rep));
+        }
         let mut left: Vec<PendingDelete> = Vec::new();
         let mut dirs: Vec<(PendingDelete, PathBuf)> = Vec::new();
         let mut since_save = 0;
@@ -87,6 +91,52 @@ impl<'a> Mirror<'a> {
         }
         self.remove_dirs(dirs, rep, on_done);
         Ok(self.keep_left(left, rep))
+    }
+
+    /// Whether the deletes of `list` are held as a mass delete
+    /// (docs/decisions.md#mass-deletes): with those this pass applied
+    /// already, they would remove more than [`MASS_DELETE_SHARE`] of the
+    /// mirror's files and at least [`EVENT_MASS_DELETE_MIN`] (an upstream
+    /// that lists deletes of files it still has must not empty a mirror in
+    /// one pass). Counted only past the minimum: a delete event whose file
+    /// is here (a stat each), then the tree walked once. `--max-delete N`
+    /// covering the count, or `--accept-deletes` (used up), let them go;
+    /// once held, every later delete of the pass is held too.
+    fn hold_mass_delete(&mut self, list: &[PendingDelete], ignore: &IgnoreSet, rep: &mut PassReport) -> bool {
+        if rep.mass_deletes_held {
+            return !list.is_empty();
+        }
+        if rep.deleted + (list.len() as u64) < EVENT_MASS_DELETE_MIN {
+            return false;
+        }
+        let root = &self.cfg.localroot;
+        let here = list
+            .iter()
+            .filter(|p| fs::symlink_metadata(root.join(p.path.as_path())).is_ok_and(|m| !m.is_dir()))
+            .count() as u64;
+        let planned = rep.deleted + here;
+        let files = self.tree_files(ignore) + rep.deleted;
+        if planned < EVENT_MASS_DELETE_MIN || planned as f64 <= files as f64 * MASS_DELETE_SHARE {
+            return false;
+        }
+        if self.cfg.max_delete.is_some_and(|m| m >= planned) {
+            return false;
+        }
+        if std::mem::take(&mut self.cfg.accept_deletes) {
+            tracing::info!("deleting {planned} of the mirror's {files} files (--accept-deletes)");
+            return false;
+        }
+        tracing::warn!(
+            "the delete events of this pass would delete {planned} of the mirror's {files} files, more than \
+             {:.0} %: held, nothing of them deleted (kept pending). If {} really removed them, run again with \
+             --max-delete {planned} (or more) or --accept-deletes; if its index lists deletes of files it \
+             still has, fix the origin.",
+            MASS_DELETE_SHARE * 100.0,
+            self.cfg.remote.src
+        );
+        rep.mass_deletes_held = true;
+        rep.max_delete_reached = true;
+        true
     }
 
     /// `--max-delete` allows no more deletes in this run.

@@ -231,7 +231,7 @@ fn needs_attention(r: &Report, notes: &mut Vec<String>) -> bool {
         // needed. While it waits, the age of the last success grows and
         // turns CRITICAL past --crit.
         notes.push(
-            "the last whole-tree pass held back a mass delete (rerun with --accept-deletes, or --max-delete N \
+            "the last pass held back a mass delete (rerun with --accept-deletes, or --max-delete N \
              covering the count its log names)"
                 .into(),
         );

@@ -233,6 +233,9 @@ pub(crate) struct Mirror<'a> {
     /// This whole-tree pass (a `--full` one) looks at the quarantined
     /// paths again instead of leaving their directories out.
     recheck_quarantine: bool,
+    /// The mirror's files, counted once a pass when a mass delete is
+    /// judged (`Mirror::tree_files`).
+    files_counted: Option<u64>,
 }
 
 impl<'a> Mirror<'a> {
@@ -257,6 +260,7 @@ impl<'a> Mirror<'a> {
             replacing: Default::default(),
             ride_along: Vec::new(),
             recheck_quarantine: false,
+            files_counted: None,
         })
     }
 

@@ -201,6 +201,7 @@ impl<'a> Mirror<'a> {
         let started = self.clock.now();
         let mut rep = PassReport { kind: "pass", dry_run: self.cfg.dry_run, ..PassReport::default() };
         self.future_seen.clear();
+        self.files_counted = None;
         if self.cap_done() {
             // Written by an rrr that let the future in, or under a clock
             // that was wrong: what is done cannot be told any more.

@@ -49,7 +49,9 @@ pub(crate) struct PassReport {
     /// `--max-delete` stopped deletes in this run (or [`Self::mass_deletes_held`]).
     pub max_delete_reached: bool,
     /// A whole-tree pass stopped before deleting more than 10 % of the
-    /// mirror (`--max-delete N` covering it, or `--accept-deletes`, go on).
+    /// mirror, or the delete events of an incremental pass were held for
+    /// the same reason (`--max-delete N` covering it, or
+    /// `--accept-deletes`, go on).
     pub mass_deletes_held: bool,
     pub refused: Vec<Refusal>,
     /// Paths the origin could not send, after this pass.

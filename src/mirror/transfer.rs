@@ -79,8 +79,15 @@ impl Index {
 /// A whole-tree pass that would delete more than this share of the
 /// mirror's files stops first (docs/decisions.md#mass-deletes)…
 pub(super) const MASS_DELETE_SHARE: f64 = 0.10;
-/// … when they are at least this many.
+/// … when they are at least this many; …
 pub(super) const MASS_DELETE_MIN: u64 = 100;
+/// … or more than this share of a mirror of any size (a small tree
+/// re-pointed at another collection).
+pub(super) const MASS_DELETE_HALF: f64 = 0.5;
+/// The delete events of one incremental pass are held when they would
+/// delete more than [`MASS_DELETE_SHARE`] of the mirror's files and at
+/// least this many (docs/decisions.md#mass-deletes).
+pub(super) const EVENT_MASS_DELETE_MIN: u64 = 1000;
 
 /// rsync's `--out-format` for transfers: item codes, length, name.
 const OUT_FORMAT: &str = "--out-format=%i %l %n";
@@ -235,7 +242,8 @@ impl<'a> Mirror<'a> {
 
     /// Whether this whole-tree pass would delete a mass of the mirror: more
     /// than [`MASS_DELETE_SHARE`] of its files and at least
-    /// [`MASS_DELETE_MIN`], not covered by `--max-delete`; then the message
+    /// [`MASS_DELETE_MIN`], or more than [`MASS_DELETE_HALF`] of a mirror
+    /// of any size, not covered by `--max-delete`; then the message
     /// that names the two ways on. A dirtymark change or a re-bootstrap
     /// trusts the remote's whole tree, and a module re-pointed at another
     /// tree by mistake would empty the mirror, so this is asked before
@@ -244,22 +252,12 @@ impl<'a> Mirror<'a> {
     /// Counted with a dry run of the very rsync that would follow (its
     /// `*deleting` lines): exact, whatever the recentfiles list (they may
     /// not name every file, nor directories), at the cost of one more scan
-    /// of both trees, and only on a tree that has enough files to reach
-    /// the minimum. The mirror's files are counted by a walk of the tree.
+    /// of both trees, and only on a tree that has files (an empty one has
+    /// nothing to lose). The mirror's files are counted by a walk of the
+    /// tree.
     fn mass_deletes(&mut self, layout: &Layout) -> Result<Option<String>> {
-        let root = self.cfg.localroot.clone();
-        let ignore = Self::ignore_set(layout);
-        let ours = |e: &walkdir::DirEntry| {
-            let rel = e.path().strip_prefix(&root).ok().and_then(|r| r.to_str()).unwrap_or("");
-            ignore.is_ignored(rel) || (e.depth() == 1 && e.file_name() == LOST_FOUND)
-        };
-        let files = walkdir::WalkDir::new(&root)
-            .min_depth(1)
-            .into_iter()
-            .filter_entry(|e| !ours(e))
-            .filter(|e| e.as_ref().is_ok_and(|e| !e.file_type().is_dir()))
-            .count() as u64;
-        if files < MASS_DELETE_MIN {
+        let files = self.tree_files(&Self::ignore_set(layout));
+        if files == 0 {
             return Ok(None);
         }
         let r = self.bootstrap_command(layout, true, None, false)?;
@@ -268,11 +266,12 @@ impl<'a> Mirror<'a> {
             seen = Itemized::default();
             r.run_with(&mut |l| seen.line(l))
         })?;
-        let mass =
-            seen.deleted_files >= MASS_DELETE_MIN && seen.deleted_files as f64 > files as f64 * MASS_DELETE_SHARE;
+        let share = seen.deleted_files as f64 / files as f64;
+        let mass = (seen.deleted_files >= MASS_DELETE_MIN && share > MASS_DELETE_SHARE) || share > MASS_DELETE_HALF;
         if !mass || self.cfg.max_delete.is_some_and(|m| m >= seen.deleted) {
             return Ok(None);
         }
+        let limit = if share > MASS_DELETE_HALF { MASS_DELETE_HALF } else { MASS_DELETE_SHARE };
         Ok(Some(format!(
             "the whole-tree pass would delete {} of the mirror's {files} files ({} entries with directories), \
              more than {:.0} %: stopped before deleting anything (nothing was deleted). If {} really lost \
@@ -280,10 +279,31 @@ impl<'a> Mirror<'a> {
              tree, fix the remote. --dry-run lists the deletes.",
             seen.deleted_files,
             seen.deleted,
-            MASS_DELETE_SHARE * 100.0,
+            limit * 100.0,
             self.cfg.remote.src,
             seen.deleted
         )))
+    }
+
+    /// The mirror's files (not directories), by a walk of the tree without
+    /// rrr's own files and a top-level `lost+found`; counted once a pass.
+    pub(super) fn tree_files(&mut self, ignore: &IgnoreSet) -> u64 {
+        if let Some(n) = self.files_counted {
+            return n;
+        }
+        let root = self.cfg.localroot.clone();
+        let ours = |e: &walkdir::DirEntry| {
+            let rel = e.path().strip_prefix(&root).ok().and_then(|r| r.to_str()).unwrap_or("");
+            ignore.is_ignored(rel) || (e.depth() == 1 && e.file_name() == LOST_FOUND)
+        };
+        let n = walkdir::WalkDir::new(&root)
+            .min_depth(1)
+            .into_iter()
+            .filter_entry(|e| !ours(e))
+            .filter(|e| e.as_ref().is_ok_and(|e| !e.file_type().is_dir()))
+            .count() as u64;
+        self.files_counted = Some(n);
+        n
     }
 
     /// One whole-tree rsync, then everything up to the principal's newest

@@ -36,6 +36,7 @@ mod rmirror_loop;
 mod rmirror_mass_deletes;
 mod rmirror_missing;
 mod rmirror_ownership;
+mod rmirror_principal_forms;
 mod rmirror_quarantine;
 mod sys_layer;
 mod textfile_warnings;

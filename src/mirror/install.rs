@@ -100,6 +100,13 @@ impl<'a> Mirror<'a> {
             return Ok(());
         }
         let link = self.cfg.remote.name.clone();
+        let at = self.cfg.localroot.join(&link);
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.is_file()) {
+            // A copy of the principal where the link belongs (a tree taken
+            // over from a plain rsync of an origin whose writer made one):
+            // ours to replace by the link.
+            fs::remove_file(&at).with_context(|| format!("cannot replace {}", at.display()))?;
+        }
         store::ensure_symlink(&self.cfg.localroot, &link, principal)
             .with_context(|| format!("cannot install {}", self.cfg.localroot.join(&link).display()))
     }

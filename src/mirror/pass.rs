@@ -94,7 +94,7 @@ impl<'a> Mirror<'a> {
             if !remote.is_link() {
                 return d.landed(&remote.name);
             }
-            matches!(d.link_target(&remote.name), Ok(Some(t)) if d.landed(&t))
+            d.link_landed(&remote.name)
         };
         self.watched_fetch(|m, watch| {
             m.with_retries(&what, || dir.fetch_index_until(&remote, &settings, watch, principal_landed))
@@ -157,7 +157,7 @@ impl<'a> Mirror<'a> {
         self.state.refetch.clear();
         let name = if remote.is_link() {
             let target = dir
-                .link_target(&remote.name)?
+                .resolve_principal(&remote.name, self.cfg.max_recentfile_size)?
                 .with_context(|| format!("remote {} does not exist", remote.source(&remote.name)))?;
             if !indexed && !dir.landed(&target) {
                 // The link points elsewhere than last time.

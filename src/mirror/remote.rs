@@ -648,6 +648,60 @@ impl FetchDir {
         crate::store::read_file(&p).with_context(|| format!("remote {name}"))
     }
 
+    /// The principal the fetched `<root>.recent` names: the bare name a
+    /// symlink points to; or, when the remote has a regular file there
+    /// (rrrgo's library replaces the link by a copy of the principal when
+    /// it opens the collection through it), that copy, moved to the
+    /// principal's own name from its meta (`<root>-<interval><suffix>`),
+    /// over whatever was fetched under that name: the copy is what its
+    /// writer updates. `None` when the remote has neither. Origin writers
+    /// keep refusing such a tree; a mirror only reads it, and installs a
+    /// symlink for its own downstream.
+    pub fn resolve_principal(&self, link: &str, limit: u64) -> Result<Option<String>> {
+        let p = self.file(link);
+        match fs::symlink_metadata(&p) {
+            Err(_) => return Ok(None),
+            Ok(m) if m.file_type().is_symlink() => return self.link_target(link),
+            Ok(m) if !m.is_file() => bail!("remote {link} is neither a symlink nor a regular file"),
+            Ok(_) => {}
+        }
+        // Nothing of this fetch may land after the copy is moved.
+        self.settle()?;
+        let root = link.strip_suffix(".recent").with_context(|| format!("{link:?} is not a principal link"))?;
+        let mut head = [0u8; 512];
+        let n = std::io::Read::read(&mut fs::File::open(&p)?, &mut head)?;
+        let suffix = if head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') { ".json" } else { ".yaml" };
+        let probe = format!("{link}{suffix}");
+        fs::rename(&p, self.file(&probe))?;
+        let rf = self
+            .read_landed(&probe, limit)
+            .with_context(|| format!("remote {link} (a regular file, read as the principal)"))?
+            .with_context(|| format!("remote {link} vanished"))?;
+        let interval = rf.meta.interval.as_deref().with_context(|| {
+            format!("remote {link} is a regular file whose meta names no interval: cannot tell which principal it is")
+        })?;
+        if rf.meta.serializer_suffix.as_deref().is_some_and(|s| s != suffix) {
+            bail!("remote {link}: its meta serializer_suffix does not match its content ({suffix})");
+        }
+        let name = format!("{root}-{interval}{suffix}");
+        check_name(&name).with_context(|| format!("remote {link} (a regular file)"))?;
+        fs::rename(self.file(&probe), self.file(&name))?;
+        tracing::debug!("remote {link} is a regular file, not a link: read as {name}");
+        Ok(Some(name))
+    }
+
+    /// Whether the fetched `<root>.recent` and the principal it names are
+    /// in place (a regular file there is the principal itself).
+    pub fn link_landed(&self, link: &str) -> bool {
+        match fs::symlink_metadata(self.file(link)) {
+            Ok(m) if m.file_type().is_symlink() => {
+                matches!(self.link_target(link), Ok(Some(t)) if self.landed(&t))
+            }
+            Ok(m) => m.is_file(),
+            Err(_) => false,
+        }
+    }
+
     /// Resolve the fetched `<root>.recent`: the bare name it points to.
     pub fn link_target(&self, link: &str) -> Result<Option<String>> {
         let p = self.file(link);

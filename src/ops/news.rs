@@ -100,8 +100,11 @@ pub(crate) fn fetch_remote(
     let dir = FetchDir::new(&base)?;
     dir.fetch(&remote, settings, &[&remote.name])?;
     let name = if remote.is_link() {
-        let t = dir.link_target(&remote.name)?.with_context(|| format!("{src} does not exist"))?;
-        dir.fetch(&remote, settings, &[&t])?;
+        let limit = remote::DEFAULT_MAX_RECENTFILE_SIZE;
+        let t = dir.resolve_principal(&remote.name, limit)?.with_context(|| format!("{src} does not exist"))?;
+        if !dir.landed(&t) {
+            dir.fetch(&remote, settings, &[&t])?;
+        }
         t
     } else {
         remote.name.clone()

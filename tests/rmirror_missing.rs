@@ -114,3 +114,36 @@ fn a_missing_path_costs_idle_passes_no_connection() {
     assert_eq!(paths(&v["missing_upstream"]), ["ghost.txt"], "{v}");
     assert_eq!(v["missing_upstream"][0]["attempts"], 2, "{v}");
 }
+
+/// A Perl writer records `trailcr\r` (YAML::Syck dumps it plain, with the
+/// CR before the line end); its next write reads the file back with
+/// YAML::Syck, which cuts that CR: the origin's index now names `trailcr`.
+/// The mirror finds `trailcr` missing and, retrying, asks for the name
+/// with its CR too: the file arrives.
+#[test]
+fn a_name_whose_trailing_cr_a_perl_writer_lost_is_fetched() {
+    let (origin, mirror, at) = mirrored();
+    let perl = |path: &str| {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/util/perl_writer.pl");
+        let o = std::process::Command::new("perl")
+            .arg(script)
+            .arg(origin.join("RECENT-1h.yaml"))
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    write(&origin, "trailcr\r", "cr\n");
+    perl("trailcr\r");
+    write(&origin, "other", "o\n");
+    perl("other");
+    let index = fs::read_to_string(origin.join("RECENT-1h.yaml")).unwrap();
+    assert!(index.contains("path: trailcr\n") && !index.contains("trailcr\r"), "{index:?}");
+    let v = mirror.pass(&["--now", &at(10)], 0);
+    assert_eq!(fs::read_to_string(mirror.join("other")).unwrap(), "o\n", "{v}");
+    assert_eq!(paths(&mirror.state()["missing"]), ["trailcr"]);
+    let (v, o) = mirror.pass_output(&["--now", &at(700)], 0);
+    assert_eq!(fs::read_to_string(mirror.join("trailcr\r")).unwrap(), "cr\n", "{v}");
+    assert!(stderr(&o).contains("the origin's index lost the name's trailing CR"), "{}", stderr(&o));
+    assert_eq!(mirror.state()["missing"], serde_json::json!([]), "{}", mirror.state());
+}

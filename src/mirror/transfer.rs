@@ -865,11 +865,31 @@ impl<'a> Mirror<'a> {
         for (p, e) in &riders {
             newest.entry(p).or_insert(e);
         }
+        let mut aliases = self.cr_aliases(riders.iter().map(|(p, _)| p));
+        // An alias that an event of the chunk names is that event's path.
+        aliases.retain(|(a, _)| !newest.contains_key(a));
+        for (a, p) in &aliases {
+            let e = newest[p];
+            newest.insert(a, e);
+        }
         let mut paths: Vec<&RelPath> = newest.keys().copied().collect();
         paths.sort_unstable();
         let out = self.run_files_from("transfer", &paths, rep)?;
-        self.settle_paths(&out, &paths, &newest, attempted, rep);
+        self.settle_paths(&out, &paths, &newest, &aliases, attempted, rep);
         Ok(())
+    }
+
+    /// For each of `paths` that is missing (`State::missing`) and does not
+    /// end in a CR: the name with one (alias, path). A Perl writer reads
+    /// the recentfile with YAML::Syck, which cuts a plain scalar's trailing
+    /// CR (`path: trailcr\r` loads as `trailcr`), and writes it back: the
+    /// origin's index then names `trailcr` while the file is `trailcr\r`.
+    /// A missing path's retry asks for both (docs/decisions.md#missing-upstream).
+    fn cr_aliases<'p>(&self, paths: impl Iterator<Item = &'p RelPath>) -> Vec<(RelPath, RelPath)> {
+        paths
+            .filter(|p| !p.as_bytes().ends_with(b"\r") && self.state.missing.iter().any(|m| m.path == **p))
+            .map(|p| (RelPath::from([p.as_bytes(), b"\r"].concat()), p.clone()))
+            .collect()
     }
 
     /// What one `--files-from` rsync of `paths` (with their events'
@@ -878,11 +898,17 @@ impl<'a> Mirror<'a> {
     /// such file (missing, docs/decisions.md#missing-upstream, when an
     /// event listed it; a path failing since a whole-tree pass is simply
     /// gone); or it arrived (neither). Each path is then in `attempted`.
+    ///
+    /// `aliases` ([`Mirror::cr_aliases`], among `paths`) are other names of
+    /// missing paths: one that arrived settles its path (no longer
+    /// missing: the origin has it under the name its index lost), one that
+    /// did not is no news.
     fn settle_paths(
         &mut self,
         out: &RsyncOutcome,
         paths: &[&RelPath],
         epochs: &HashMap<&RelPath, &Epoch>,
+        aliases: &[(RelPath, RelPath)],
         attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) {
@@ -891,7 +917,8 @@ impl<'a> Mirror<'a> {
         let vanished: HashSet<RelPath> =
             out.vanished.iter().filter_map(|v| self.event_path_of(v, Some(&asked))).collect();
         let now = self.clock.now();
-        for p in paths {
+        let is_alias: HashSet<&RelPath> = aliases.iter().map(|(a, _)| a).collect();
+        for p in paths.iter().filter(|p| !is_alias.contains(**p)) {
             attempted.insert((*p).clone());
             if failed.contains(*p) {
                 self.state.unmiss(p);
@@ -922,6 +949,18 @@ impl<'a> Mirror<'a> {
                         tracing::info!("{} {how}; no longer {what}", shown_path(p));
                     }
                 }
+            }
+        }
+        for (alias, path) in aliases {
+            attempted.insert(alias.clone());
+            if !failed.contains(alias) && !vanished.contains(alias) {
+                tracing::warn!(
+                    "{} arrived as {}: the origin's index lost the name's trailing CR (a Perl writer's \
+                     YAML::Syck reads `path: NAME\\r` as NAME); no longer missing",
+                    shown_path(path),
+                    shown_path(alias)
+                );
+                self.state.unmiss(path);
             }
         }
     }
@@ -1040,7 +1079,11 @@ impl<'a> Mirror<'a> {
         attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<bool> {
-        let paths: Vec<&RelPath> = chunk.iter().map(|(p, _)| p).collect();
+        let mut aliases = self.cr_aliases(chunk.iter().map(|(p, _)| p));
+        aliases.retain(|(a, _)| !chunk.iter().any(|(p, _)| p == a));
+        let mut paths: Vec<&RelPath> = chunk.iter().map(|(p, _)| p).chain(aliases.iter().map(|(a, _)| a)).collect();
+        paths.sort_unstable();
+        paths.dedup();
         attempted.extend(paths.iter().map(|p| (*p).clone()));
         let out = match self.run_files_from(what, &paths, rep) {
             Ok(out) => out,
@@ -1049,8 +1092,14 @@ impl<'a> Mirror<'a> {
                 return Ok(false);
             }
         };
-        let epochs: HashMap<&RelPath, &Epoch> = chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))).collect();
-        self.settle_paths(&out, &paths, &epochs, attempted, rep);
+        let mut epochs: HashMap<&RelPath, &Epoch> =
+            chunk.iter().filter_map(|(p, e)| e.as_ref().map(|e| (p, e))).collect();
+        for (a, p) in &aliases {
+            if let Some(e) = epochs.get(p).copied() {
+                epochs.insert(a, e);
+            }
+        }
+        self.settle_paths(&out, &paths, &epochs, &aliases, attempted, rep);
         self.save()?;
         Ok(true)
     }

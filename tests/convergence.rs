@@ -297,6 +297,8 @@ exec rsync "$@"
     wrapper
 }
 
+/// Each pass is a run of its own (a new process, as from cron): the first
+/// that meets the limit learns it, and the state keeps it for the others.
 #[test]
 fn a_daemon_with_one_connection_slot_serves_every_pass_at_the_first_attempt() {
     let t = Origin::new(&[("a", "a\n"), ("d/b", "b\n")]);
@@ -330,7 +332,14 @@ fn a_daemon_with_one_connection_slot_serves_every_pass_at_the_first_attempt() {
     }
     // The wrapper may miss the window on a loaded machine, not every time.
     assert!(refused >= 1, "no pass met the limit: the test did not test it");
-    assert_eq!(limited.refusals(), refused, "one refusal per run at most, none after it");
+    // The run that met it kept the lesson in the state: every later run,
+    // a new process as from cron, never overlapped again.
+    assert_eq!(refused, 1, "one refusal in all the runs");
+    assert_eq!(limited.refusals(), 1, "{}", limited.0.log());
+    let st = fixture::state(&t.target);
+    let learnt: Vec<&String> = st["no_overlap"].as_object().unwrap().keys().collect();
+    assert_eq!(learnt.len(), 1, "{st}");
+    assert!(learnt[0].starts_with("rsync://127.0.0.1:") && learnt[0].ends_with("/origin/RECENT.recent"), "{st}");
 }
 
 /// A JSON principal (`RECENT-1h.json`, aggregator 1h, Z) listing `events`

@@ -102,7 +102,10 @@
 //!   "last_attempt": "epoch"|null,                  // start of the last attempt
 //!   "last_outcome": "success"|"failed"|"interrupted"|null,
 //!   "consecutive_failures": 0,                     // failed attempts since a success
-//!   "heartbeat": "epoch"                           // last write of this file
+//!   "heartbeat": "epoch",                          // last write of this file
+//!   "no_overlap": {"rsync://h:873/M/p": "epoch"}   // remotes whose daemon refused
+//!                                                  // a connection of ours for its
+//!                                                  // max connections: never overlap
 //! }
 //! ```
 //!
@@ -244,6 +247,11 @@ impl<'a> Mirror<'a> {
     pub fn new(cfg: Config, clock: Clock, stop: &'a AtomicBool) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
+        if cfg.remote.transport == remote::Transport::Daemon && state.no_overlap.contains_key(&cfg.remote.normalized())
+        {
+            // A lesson of an earlier run: this daemon's slots are few.
+            remote::forbid_overlap(&cfg.remote);
+        }
         Ok(Mirror {
             cfg,
             state,

@@ -164,6 +164,12 @@ pub(crate) struct State {
     pub running: Option<crate::mirror::pass_progress::Running>,
     /// The last whole-tree pass that finished (`--full-every`).
     pub last_full: Option<Epoch>,
+    /// Remotes (normalised) whose daemon refused a connection of ours for
+    /// its `max connections` while a fetch of ours was finishing, and
+    /// when: calls to them never overlap, from the first call of every
+    /// later run on (a one-shot run from cron would otherwise spend one
+    /// refused connection to relearn it each time).
+    pub no_overlap: BTreeMap<String, Epoch>,
 }
 
 impl State {
@@ -411,9 +417,20 @@ impl<'a> Mirror<'a> {
         if self.cfg.dry_run || !self.writable {
             return Ok(());
         }
+        self.remember_no_overlap();
         self.state.heartbeat = Some(self.clock.now());
         self.state.version = STATE_VERSION;
         write_state(&self.cfg.state_file, &self.state)
+    }
+
+    /// Keep the lesson of a refused connection (`remote::forbid_overlap`,
+    /// learnt in this process) in the state, for the next run.
+    fn remember_no_overlap(&mut self) {
+        let remote = &self.cfg.remote;
+        if remote.transport == super::remote::Transport::Daemon && !super::remote::overlap_allowed(remote) {
+            let now = self.clock.now();
+            self.state.no_overlap.entry(remote.normalized()).or_insert(now);
+        }
     }
 
     /// Record an attempt that ended before or outside [`Mirror::pass`]

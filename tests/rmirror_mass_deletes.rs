@@ -47,6 +47,12 @@ fn delete_events_for_a_mass_of_the_mirror_are_held() {
     }
     assert_eq!(mirror.state()["pending_deletes"].as_array().unwrap().len(), 1000);
     assert_eq!(mirror.state()["last_outcome"], "held");
+    let st: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&mirror)])).unwrap();
+    assert_eq!((st["held_deletes"].clone(), st["pending_deletes"].clone()), (1000.into(), 1000.into()), "{st}");
+    let prom_file = origin.dir().join("rrr.prom");
+    ok(&["status", "--localroot", s(&mirror), "--prometheus", s(&prom_file)]);
+    let prom = fs::read_to_string(&prom_file).unwrap();
+    assert!(prom.lines().any(|l| l.starts_with("rrr_mirror_held_deletes{") && l.ends_with(" 1000")), "{prom}");
     let o = rrr(&["check", "--warn", "3600", "--crit", "7200", "--localroot", s(&mirror)]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("held back a mass delete"), "{}", stdout(&o));
@@ -92,6 +98,7 @@ fn a_small_mirror_re_pointed_at_another_collection_is_not_emptied() {
     assert_eq!(v["mass_deletes_held"], true, "{v}");
     assert!(stderr(&o).contains("would delete 30 of the mirror's 30 files"), "{}", stderr(&o));
     assert_eq!(files_under(&mirror), 30, "nothing deleted");
+    assert_eq!(v["deletes_held"], 30, "{v}");
     let v = mirror.pass(&["--now", "1790000200", "--accept-deletes"], 0);
     assert!(v["deleted"].as_u64().unwrap() >= 30, "{v}");
     assert_eq!(files_under(&mirror), 1);

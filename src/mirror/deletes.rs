@@ -104,6 +104,7 @@ impl<'a> Mirror<'a> {
     /// once held, every later delete of the pass is held too.
     fn hold_mass_delete(&mut self, list: &[PendingDelete], ignore: &IgnoreSet, rep: &mut PassReport) -> bool {
         if rep.mass_deletes_held {
+            rep.deletes_held += list.len() as u64;
             return !list.is_empty();
         }
         if rep.deleted + (list.len() as u64) < EVENT_MASS_DELETE_MIN {
@@ -136,6 +137,7 @@ impl<'a> Mirror<'a> {
         );
         rep.mass_deletes_held = true;
         rep.max_delete_reached = true;
+        rep.deletes_held += list.len() as u64;
         true
     }
 

@@ -7,6 +7,13 @@
 //! origin therefore reads about 0 while the mirror runs, and a dead
 //! mirror's lag grows. The heartbeat age (seconds since the state was last
 //! written) is reported beside it.
+//!
+//! What is unusual but no error is counted here, one field and one gauge
+//! each: failing, quarantined and missing-upstream paths, held deletes,
+//! events from the future. The origin's own counts (events re-recorded
+//! after a Perl writer hid them, files fsck does not index) are the
+//! origin's record, not a mirror's: they join the same textfile format
+//! through [`prometheus_metric`], as rows of their own.
 
 use crate::mirror::state::Outcome;
 use crate::mirror::{Failing, State};
@@ -48,6 +55,8 @@ pub(crate) struct Report {
     pub missing_in_grace: usize,
     /// Events of the last pass more than an hour ahead of the clock.
     pub future_events: u64,
+    /// Deletes the mass-delete guard held in the last pass.
+    pub held_deletes: u64,
     /// The last pass's error, if it failed, and when.
     pub last_error: Option<String>,
     pub last_error_time: Option<String>,
@@ -97,6 +106,7 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         missing_upstream: state.missing_upstream(now).cloned().collect(),
         missing_in_grace: state.missing.iter().filter(|m| !m.overdue(now)).count(),
         future_events: state.future_events,
+        held_deletes: state.held_deletes,
         last_error: state.last_error.clone(),
         last_error_time: text(&state.last_error_time),
         attempts: state.counters.attempts,
@@ -352,7 +362,7 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 16] = [
+const GAUGES: [Metric; 17] = [
     ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", |r| {
         timestamp(&r.last_attempt)
     }),
@@ -383,6 +393,9 @@ const GAUGES: [Metric; 16] = [
         Some(r.running.as_ref().map_or(0.0, |x| x.bytes as f64))
     }),
     ("rrr_mirror_pending_deletes", "Delete events waiting to be applied.", |r| Some(r.pending_deletes as f64)),
+    ("rrr_mirror_held_deletes", "Deletes the mass-delete guard held in the last pass.", |r| {
+        Some(r.held_deletes as f64)
+    }),
     ("rrr_mirror_failing_paths", "Paths the origin could not send, retried every pass.", |r| {
         Some(r.failing.len() as f64)
     }),
@@ -510,6 +523,13 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
     let _ = writeln!(out, "last full pass   {}", when(&r.last_full));
     let _ = writeln!(out, "newest applied   {}", when(&r.newest_applied));
     let _ = writeln!(out, "pending deletes  {}", r.pending_deletes);
+    if r.held_deletes > 0 {
+        let _ = writeln!(
+            out,
+            "held deletes     {} (a mass delete: --accept-deletes or --max-delete N lets them go)",
+            human::count(r.held_deletes)
+        );
+    }
     let _ = writeln!(
         out,
         "counters         {}, {}, {}, {}, {}, {} refused",

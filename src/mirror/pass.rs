@@ -237,6 +237,7 @@ impl<'a> Mirror<'a> {
             );
         }
         self.state.future_events = rep.future;
+        self.state.held_deletes = rep.deletes_held;
         rep.failing = self.state.failing.iter().map(FailingReport::from).collect();
         rep.quarantined = self.state.quarantined.iter().map(FailingReport::from).collect();
         let now = self.clock.now_f64();

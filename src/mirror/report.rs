@@ -53,6 +53,9 @@ pub(crate) struct PassReport {
     /// the same reason (`--max-delete N` covering it, or
     /// `--accept-deletes`, go on).
     pub mass_deletes_held: bool,
+    /// Deletes the mass-delete guard held in this pass: the whole-tree
+    /// pass's files, or the delete events kept pending.
+    pub deletes_held: u64,
     pub refused: Vec<Refusal>,
     /// Paths the origin could not send, after this pass.
     pub failing: Vec<FailingReport>,

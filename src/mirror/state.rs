@@ -138,6 +138,9 @@ pub(crate) struct State {
     /// `--full` pass (docs/decisions.md#quarantine).
     pub quarantined: Vec<Failing>,
     pub future_events: u64,
+    /// Deletes the mass-delete guard held in the last pass
+    /// (docs/decisions.md#mass-deletes).
+    pub held_deletes: u64,
     pub resync: bool,
     pub newest_applied: Option<Epoch>,
     pub counters: Counters,

@@ -255,7 +255,7 @@ impl<'a> Mirror<'a> {
     /// of both trees, and only on a tree that has files (an empty one has
     /// nothing to lose). The mirror's files are counted by a walk of the
     /// tree.
-    fn mass_deletes(&mut self, layout: &Layout) -> Result<Option<String>> {
+    fn mass_deletes(&mut self, layout: &Layout) -> Result<Option<(String, u64)>> {
         let files = self.tree_files(&Self::ignore_set(layout));
         if files == 0 {
             return Ok(None);
@@ -272,7 +272,7 @@ impl<'a> Mirror<'a> {
             return Ok(None);
         }
         let limit = if share > MASS_DELETE_HALF { MASS_DELETE_HALF } else { MASS_DELETE_SHARE };
-        Ok(Some(format!(
+        let msg = format!(
             "the whole-tree pass would delete {} of the mirror's {files} files ({} entries with directories), \
              more than {:.0} %: stopped before deleting anything (nothing was deleted). If {} really lost \
              them, run again with --max-delete {} (or more) or --accept-deletes; if it points at the wrong \
@@ -282,7 +282,8 @@ impl<'a> Mirror<'a> {
             limit * 100.0,
             self.cfg.remote.src,
             seen.deleted
-        )))
+        );
+        Ok(Some((msg, seen.deleted_files)))
     }
 
     /// The mirror's files (not directories), by a walk of the tree without
@@ -393,8 +394,9 @@ impl<'a> Mirror<'a> {
         if self.cfg.skip_deletes || std::mem::take(&mut self.cfg.accept_deletes) {
             return Ok(false);
         }
-        let Some(msg) = self.mass_deletes(layout)? else { return Ok(false) };
+        let Some((msg, files)) = self.mass_deletes(layout)? else { return Ok(false) };
         tracing::warn!("{msg}");
+        rep.deletes_held += files;
         rep.mass_deletes_held = true;
         rep.max_delete_reached = true;
         Ok(true)

@@ -689,6 +689,42 @@ mod tests {
     }
 
     #[test]
+    fn quarantined_and_missing_upstream_paths_warn() {
+        let mut st = state();
+        let first = Epoch::parse("1700000000.5").unwrap();
+        let deep: crate::recentfile::RelPath = format!("{}/deep.txt", "d".repeat(5000)).into();
+        st.quarantined.push(Failing {
+            path: deep,
+            epoch: None,
+            message: "filename overflows max-path len by 154".into(),
+            first: first.clone(),
+            last: first.clone(),
+            attempts: 1,
+        });
+        let (level, line) = check("/m", Some(&report("/m", &st, 1_700_000_400.5)), 600.0, 3600.0);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("1 quarantined path (e.g. dddd") && line.contains("… (5009 bytes)"), "{line}");
+        assert!(line.len() < 600, "a 5 KiB path is cut: {line}");
+        st.quarantined.clear();
+        // Missing: quiet within the grace (two attempts and 10 minutes), then WARNING.
+        st.missing.push(Failing {
+            path: "ghost".into(),
+            epoch: Some(first.clone()),
+            message: String::new(),
+            first: first.clone(),
+            last: first.clone(),
+            attempts: 2,
+        });
+        let at = |st: &State, t: f64| check("/m", Some(&report("/m", st, t)), 1e6, 2e6);
+        assert_eq!(at(&st, 1_700_000_500.5).0, Level::Ok, "{}", at(&st, 1_700_000_500.5).1);
+        let (level, line) = at(&st, 1_700_000_600.5);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("1 path missing upstream (e.g. ghost, listed since 2023-11-14T22:13:20Z)"), "{line}");
+        st.missing[0].attempts = 1;
+        assert_eq!(at(&st, 1_700_009_000.5).0, Level::Ok, "one attempt is not enough");
+    }
+
+    #[test]
     fn several_levels_worst_first() {
         let mut by: Vec<Level> = vec![Level::Ok, Level::Unknown, Level::Critical, Level::Warning];
         by.sort_by_key(|l| std::cmp::Reverse(l.severity()));

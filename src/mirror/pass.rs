@@ -202,6 +202,7 @@ impl<'a> Mirror<'a> {
         let mut rep = PassReport { kind: "pass", dry_run: self.cfg.dry_run, ..PassReport::default() };
         self.future_seen.clear();
         self.files_counted = None;
+        self.ride_along.clear();
         if self.cap_done() {
             // Written by an rrr that let the future in, or under a clock
             // that was wrong: what is done cannot be told any more.

@@ -121,7 +121,7 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "trigger" => &[
             ("Wake the loop mirroring into /srv/CPAN (e.g. an ssh forced command from the upstream)", "rrr trigger --localroot /srv/CPAN"),
-            ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
+            ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key rrr-push@mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
             ("Wake every loop of a config", "rrr trigger --config /etc/rrr/mirror.toml"),
         ],
         "completions" => &[("Bash completion", "rrr completions bash > /etc/bash_completion.d/rrr")],

@@ -251,3 +251,22 @@ fn bash_completion_hides_hidden_options_and_knows_the_perl_names() {
     let client = complete(&["rrr-client", "--s"]);
     assert!(client.contains(&"--source".to_string()) && client.contains(&"--skip-deletes".to_string()), "{client:?}");
 }
+
+/// README.md's first screen: what rrr is, then the two commands (the demo
+/// and the test suite); the hours-long mutation run is CONTRIBUTING.md's.
+#[test]
+fn readme_opens_with_what_rrr_is_then_two_commands() {
+    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let fence = readme.find("```").unwrap();
+    assert!(readme[..fence].contains("rrr keeps a huge tree"), "the first paragraph says what rrr is");
+    let block = readme[fence..].split("```").nth(1).unwrap();
+    let commands: Vec<&str> =
+        block.lines().skip(1).filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')).collect();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    assert!(commands[0].starts_with("./bin/demo ") && commands[1].starts_with("cargo test --workspace --locked"));
+    let install = readme.find("## Install").unwrap();
+    assert!(!readme[..install].contains("cargo mutants"), "the mutation run belongs in CONTRIBUTING.md");
+    assert!(fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONTRIBUTING.md"))
+        .unwrap()
+        .contains("cargo mutants"));
+}

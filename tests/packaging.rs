@@ -270,3 +270,26 @@ fn readme_opens_with_what_rrr_is_then_two_commands() {
         .unwrap()
         .contains("cargo mutants"));
 }
+
+/// README.mirror starts with its table of contents, which names every
+/// numbered section as it is titled, and the quick start right after it.
+#[test]
+fn readme_mirror_contents_name_every_section() {
+    let text = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.mirror")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| *l == "Contents").expect("a Contents block");
+    let quick = lines.iter().position(|l| *l == "Quick start: a CPAN mirror").expect("a quick start");
+    let sections: Vec<&str> = lines
+        .windows(2)
+        .filter(|w| w[1].starts_with("---") && w[0].split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok()))
+        .map(|w| w[0])
+        .collect();
+    assert!(sections.len() >= 13, "{sections:?}");
+    let contents = lines[start..quick].join("\n");
+    for s in &sections {
+        let (n, title) = s.split_once(". ").unwrap();
+        assert!(contents.contains(&format!("{n:>2}. {title}")), "Contents lacks {s:?}:\n{contents}");
+    }
+    let first = lines.iter().position(|l| *l == sections[0]).unwrap();
+    assert!(start < quick && quick < first, "Contents, then the quick start, then section 1");
+}

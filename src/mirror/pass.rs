@@ -450,7 +450,7 @@ impl<'a> Mirror<'a> {
         let mut in_principal = HashMap::new();
         note_seen(&mut in_principal, &principal.rf, &w.limit);
         if self.state.failing.is_empty() {
-            self.ride_along = self.missing_to_retry(&in_principal, &w.attempted);
+            self.ride_along = self.missing_to_retry(&w.ignore, &in_principal, &w.attempted);
             return Ok(());
         }
         self.retry_failing(&w.ignore, &in_principal, &mut w.attempted, w.rep)
@@ -592,7 +592,7 @@ impl<'a> Mirror<'a> {
             // whether or not it was tried (a delete: the normal case).
             self.state.missing.retain(|m| !superseded(m));
             self.ride_along.clear();
-            self.retry_missing_alone(&w.newest_seen, &mut w.attempted, w.rep)?;
+            self.retry_missing_alone(&w.ignore, &w.newest_seen, &mut w.attempted, w.rep)?;
         }
         let caught_up = w.all_done
             && w.rep.errors.is_empty()

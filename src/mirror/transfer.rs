@@ -985,7 +985,7 @@ impl<'a> Mirror<'a> {
         self.place_retyped(&mut plan, seen, ignore, rep);
         self.state.failing.retain(|f| !plan.dropped.contains(&f.path));
         // The missing paths come along: this connection is spent anyway.
-        for (p, e) in self.missing_to_retry(seen, attempted) {
+        for (p, e) in self.missing_to_retry(ignore, seen, attempted) {
             if !plan.todo.iter().any(|(q, _)| *q == p) {
                 plan.todo.push((p, Some(e)));
             }
@@ -1108,17 +1108,29 @@ impl<'a> Mirror<'a> {
 
     /// The missing paths to try again now ([`State::missing`]): each not
     /// attempted in this pass, not superseded by a newer event in `seen`
-    /// (a delete explained it: dropped at the end of the walk), and not
-    /// excluded meanwhile (dropped now). Sorted by path.
+    /// (a delete explained it: dropped at the end of the walk). One
+    /// excluded meanwhile, or no longer safe to write
+    /// ([`check_event_path`]), is dropped now. Sorted by path.
     pub(super) fn missing_to_retry(
         &mut self,
+        ignore: &IgnoreSet,
         seen: &HashMap<RelPath, Epoch>,
         attempted: &HashSet<RelPath>,
     ) -> Vec<(RelPath, Epoch)> {
-        let excluded: Vec<RelPath> =
-            self.state.missing.iter().filter(|m| self.is_excluded(&m.path)).map(|m| m.path.clone()).collect();
-        for p in excluded {
-            tracing::info!("no longer retrying {}: excluded", shown_path(&p));
+        let mut safe = HashSet::new();
+        let mut dropped = Vec::new();
+        for m in &self.state.missing {
+            let why = if self.is_excluded(&m.path) {
+                Some("excluded".to_string())
+            } else {
+                check_event_path(&self.cfg.localroot, &m.path, ignore, &mut safe)
+            };
+            if let Some(why) = why {
+                tracing::info!("no longer retrying {}: {why}", shown_path(&m.path));
+                dropped.push(m.path.clone());
+            }
+        }
+        for p in dropped {
             self.state.unmiss(&p);
         }
         self.state
@@ -1137,13 +1149,14 @@ impl<'a> Mirror<'a> {
     /// grace is confirmed missing before it is reported).
     pub(super) fn retry_missing_alone(
         &mut self,
+        ignore: &IgnoreSet,
         seen: &HashMap<RelPath, Epoch>,
         attempted: &mut HashSet<RelPath>,
         rep: &mut PassReport,
     ) -> Result<()> {
         let now = self.clock.now_f64();
         let due: Vec<(RelPath, Option<Epoch>)> = self
-            .missing_to_retry(seen, attempted)
+            .missing_to_retry(ignore, seen, attempted)
             .into_iter()
             .filter(|(p, _)| {
                 self.state.missing.iter().any(|m| m.path == *p && now - m.last.to_f64() >= MISSING_GRACE_SECS)

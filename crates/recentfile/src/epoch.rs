@@ -194,6 +194,38 @@ impl Epoch {
         Ok(Epoch(EpochText::new(s)))
     }
 
+    /// Reads an epoch in any notation a known writer uses (protocol.md
+    /// 7.1): what [`Epoch::parse`] takes, and the exponent form that
+    /// writers of float64 epochs produce (abh/rrrgo through gopkg.in/yaml.v3:
+    /// `1.79624748999797e+09`, also `E`, a `-` or no sign in the exponent,
+    /// any number of mantissa digits). The exponent form is turned into the
+    /// exact decimal by moving the point, never through a float
+    /// (`1.79624748999797e+09` → `1796247489.99797`, `1.79624749e+09` →
+    /// `1796247490`, `15e-1` → `1.5`), so an epoch is one value whatever
+    /// notation carried it: rrrgo's YAML and JSON spell the same float64
+    /// as `1.79624748999797e+09` and `1796247489.99797`, and both read as
+    /// the latter. Every digit written is kept (`1.50e+00` → `1.50`),
+    /// leading zeros of the integer part are dropped.
+    ///
+    /// An exponent above 4096 is refused before anything is allocated (the
+    /// result could not be a valid epoch), so `1e999999999` is a clear
+    /// error; the result must pass [`Epoch::parse`].
+    ///
+    /// ```
+    /// use recentfile::Epoch;
+    /// assert_eq!(Epoch::read("1.79624748999797e+09")?.as_str(), "1796247489.99797");
+    /// assert_eq!(Epoch::read("1.7962474918942301E+09")?.as_str(), "1796247491.8942301");
+    /// assert_eq!(Epoch::read("1796247489.99797")?.as_str(), "1796247489.99797");
+    /// assert!(Epoch::read("1e999999999").unwrap_err().to_string().contains("out of range"));
+    /// # Ok::<(), recentfile::epoch::EpochError>(())
+    /// ```
+    pub fn read(s: &str) -> Result<Epoch, EpochError> {
+        match s.bytes().position(|c| c == b'e' || c == b'E') {
+            None => Epoch::parse(s),
+            Some(e) => Epoch::parse(&exponent_to_decimal(s, e)?),
+        }
+    }
+
     /// The exact text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -562,6 +594,59 @@ fn check(s: &str, max_len: usize) -> Result<(), EpochError> {
         }
         None => Ok(()),
     }
+}
+
+/// The decimal that `s`, in the exponent form `M e X` (its `e` or `E` at
+/// index `e`), stands for: the digits of the mantissa `M` (`digits` or
+/// `digits.digits`) with the point moved by the exponent `X` (`+`, `-` or
+/// no sign, then digits), zeros added where the point moves past them,
+/// leading zeros of the integer part dropped. See [`Epoch::read`].
+fn exponent_to_decimal(s: &str, e: usize) -> Result<String, EpochError> {
+    let bad = |what: String| EpochError(format!("epoch {} {what}", quote(s)));
+    let (mantissa, exponent) = (&s[..e], &s[e + 1..]);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+    if !digits(int) || (mantissa.contains('.') && !digits(frac)) {
+        return Err(bad("is not a number: digits with at most one '.' must come before the exponent".to_owned()));
+    }
+    let (negative, magnitude) = match exponent.as_bytes().first() {
+        Some(b'-') => (true, &exponent[1..]),
+        Some(b'+') => (false, &exponent[1..]),
+        _ => (false, exponent),
+    };
+    if !digits(magnitude) {
+        return Err(bad("is not a number: the exponent must be digits with an optional sign".to_owned()));
+    }
+    let significant = magnitude.trim_start_matches('0');
+    // Checked on the text, so a hostile exponent costs nothing to refuse.
+    let shift = match significant.parse::<usize>() {
+        _ if significant.is_empty() => 0,
+        Ok(n) if significant.len() <= 5 && n <= MAX_READ_LEN => n,
+        _ => return Err(bad(format!("is out of range: exponent {exponent} (at most {MAX_READ_LEN} either way)"))),
+    };
+    let all = || int.bytes().chain(frac.bytes());
+    let count = int.len() + frac.len();
+    // Where the point goes, counted in digits from the left (may be outside them).
+    let point = if negative { int.len() as isize - shift as isize } else { (int.len() + shift) as isize };
+    let mut out = Vec::with_capacity(count + shift + 2);
+    if point <= 0 {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', point.unsigned_abs()));
+        out.extend(all());
+    } else {
+        let point = point as usize;
+        out.extend(all().take(point));
+        out.extend(std::iter::repeat_n(b'0', point.saturating_sub(count)));
+        if point < count {
+            out.push(b'.');
+            out.extend(all().skip(point));
+        }
+    }
+    // Leading zeros go, but one digit stays before the point (or alone).
+    let int_end = out.iter().position(|&c| c == b'.').unwrap_or(out.len());
+    let zeros = out[..int_end - 1].iter().take_while(|&&c| c == b'0').count();
+    out.drain(..zeros);
+    Ok(String::from_utf8(out).expect("ASCII digits and a dot"))
 }
 
 /// `"text"` with control characters, quotes and backslashes escaped,

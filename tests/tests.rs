@@ -33,6 +33,7 @@ mod rmirror_hostile;
 mod rmirror_interrupts;
 mod rmirror_loop;
 mod rmirror_ownership;
+mod rrrgo;
 mod sys_layer;
 mod textfile_warnings;
 mod trigger;

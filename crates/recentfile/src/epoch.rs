@@ -222,7 +222,13 @@ impl Epoch {
     pub fn read(s: &str) -> Result<Epoch, EpochError> {
         match s.bytes().position(|c| c == b'e' || c == b'E') {
             None => Epoch::parse(s),
-            Some(e) => Epoch::parse(&exponent_to_decimal(s, e)?),
+            Some(e) => {
+                let mut buf = [0; 64];
+                match g_form_decimal(s.as_bytes(), &mut buf) {
+                    Some((decimal, _)) => Ok(Epoch(EpochText::new(decimal))),
+                    None => read_exponent(s, e),
+                }
+            }
         }
     }
 
@@ -601,7 +607,57 @@ fn check(s: &str, max_len: usize) -> Result<(), EpochError> {
 /// `digits.digits`) with the point moved by the exponent `X` (`+`, `-` or
 /// no sign, then digits), zeros added where the point moves past them,
 /// leading zeros of the integer part dropped. See [`Epoch::read`].
+#[cfg(test)]
 fn exponent_to_decimal(s: &str, e: usize) -> Result<String, EpochError> {
+    with_exponent_decimal(s, e, str::to_owned)
+}
+
+/// The decimal of the exponent form that float64 writers give a current
+/// epoch (`1.79624748999797e+09`: one digit from 1 to 9 before the point,
+/// decimals, `e+` and two digits fewer than the decimals), written into
+/// `buf`, with the index of its dot; `None` for any other text, which
+/// [`Epoch::read`] reads the long way. The same text the long way gives,
+/// in a few copies: a million-event Z file in yaml.v3's layout holds
+/// nothing else.
+#[inline]
+pub(crate) fn g_form_decimal<'b>(s: &[u8], buf: &'b mut [u8; 64]) -> Option<(&'b str, usize)> {
+    let n = s.len();
+    if n < 7 || n > buf.len() + 3 || !(b'1'..=b'9').contains(&s[0]) || s[1] != b'.' {
+        return None;
+    }
+    let (frac, tail) = s[2..].split_at(n - 6);
+    let [e, b'+', x, y] = *tail else { return None };
+    if !(e == b'e' || e == b'E') || !x.is_ascii_digit() || !y.is_ascii_digit() || !frac.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let shift = usize::from(x - b'0') * 10 + usize::from(y - b'0');
+    if shift >= frac.len() {
+        return None;
+    }
+    buf[0] = s[0];
+    buf[1..=shift].copy_from_slice(&frac[..shift]);
+    buf[shift + 1] = b'.';
+    buf[shift + 2..frac.len() + 2].copy_from_slice(&frac[shift..]);
+    Some((std::str::from_utf8(&buf[..frac.len() + 2]).expect("ASCII digits and a dot"), shift + 1))
+}
+
+/// [`Epoch::read`] of the exponent form: the decimal, built in a buffer on
+/// the stack (a Z file holds a million such epochs), is an epoch by
+/// construction when it has a dot and at most 64 characters (digits on
+/// both sides, no leading zero but one before the dot); else it is
+/// checked as [`Epoch::parse`] checks any text.
+fn read_exponent(s: &str, e: usize) -> Result<Epoch, EpochError> {
+    with_exponent_decimal(s, e, |d| {
+        if d.len() <= MAX_LEN && d.contains('.') {
+            Ok(Epoch(EpochText::new(d)))
+        } else {
+            Epoch::parse(d)
+        }
+    })?
+}
+
+/// Calls `then` with the decimal of `s` (see `exponent_to_decimal`).
+fn with_exponent_decimal<R>(s: &str, e: usize, then: impl FnOnce(&str) -> R) -> Result<R, EpochError> {
     let bad = |what: String| EpochError(format!("epoch {} {what}", quote(s)));
     let (mantissa, exponent) = (&s[..e], &s[e + 1..]);
     let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -624,29 +680,42 @@ fn exponent_to_decimal(s: &str, e: usize) -> Result<String, EpochError> {
         Ok(n) if significant.len() <= 5 && n <= MAX_READ_LEN => n,
         _ => return Err(bad(format!("is out of range: exponent {exponent} (at most {MAX_READ_LEN} either way)"))),
     };
-    let all = || int.bytes().chain(frac.bytes());
     let count = int.len() + frac.len();
+    let digit = |i: usize| if i < int.len() { int.as_bytes()[i] } else { frac.as_bytes()[i - int.len()] };
     // Where the point goes, counted in digits from the left (may be outside them).
     let point = if negative { int.len() as isize - shift as isize } else { (int.len() + shift) as isize };
-    let mut out = Vec::with_capacity(count + shift + 2);
+    let len = match point {
+        p if p <= 0 => 2 + p.unsigned_abs() + count,
+        p if p as usize >= count => p as usize,
+        _ => count + 1,
+    };
+    let mut stack = [0u8; 64];
+    let mut heap = Vec::new();
+    let out: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
     if point <= 0 {
-        out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', point.unsigned_abs()));
-        out.extend(all());
+        let zeros = point.unsigned_abs();
+        out[..2 + zeros].fill(b'0');
+        out[1] = b'.';
+        (0..count).for_each(|i| out[2 + zeros + i] = digit(i));
     } else {
         let point = point as usize;
-        out.extend(all().take(point));
-        out.extend(std::iter::repeat_n(b'0', point.saturating_sub(count)));
+        for (i, c) in out.iter_mut().enumerate().take(point) {
+            *c = if i < count { digit(i) } else { b'0' };
+        }
         if point < count {
-            out.push(b'.');
-            out.extend(all().skip(point));
+            out[point] = b'.';
+            (point..count).for_each(|i| out[i + 1] = digit(i));
         }
     }
     // Leading zeros go, but one digit stays before the point (or alone).
-    let int_end = out.iter().position(|&c| c == b'.').unwrap_or(out.len());
+    let int_end = out.iter().position(|&c| c == b'.').unwrap_or(len);
     let zeros = out[..int_end - 1].iter().take_while(|&&c| c == b'0').count();
-    out.drain(..zeros);
-    Ok(String::from_utf8(out).expect("ASCII digits and a dot"))
+    Ok(then(std::str::from_utf8(&out[zeros..]).expect("ASCII digits and a dot")))
 }
 
 /// `"text"` with control characters, quotes and backslashes escaped,

@@ -299,3 +299,79 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The shortcut of `read_exponent` (a dotted result of at most 64
+    /// characters is taken without the full check) gives what the full
+    /// check of the same decimal gives, for any mantissa and exponent.
+    #[test]
+    fn the_exponent_shortcut_is_the_checked_decimal(
+        int in "[0-9]{1,12}",
+        frac in proptest::option::of("[0-9]{1,40}"),
+        sign in "[+-]?",
+        exp in 0usize..70,
+        upper in any::<bool>(),
+    ) {
+        let text = format!("{int}{}{}{sign}{exp:02}", frac.map_or(String::new(), |f| format!(".{f}")), if upper { "E" } else { "e" });
+        let at = text.find(['e', 'E']).unwrap();
+        let checked = Epoch::parse(&exponent_to_decimal(&text, at).unwrap()).map(Epoch::into_string);
+        prop_assert_eq!(Epoch::read(&text).map(Epoch::into_string), checked, "{}", text);
+    }
+}
+
+/// The float64 writers' form takes the shortcut, and only that form.
+#[test]
+fn g_form_decimal_takes_exactly_the_common_float64_form() {
+    let mut buf = [0; 64];
+    for (text, want) in [
+        ("1.79624748999797e+09", Some(("1796247489.99797", 10))),
+        ("1.7962474918942301E+09", Some(("1796247491.8942301", 10))),
+        ("9.12e+01", Some(("91.2", 2))),
+        ("1.5e+00", Some(("1.5", 1))),
+        (
+            "1.2345678901234567890123456789012345678901234567890123456789e+09",
+            Some(("1234567890.1234567890123456789012345678901234567890123456789", 10)),
+        ),
+        // Everything else the long way.
+        ("1.79624749e+09", None),
+        ("1.7962474e+09", None),
+        ("0.5e+01", None),
+        ("15.5e+01", None),
+        ("1.5e-01", None),
+        ("1.5e1", None),
+        ("1.5e+001", None),
+        ("1.5x+01", None),
+        ("1.5e+0x", None),
+        ("1.5ae+01", None),
+        ("1.e+01", None),
+        ("1.5", None),
+        ("", None),
+        ("1.23456789012345678901234567890123456789012345678901234567890123e+09", None),
+    ] {
+        assert_eq!(g_form_decimal(text.as_bytes(), &mut buf), want, "{text}");
+        if want.is_some() {
+            assert_eq!(
+                Some(exponent_to_decimal(text, text.find(['e', 'E']).unwrap()).unwrap().as_str()),
+                want.map(|w| w.0)
+            );
+        }
+    }
+}
+
+proptest! {
+    /// Where the shortcut applies it gives the long way's decimal.
+    #[test]
+    fn g_form_decimal_is_the_long_way(first in 1u8..10, frac in "[0-9]{1,61}", exp in 0usize..100, upper in any::<bool>()) {
+        let text = format!("{first}.{frac}{}+{exp:02}", if upper { "E" } else { "e" });
+        let mut buf = [0; 64];
+        let at = text.find(['e', 'E']).unwrap();
+        let long = exponent_to_decimal(&text, at).unwrap();
+        match g_form_decimal(text.as_bytes(), &mut buf) {
+            Some((d, dot)) => {
+                prop_assert_eq!(d, long.as_str());
+                prop_assert_eq!(d.find('.'), Some(dot));
+            }
+            None => prop_assert!(exp >= frac.len() || text.len() > 67, "{}", text),
+        }
+    }
+}

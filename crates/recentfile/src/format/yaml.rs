@@ -817,16 +817,23 @@ fn outline_items<R: Read>(items: &mut Items<R>, out: &mut Outline) -> std::io::R
         // way (the exponent form as its decimal).
         let quoted = it.epoch.len() > 2 && it.epoch.starts_with('\'') && it.epoch.ends_with('\'');
         let inner = if quoted { &it.epoch[1..it.epoch.len() - 1] } else { it.epoch };
-        let read;
+        let (read, mut buf);
         let (epoch, dot) = match dotted_decimal_dot(inner).filter(|_| inner.len() <= 64) {
             Some(dot) => (inner, Some(dot)),
-            None => match unquote_epoch(it.epoch).map(Epoch::read) {
-                Some(Ok(e)) => {
-                    read = e;
-                    (read.as_str(), dotted_decimal_dot(read.as_str()))
+            None => {
+                buf = [0; 64];
+                // yaml.v3's `1.79624748999797e+09` in a few copies.
+                match crate::epoch::g_form_decimal(it.epoch.as_bytes(), &mut buf) {
+                    Some((decimal, dot)) => (decimal, Some(dot)),
+                    None => match unquote_epoch(it.epoch).map(Epoch::read) {
+                        Some(Ok(e)) => {
+                            read = e;
+                            (read.as_str(), dotted_decimal_dot(read.as_str()))
+                        }
+                        _ => return false,
+                    },
                 }
-                _ => return false,
-            },
+            }
         };
         if out.count > 0 && !epoch_lt(epoch, dot, &prev, prev_dot) {
             return false;

@@ -1083,7 +1083,7 @@ fn fast_events(
         let is_item = rest.starts_with('-')
             && matches!(rest.as_bytes().get(1), None | Some(b' '))
             && dash.is_none_or(|d| d == indent);
-        let kv_text = if is_item {
+        let (col, kv_text) = if is_item {
             dash = Some(indent);
             if let Some(ev) = cur.take() {
                 if !push_complete(ev, events) {
@@ -1096,38 +1096,19 @@ fn fast_events(
                 keys = None;
                 continue;
             }
-            keys = Some(line.len() - kv.len());
-            kv
+            (line.len() - kv.len(), kv)
         } else if cur.is_some() && dash.is_some_and(|d| indent > d) && keys.is_none_or(|k| k == indent) {
-            keys = Some(indent);
-            rest
+            (indent, rest)
         } else {
             return Ok(false);
         };
+        keys = Some(col);
         let Some(ev) = cur.as_mut() else { return Ok(false) };
         let Some((key, value)) = kv_text.split_once(": ").or_else(|| kv_text.strip_suffix(':').map(|k| (k, ""))) else {
             return Ok(false);
         };
-        let value = match block_header(value) {
-            Some((header, binary)) => {
-                let parent = keys.unwrap_or(indent);
-                let Some(text) = block_scalar(&mut lines, &mut line_no, crlf, parent, header)? else {
-                    return Ok(false);
-                };
-                match binary {
-                    false => Some(text),
-                    true => match base64_decode(&text) {
-                        Some(bytes) => Some(not_utf8_path(&bytes)),
-                        None => return Ok(false),
-                    },
-                }
-            }
-            None => match fast_scalar(value, dialect) {
-                Some(v) => Some(v),
-                // `path: ~` (Perl writes back a path of "\r" so): one event to skip.
-                None if key != "epoch" && matches!(value.trim_end_matches(' '), "" | "~" | "null") => None,
-                None => return Ok(false),
-            },
+        let Some(value) = item_value(key, value, col, &mut lines, &mut line_no, crlf, dialect)? else {
+            return Ok(false);
         };
         let slot = match key {
             "epoch" => &mut ev.epoch,
@@ -1146,6 +1127,34 @@ fn fast_events(
         }
     }
     Ok(true)
+}
+
+/// The value of `key`, written `value` on its line at column `col` (a
+/// block scalar's content follows in `lines`): `Some(None)` for a path or
+/// type that YAML::Syck loads as undef (`path: ~`: Perl writes back a
+/// path of "\r" so; one event to skip), `None` where the line reader
+/// declines.
+fn item_value<'a>(
+    key: &str,
+    value: &str,
+    col: usize,
+    lines: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+    line_no: &mut usize,
+    crlf: bool,
+    dialect: Dialect,
+) -> Result<Option<Option<String>>, ReadError> {
+    if let Some((header, binary)) = block_header(value) {
+        let Some(text) = block_scalar(lines, line_no, crlf, col, header)? else { return Ok(None) };
+        return Ok(match binary {
+            false => Some(Some(text)),
+            true => base64_decode(&text).map(|bytes| Some(not_utf8_path(&bytes))),
+        });
+    }
+    Ok(match fast_scalar(value, dialect) {
+        Some(v) => Some(Some(v)),
+        None if key != "epoch" && matches!(value.trim_end_matches(' '), "" | "~" | "null") => Some(None),
+        None => None,
+    })
 }
 
 /// Keep an item that has an epoch (one without a path or type is skipped

@@ -769,3 +769,29 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+proptest! {
+    /// rrrgo's files cut, spliced and salted at random never make a reader
+    /// panic: each gives a file, an error, or a strict-path decline, and
+    /// where the strict path and the outline take one they agree with the
+    /// full read.
+    #[test]
+    fn damaged_rrrgo_files_never_panic(
+        which in 0..3usize,
+        edits in proptest::collection::vec((any::<proptest::sample::Index>(), 0..4usize, "[ -~\n\t]{0,3}|\\|[-+2]?\n|!!binary |e\\+9|\\\\x8|\\\\u00"), 1..4),
+    ) {
+        let mut text = [GO_CONTROLS_Z, GO_CPAN_1H, GO_AWKWARD_Z][which].as_bytes().to_vec();
+        for (at, cut, insert) in edits {
+            let at = at.index(text.len() + 1);
+            let end = (at + cut).min(text.len());
+            text.splice(at..end, insert.bytes());
+        }
+        let full = crate::format::read::parse_bytes(&text, crate::Format::Yaml);
+        if let Ok(t) = std::str::from_utf8(&text) {
+            if let Some(strict) = parse_syck(t) {
+                prop_assert_eq!(Some(&strict), full.as_ref().ok());
+                prop_assert_eq!(outline(text.as_slice()).unwrap(), Some(Outline::of(&strict)));
+            }
+        }
+    }
+}

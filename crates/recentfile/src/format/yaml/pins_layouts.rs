@@ -795,3 +795,22 @@ proptest! {
         }
     }
 }
+
+/// The item-wise reader finds yaml.v3's items by their dash column: a
+/// line deeper than it belongs to the item (a nested list is one
+/// unreadable event), a line at that column that is no item breaks the
+/// structure (the file is refused, not read around it).
+#[test]
+fn the_itemwise_reader_finds_items_by_their_dash_column() {
+    let head = "meta:\n    interval: 1h\nrecent:\n    - epoch: 1.7e+09\n      path: a\n      type: new\n";
+    let nested = format!(
+        "{head}    - epoch: 1.6e+09\n      path:\n        - x\n      type: new\n    - epoch: 1.5e+09\n      path: [y\n      type: new\n"
+    );
+    let rf = slow(&nested);
+    assert_eq!(paths(&rf), [&b"a"[..]]);
+    let skipped: Vec<(Option<usize>, &str)> = rf.skipped.iter().map(|s| (s.line, s.epoch.as_str())).collect();
+    assert_eq!(skipped, [(Some(7), "1600000000"), (Some(11), "1500000000")], "{rf:?}");
+    assert!(rf.skipped.iter().all(|s| s.reason.contains("cannot be read")), "{rf:?}");
+    let stray = format!("{head}    junk: 1\n    - epoch: 1.6e+09\n      path: [x\n      type: new\n");
+    assert!(parse(&stray).is_err(), "{:?}", parse(&stray));
+}

@@ -365,12 +365,11 @@ fn epoch_field(value: Option<String>, what: &str) -> Result<Option<Epoch>, ReadE
 /// kept as its exact decimal, as epochs are, so that overview shows one
 /// notation; anything else exactly as read.
 fn time_text(value: String) -> String {
-    if value.bytes().any(|c| c == b'e' || c == b'E') {
-        if let Ok(e) = Epoch::read(&value) {
-            return e.into_string();
-        }
+    // A decimal reads as itself; what is no number stays as it was.
+    match Epoch::read(&value) {
+        Ok(e) => e.into_string(),
+        Err(_) => value,
     }
-    value
 }
 
 /// Turn raw text into the model, refusing what must not be trusted.
@@ -615,6 +614,14 @@ mod tests {
         let rf = parse_bytes(yaml, Format::Yaml).unwrap();
         assert_eq!(rf.meta.dirtymark.as_ref().map(Epoch::as_str), Some("1796247491.05424123456"));
         assert_eq!(rf.events[0].epoch.as_str(), "1796247491.05424123456");
+        // A time that is no number, or a decimal, stays exactly as written.
+        for time in ["soon", "1e", "0123", "1223270942.18846", "1700000000"] {
+            let json =
+                format!(r#"{{"meta":{{"Producers":{{"time":"{time}"}},"merged":{{"time":"{time}"}}}},"recent":[]}}"#);
+            let rf = parse_bytes(json.as_bytes(), Format::Json).unwrap();
+            assert_eq!(rf.meta.produced(), Some(time));
+            assert!(matches!(&rf.meta.merged, Merged::Into { time: Some(t), .. } if t == time), "{time}");
+        }
         // One value, one epoch: the exponent form of a listed epoch is a duplicate.
         let dup = br#"{"recent":[{"epoch":"1796247491.5","path":"a","type":"new"},{"epoch":1.7962474915e+09,"path":"b","type":"new"}]}"#;
         let err = parse_bytes(dup, Format::Json).unwrap_err().to_string();

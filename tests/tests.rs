@@ -38,6 +38,7 @@ mod rmirror_missing;
 mod rmirror_ownership;
 mod rmirror_principal_forms;
 mod rmirror_quarantine;
+mod rrrgo;
 mod sys_layer;
 mod textfile_warnings;
 mod trigger;

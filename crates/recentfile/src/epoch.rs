@@ -194,6 +194,44 @@ impl Epoch {
         Ok(Epoch(EpochText::new(s)))
     }
 
+    /// Reads an epoch in any notation a known writer uses (protocol.md
+    /// 7.1): what [`Epoch::parse`] takes, and the exponent form that
+    /// writers of float64 epochs produce (abh/rrrgo through gopkg.in/yaml.v3:
+    /// `1.79624748999797e+09`, also `E`, a `-` or no sign in the exponent,
+    /// any number of mantissa digits). The exponent form is turned into the
+    /// exact decimal by moving the point, never through a float
+    /// (`1.79624748999797e+09` → `1796247489.99797`, `1.79624749e+09` →
+    /// `1796247490`, `15e-1` → `1.5`), so an epoch is one value whatever
+    /// notation carried it: rrrgo's YAML and JSON spell the same float64
+    /// as `1.79624748999797e+09` and `1796247489.99797`, and both read as
+    /// the latter. Every digit written is kept (`1.50e+00` → `1.50`),
+    /// leading zeros of the integer part are dropped.
+    ///
+    /// An exponent above 4096 is refused before anything is allocated (the
+    /// result could not be a valid epoch), so `1e999999999` is a clear
+    /// error; the result must pass [`Epoch::parse`].
+    ///
+    /// ```
+    /// use recentfile::Epoch;
+    /// assert_eq!(Epoch::read("1.79624748999797e+09")?.as_str(), "1796247489.99797");
+    /// assert_eq!(Epoch::read("1.7962474918942301E+09")?.as_str(), "1796247491.8942301");
+    /// assert_eq!(Epoch::read("1796247489.99797")?.as_str(), "1796247489.99797");
+    /// assert!(Epoch::read("1e999999999").unwrap_err().to_string().contains("out of range"));
+    /// # Ok::<(), recentfile::epoch::EpochError>(())
+    /// ```
+    pub fn read(s: &str) -> Result<Epoch, EpochError> {
+        match s.bytes().position(|c| c == b'e' || c == b'E') {
+            None => Epoch::parse(s),
+            Some(e) => {
+                let mut buf = [0; 64];
+                match g_form_decimal(s.as_bytes(), &mut buf) {
+                    Some((decimal, _)) => Ok(Epoch(EpochText::new(decimal))),
+                    None => read_exponent(s, e),
+                }
+            }
+        }
+    }
+
     /// The exact text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -562,6 +600,122 @@ fn check(s: &str, max_len: usize) -> Result<(), EpochError> {
         }
         None => Ok(()),
     }
+}
+
+/// The decimal that `s`, in the exponent form `M e X` (its `e` or `E` at
+/// index `e`), stands for: the digits of the mantissa `M` (`digits` or
+/// `digits.digits`) with the point moved by the exponent `X` (`+`, `-` or
+/// no sign, then digits), zeros added where the point moves past them,
+/// leading zeros of the integer part dropped. See [`Epoch::read`].
+#[cfg(test)]
+fn exponent_to_decimal(s: &str, e: usize) -> Result<String, EpochError> {
+    with_exponent_decimal(s, e, str::to_owned)
+}
+
+/// The decimal of the exponent form that float64 writers give a current
+/// epoch (`1.79624748999797e+09`: one digit from 1 to 9 before the point,
+/// decimals, `e+` and two digits fewer than the decimals), written into
+/// `buf`, with the index of its dot; `None` for any other text, which
+/// [`Epoch::read`] reads the long way. The same text the long way gives,
+/// in a few copies: a million-event Z file in yaml.v3's layout holds
+/// nothing else.
+#[inline]
+pub(crate) fn g_form_decimal<'b>(s: &[u8], buf: &'b mut [u8; 64]) -> Option<(&'b str, usize)> {
+    let n = s.len();
+    if n < 7 || n > buf.len() + 3 || !(b'1'..=b'9').contains(&s[0]) || s[1] != b'.' {
+        return None;
+    }
+    let (frac, tail) = s[2..].split_at(n - 6);
+    let [e, b'+', x, y] = *tail else { return None };
+    if !(e == b'e' || e == b'E') || !x.is_ascii_digit() || !y.is_ascii_digit() || !frac.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let shift = usize::from(x - b'0') * 10 + usize::from(y - b'0');
+    if shift >= frac.len() {
+        return None;
+    }
+    buf[0] = s[0];
+    buf[1..=shift].copy_from_slice(&frac[..shift]);
+    buf[shift + 1] = b'.';
+    buf[shift + 2..frac.len() + 2].copy_from_slice(&frac[shift..]);
+    Some((std::str::from_utf8(&buf[..frac.len() + 2]).expect("ASCII digits and a dot"), shift + 1))
+}
+
+/// [`Epoch::read`] of the exponent form: the decimal, built in a buffer on
+/// the stack (a Z file holds a million such epochs), is an epoch by
+/// construction when it has a dot and at most 64 characters (digits on
+/// both sides, no leading zero but one before the dot); else it is
+/// checked as [`Epoch::parse`] checks any text.
+fn read_exponent(s: &str, e: usize) -> Result<Epoch, EpochError> {
+    with_exponent_decimal(s, e, |d| {
+        if d.len() <= MAX_LEN && d.contains('.') {
+            Ok(Epoch(EpochText::new(d)))
+        } else {
+            Epoch::parse(d)
+        }
+    })?
+}
+
+/// Calls `then` with the decimal of `s` (see `exponent_to_decimal`).
+fn with_exponent_decimal<R>(s: &str, e: usize, then: impl FnOnce(&str) -> R) -> Result<R, EpochError> {
+    let bad = |what: String| EpochError(format!("epoch {} {what}", quote(s)));
+    let (mantissa, exponent) = (&s[..e], &s[e + 1..]);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+    if !digits(int) || (mantissa.contains('.') && !digits(frac)) {
+        return Err(bad("is not a number: digits with at most one '.' must come before the exponent".to_owned()));
+    }
+    let (negative, magnitude) = match exponent.as_bytes().first() {
+        Some(b'-') => (true, &exponent[1..]),
+        Some(b'+') => (false, &exponent[1..]),
+        _ => (false, exponent),
+    };
+    if !digits(magnitude) {
+        return Err(bad("is not a number: the exponent must be digits with an optional sign".to_owned()));
+    }
+    let significant = magnitude.trim_start_matches('0');
+    // Checked on the text, so a hostile exponent costs nothing to refuse.
+    let shift = match significant.parse::<usize>() {
+        _ if significant.is_empty() => 0,
+        Ok(n) if significant.len() <= 5 && n <= MAX_READ_LEN => n,
+        _ => return Err(bad(format!("is out of range: exponent {exponent} (at most {MAX_READ_LEN} either way)"))),
+    };
+    let count = int.len() + frac.len();
+    let digit = |i: usize| if i < int.len() { int.as_bytes()[i] } else { frac.as_bytes()[i - int.len()] };
+    // Where the point goes, counted in digits from the left (may be outside them).
+    let point = if negative { int.len() as isize - shift as isize } else { (int.len() + shift) as isize };
+    let len = match point {
+        p if p <= 0 => 2 + p.unsigned_abs() + count,
+        p if p as usize >= count => p as usize,
+        _ => count + 1,
+    };
+    let mut stack = [0u8; 64];
+    let mut heap = Vec::new();
+    let out: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    if point <= 0 {
+        let zeros = point.unsigned_abs();
+        out[..2 + zeros].fill(b'0');
+        out[1] = b'.';
+        (0..count).for_each(|i| out[2 + zeros + i] = digit(i));
+    } else {
+        let point = point as usize;
+        for (i, c) in out.iter_mut().enumerate().take(point) {
+            *c = if i < count { digit(i) } else { b'0' };
+        }
+        if point < count {
+            out[point] = b'.';
+            (point..count).for_each(|i| out[i + 1] = digit(i));
+        }
+    }
+    // Leading zeros go, but one digit stays before the point (or alone).
+    let int_end = out.iter().position(|&c| c == b'.').unwrap_or(len);
+    let zeros = out[..int_end - 1].iter().take_while(|&&c| c == b'0').count();
+    Ok(then(std::str::from_utf8(&out[zeros..]).expect("ASCII digits and a dot")))
 }
 
 /// `"text"` with control characters, quotes and backslashes escaped,

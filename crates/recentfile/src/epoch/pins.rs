@@ -198,3 +198,183 @@ fn inc_fallback_where_the_reference_is_not_above() {
         assert_eq!(Epoch::parse(l).unwrap().inc().as_str(), want, "inc({l})");
     }
 }
+
+/// The exponent form as abh/rrrgo (yaml.v3's `%g` of a float64) and other
+/// writers spell epochs, and the exact decimal each is read as.
+#[test]
+fn exponent_forms_read_as_their_exact_decimal() {
+    for (text, want) in [
+        ("1.79624748999797e+09", "1796247489.99797"),
+        ("1.7962474918942301e+09", "1796247491.8942301"),
+        ("1.79624749e+09", "1796247490"),
+        ("1.796247489878e+09", "1796247489.878"),
+        ("1.7962474897570302E+09", "1796247489.7570302"),
+        ("1.5e9", "1500000000"),
+        ("1e0", "1"),
+        ("1e+00", "1"),
+        ("1.50e+00", "1.50"),
+        ("15e-1", "1.5"),
+        ("15e-2", "0.15"),
+        ("15e-5", "0.00015"),
+        ("1.5e-1", "0.15"),
+        ("0.5e1", "5"),
+        ("00.5e0", "0.5"),
+        ("0e0", "0"),
+        ("0.0e0", "0.0"),
+        ("0.0e5", "0"),
+        ("123.456e1", "1234.56"),
+        ("123.456e3", "123456"),
+        ("123.456e4", "1234560"),
+        ("1234e-4", "0.1234"),
+        ("1.2345e-0", "1.2345"),
+        ("1e0009", "1000000000"),
+        ("1.7e4096", &format!("17{}", "0".repeat(4095))[..]),
+    ] {
+        if want.len() > 19 && !want.contains('.') {
+            // Dot-less and longer than 19 digits: out of the comparator's range.
+            assert!(Epoch::read(text).is_err(), "{text}");
+            assert_eq!(exponent_to_decimal(text, text.find(['e', 'E']).unwrap()).unwrap(), want, "{text}");
+            continue;
+        }
+        assert_eq!(Epoch::read(text).unwrap().as_str(), want, "{text}");
+    }
+    // Decimals are read as `parse` reads them.
+    for text in ["1700000000.5", "1700000000", "0.5", "1700000000.500000476837158203125"] {
+        assert_eq!(Epoch::read(text).unwrap().as_str(), text);
+    }
+    assert_eq!(Epoch::read("1.5e-4000").unwrap().as_str(), format!("0.{}15", "0".repeat(3999)));
+    // The exponent's bound is 4096 either way; the epoch's length bound (4096) still applies.
+    assert_eq!(exponent_to_decimal("1.5e-4096", 3).unwrap(), format!("0.{}15", "0".repeat(4095)));
+    assert!(Epoch::read("1.5e-4096").unwrap_err().to_string().contains("too long"));
+}
+
+/// What the exponent form refuses, each with a message that names it.
+#[test]
+fn bad_exponent_forms_are_refused_saying_why() {
+    for (text, says) in [
+        ("1e999999999", "out of range: exponent 999999999"),
+        ("1e4097", "out of range"),
+        ("1e-4097", "out of range"),
+        ("1e99999999999999999999999", "out of range"),
+        ("1e", "exponent must be digits"),
+        ("1e+", "exponent must be digits"),
+        ("1e+-1", "exponent must be digits"),
+        ("1e5e5", "exponent must be digits"),
+        ("1e5.0", "exponent must be digits"),
+        ("e5", "digits with at most one '.'"),
+        (".5e1", "digits with at most one '.'"),
+        ("1.e1", "digits with at most one '.'"),
+        ("-1e1", "digits with at most one '.'"),
+        ("+1e1", "digits with at most one '.'"),
+        ("1.2.3e1", "digits with at most one '.'"),
+        (" 1e1", "digits with at most one '.'"),
+        ("1e1 ", "exponent must be digits"),
+        ("inf", "is not a decimal number"),
+        ("1.5e-9999", "out of range"),
+    ] {
+        let err = Epoch::read(text).unwrap_err().to_string();
+        assert!(err.contains(says), "{text}: {err}");
+        assert!(err.starts_with("epoch \""), "{text}: {err}");
+    }
+    // The result must still be an epoch: 20 digits without a dot are not.
+    assert!(Epoch::read("1e19").unwrap_err().to_string().contains("more than 19 digits"));
+    assert!(Epoch::read("1e18").is_ok());
+}
+
+proptest! {
+    /// Every float64 epoch, written in Go's `%g` form (shortest digits,
+    /// `e+09`) or Rust's `{:e}`, reads as the decimal of the same shortest
+    /// digits (Rust's `Display`), and that is one value with its decimal
+    /// spelling.
+    #[test]
+    fn float64_epochs_in_exponent_form_read_as_their_decimal(secs in 1.0e9f64..4.0e9) {
+        let decimal = format!("{secs}");
+        let rust = format!("{secs:e}");
+        let (m, x) = rust.split_once('e').unwrap();
+        let go = format!("{m}e+{:02}", x.parse::<i32>().unwrap());
+        for text in [&rust, &go, &go.to_uppercase()] {
+            let e = Epoch::read(text).unwrap();
+            prop_assert_eq!(e.as_str(), decimal.as_str(), "{}", text);
+            prop_assert_eq!(e.cmp_value(&Epoch::parse(&decimal).unwrap()), Ordering::Equal);
+        }
+    }
+}
+
+proptest! {
+    /// The shortcut of `read_exponent` (a dotted result of at most 64
+    /// characters is taken without the full check) gives what the full
+    /// check of the same decimal gives, for any mantissa and exponent.
+    #[test]
+    fn the_exponent_shortcut_is_the_checked_decimal(
+        int in "[0-9]{1,12}",
+        frac in proptest::option::of("[0-9]{1,40}"),
+        sign in "[+-]?",
+        exp in 0usize..70,
+        upper in any::<bool>(),
+    ) {
+        let text = format!("{int}{}{}{sign}{exp:02}", frac.map_or(String::new(), |f| format!(".{f}")), if upper { "E" } else { "e" });
+        let at = text.find(['e', 'E']).unwrap();
+        let checked = Epoch::parse(&exponent_to_decimal(&text, at).unwrap()).map(Epoch::into_string);
+        prop_assert_eq!(Epoch::read(&text).map(Epoch::into_string), checked, "{}", text);
+    }
+}
+
+/// The float64 writers' form takes the shortcut, and only that form.
+#[test]
+fn g_form_decimal_takes_exactly_the_common_float64_form() {
+    let mut buf = [0; 64];
+    for (text, want) in [
+        ("1.79624748999797e+09", Some(("1796247489.99797", 10))),
+        ("1.7962474918942301E+09", Some(("1796247491.8942301", 10))),
+        ("9.12e+01", Some(("91.2", 2))),
+        ("1.5e+00", Some(("1.5", 1))),
+        (
+            "1.2345678901234567890123456789012345678901234567890123456789e+09",
+            Some(("1234567890.1234567890123456789012345678901234567890123456789", 10)),
+        ),
+        // Everything else the long way.
+        ("1.79624749e+09", None),
+        ("1.7962474e+09", None),
+        ("0.5e+01", None),
+        ("15.5e+01", None),
+        ("1.5e-01", None),
+        ("1.5e1", None),
+        ("1.5e+001", None),
+        ("1.5x+01", None),
+        ("1.5e+0x", None),
+        ("1.79624748999797e+0:", None),
+        ("1.79624748999797e+:0", None),
+        ("1.79624748999797e+0/", None),
+        ("1.5ae+01", None),
+        ("1.e+01", None),
+        ("1.5", None),
+        ("", None),
+        ("1.23456789012345678901234567890123456789012345678901234567890123e+09", None),
+    ] {
+        assert_eq!(g_form_decimal(text.as_bytes(), &mut buf), want, "{text}");
+        if want.is_some() {
+            assert_eq!(
+                Some(exponent_to_decimal(text, text.find(['e', 'E']).unwrap()).unwrap().as_str()),
+                want.map(|w| w.0)
+            );
+        }
+    }
+}
+
+proptest! {
+    /// Where the shortcut applies it gives the long way's decimal.
+    #[test]
+    fn g_form_decimal_is_the_long_way(first in 1u8..10, frac in "[0-9]{1,61}", exp in 0usize..100, upper in any::<bool>()) {
+        let text = format!("{first}.{frac}{}+{exp:02}", if upper { "E" } else { "e" });
+        let mut buf = [0; 64];
+        let at = text.find(['e', 'E']).unwrap();
+        let long = exponent_to_decimal(&text, at).unwrap();
+        match g_form_decimal(text.as_bytes(), &mut buf) {
+            Some((d, dot)) => {
+                prop_assert_eq!(d, long.as_str());
+                prop_assert_eq!(d.find('.'), Some(dot));
+            }
+            None => prop_assert!(exp >= frac.len() || text.len() > 67, "{}", text),
+        }
+    }
+}

@@ -8,8 +8,11 @@
 //! Paths are byte strings, and the Perl tools (`Data::Serializer::JSON`:
 //! `JSON->new->utf8`) give JSON each byte of a name as the character of
 //! that number: `é` (bytes C3 A9) is written `"Ã©"`, the byte FF as `"ÿ"`.
-//! rrr writes and reads paths the same way ([`path_to_json`],
-//! [`path_from_json`]), so a name means the same file to both.
+//! rrr writes paths the same way ([`path_to_json`]), so a name means the
+//! same file to both. abh/rrrgo's encoding/json writes names as UTF-8 text
+//! instead (`"café"`), so the reader decides per file which convention its
+//! writer used, from evidence in the file ([`names_are_text`], protocol.md
+//! 6.2), and reads each path accordingly ([`path_from_json`]).
 
 use super::read::{not_utf8_path, RawDoc, RawEvent, RawMeta, ReadError, Text, TextMap};
 use super::{Merged, Producer, Recentfile};
@@ -84,14 +87,49 @@ fn path_to_json(bytes: &[u8]) -> String {
     bytes.iter().map(|&b| char::from(b)).collect()
 }
 
-/// The bytes the Perl tools take a JSON path for: one byte per character
-/// when every character is below U+0100, else (a wide string) the UTF-8
-/// of the whole string, as Perl's `open` would name the file.
-fn path_from_json(text: &str) -> Vec<u8> {
-    match text.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect::<Option<Vec<u8>>>() {
-        Some(bytes) => bytes,
-        None => text.as_bytes().to_vec(),
+/// The bytes of a JSON path: its UTF-8 where the file's names are text
+/// (`text`, see [`names_are_text`]); else the bytes the Perl tools take
+/// it for, one byte per character when every character is below U+0100,
+/// or (a wide string) the UTF-8 of the whole string, as Perl's `open`
+/// would name the file.
+fn path_from_json(path: &str, text: bool) -> Vec<u8> {
+    if text {
+        return path.as_bytes().to_vec();
     }
+    perl_bytes(path).unwrap_or_else(|| path.as_bytes().to_vec())
+}
+
+/// One byte per character, if every character is below U+0100.
+fn perl_bytes(path: &str) -> Option<Vec<u8>> {
+    path.chars().map(|c| u8::try_from(u32::from(c)).ok()).collect()
+}
+
+/// Whether a JSON recentfile's writer put names in as UTF-8 text (abh/rrrgo's
+/// encoding/json) rather than one character per byte (the Perl tools,
+/// rrr), decided once per file from the evidence in it, by the first rule
+/// that applies (protocol.md 6.2):
+/// 1. `Producers` names `github.com/abh/rrrgo`: text;
+/// 2. `Producers` names `File::Rsync::Mirror::Recentfile` (the Perl
+///    tools) or `rrr`: one character per byte;
+/// 3. a path holds a character above U+00FF, which is no byte: text;
+/// 4. the JSON spans several lines (`text` holds a newline, which JSON
+///    allows only between tokens): text. rrrgo indents every file it
+///    writes (encoding/json's `MarshalIndent`) and writes `Producers` only
+///    into the principal; the Perl tools (`JSON->new->utf8`) and rrr write
+///    one line;
+/// 5. otherwise one character per byte (a file of ASCII names reads the
+///    same either way).
+fn names_are_text(text: &str, meta: Option<&Value>, events: &[Value]) -> bool {
+    if let Some(producers) = meta.and_then(|m| m.get("Producers")).and_then(Value::as_object) {
+        if producers.contains_key("github.com/abh/rrrgo") {
+            return true;
+        }
+        if producers.contains_key("File::Rsync::Mirror::Recentfile") || producers.contains_key("rrr") {
+            return false;
+        }
+    }
+    let wide = |p: &str| !p.is_ascii() && perl_bytes(p).is_none();
+    events.iter().filter_map(|e| e.get("path")?.as_str()).any(wide) || text.trim().contains('\n')
 }
 
 /// Integers stay numbers (as the reference writes `protocol` and `mtime`).
@@ -139,6 +177,7 @@ pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
         Value::Array(a) => (None, a),
         _ => return Err(ReadError::general("not a recentfile document: expected a mapping or a list".into())),
     };
+    let text_names = names_are_text(text_in, meta.as_ref(), &events);
     let meta = meta.map(|m| {
         let g = |k: &str| m.get(k);
         RawMeta {
@@ -162,7 +201,7 @@ pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
         .map(|e| RawEvent {
             line: None,
             epoch: e.get("epoch").and_then(scalar_text),
-            path: e.get("path").and_then(scalar_text).map(|p| not_utf8_path(&path_from_json(&p))),
+            path: e.get("path").and_then(scalar_text).map(|p| not_utf8_path(&path_from_json(&p, text_names))),
             kind: e.get("type").and_then(scalar_text),
             problem: None,
         })
@@ -184,9 +223,72 @@ mod tests {
             (b"t\tn\n", b"t\tn\n"),
         ] {
             assert_eq!(path_to_json(bytes).as_bytes(), json);
-            assert_eq!(path_from_json(&path_to_json(bytes)), bytes);
+            assert_eq!(path_from_json(&path_to_json(bytes), false), bytes);
         }
         // A wide character: Perl names the file by the string's UTF-8.
-        assert_eq!(path_from_json("\u{e9}\u{263a}"), "\u{e9}\u{263a}".as_bytes());
+        assert_eq!(path_from_json("\u{e9}\u{263a}", false), "\u{e9}\u{263a}".as_bytes());
+        // Names as text: their UTF-8.
+        assert_eq!(path_from_json("caf\u{e9}", true), "caf\u{e9}".as_bytes());
+        assert_eq!(path_from_json("caf\u{c3}\u{a9}", true), "caf\u{c3}\u{a9}".as_bytes());
+    }
+
+    /// Which convention a file's names are read in, rule by rule
+    /// (protocol.md 6.2), and what a name then means.
+    #[test]
+    fn the_name_convention_is_decided_per_file_from_its_evidence() {
+        let doc = |producers: &str, paths: &[&str]| {
+            let recent: Vec<String> = paths
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    format!(r#"{{"epoch":"{}.5","path":{},"type":"new"}}"#, 100 - i, serde_json::to_string(p).unwrap())
+                })
+                .collect();
+            format!(r#"{{"meta":{{"Producers":{{{producers}}}}},"recent":[{}]}}"#, recent.join(","))
+        };
+        let read = |json: &str| -> Vec<Vec<u8>> {
+            super::super::parse_bytes(json.as_bytes(), super::super::Format::Json)
+                .unwrap()
+                .events
+                .iter()
+                .map(|e| e.path.as_bytes().to_vec())
+                .collect()
+        };
+        let rrrgo = r#""$0":"/usr/local/bin/rrr-server","github.com/abh/rrrgo":"v0.1""#;
+        let perl = r#""$0":"rrr-server","File::Rsync::Mirror::Recentfile":"0.4.3","time":"1.5""#;
+        let ours = r#""$0":"rrr","rrr":"0.1.0","time":"1.5""#;
+        let cafe = "caf\u{e9}";
+        let cafe_perl = "caf\u{c3}\u{a9}";
+        let utf8 = "caf\u{e9}".as_bytes().to_vec();
+        let latin1 = b"caf\xe9".to_vec();
+        for (producers, paths, want) in [
+            // 1. rrrgo says so: text, whatever the names.
+            (rrrgo, vec![cafe], vec![utf8.clone()]),
+            (rrrgo, vec![cafe_perl], vec![cafe_perl.as_bytes().to_vec()]),
+            // 2. the Perl tools or rrr say so: one character per byte.
+            (perl, vec![cafe], vec![latin1.clone()]),
+            (perl, vec![cafe_perl, "\u{263a}"], vec![utf8.clone(), "\u{263a}".as_bytes().to_vec()]),
+            (ours, vec![cafe, cafe_perl], vec![latin1.clone(), utf8.clone()]),
+            // 3. no such Producers: a character above U+00FF makes the whole file text.
+            ("", vec![cafe_perl, "\u{65e5}"], vec![cafe_perl.as_bytes().to_vec(), "\u{65e5}".as_bytes().to_vec()]),
+            (r#""$0":"x""#, vec![cafe, "\u{65e5}"], vec![utf8.clone(), "\u{65e5}".as_bytes().to_vec()]),
+            // 5. otherwise one character per byte (a file on one line).
+            ("", vec![cafe_perl, cafe], vec![utf8.clone(), latin1.clone()]),
+            (r#""$0":"x""#, vec![cafe], vec![latin1.clone()]),
+            ("", vec!["a/b"], vec![b"a/b".to_vec()]),
+        ] {
+            let json = doc(producers, &paths);
+            assert_eq!(read(&json), want, "{producers} {paths:?}");
+            // 4. the same file indented over several lines, as encoding/json's
+            // MarshalIndent writes it: text unless Producers (rule 2) says otherwise.
+            let indented = json.replace(r#","recent":["#, ",\n  \"recent\": [\n    ");
+            let text: Vec<Vec<u8>> = paths.iter().map(|p| p.as_bytes().to_vec()).collect();
+            let rule2 = producers == perl || producers == ours;
+            assert_eq!(read(&indented), if rule2 { want } else { text }, "indented: {producers} {paths:?}");
+        }
+        // A bare list (protocol 0) has no meta: the names and layout decide.
+        let bare = format!(r#"[{{"epoch":"1.5","path":"{cafe}","type":"new"}}]"#);
+        assert_eq!(read(&bare), [latin1]);
+        assert_eq!(read(&bare.replace('{', "\n{")), [utf8]);
     }
 }

@@ -647,10 +647,13 @@ fn a_file_cut_inside_its_last_path_is_not_for_the_strict_path() {
 /// `\xHH` runs resolved only inside double quotes: not inside a single-
 /// quoted scalar (even after a space and `"`), and still after an escaped
 /// quote and after a `''''` (one quote) on the same line. Expected values
-/// from YAML::Syck 1.34's `Load` of the same text.
+/// from YAML::Syck 1.34's `Load` of the same text. (YAML::Syck writes
+/// `--- ` first; a document without it is read as libyaml reads it:
+/// `a_document_without_header_reads_escapes_as_code_points`.)
 #[test]
 fn flow_style_quoted_scalars_as_syck_reads_them() {
     let text = concat!(
+        "--- \n",
         "meta: {}\n",
         r#"recent: [{epoch: 3, path: 'a "\xC3\xA4"', type: new}, {epoch: 2, path: '''', type: new},"#,
         r#" {epoch: 1, path: "\"\xC3\xA4", type: ''}]"#,

@@ -356,7 +356,20 @@ fn err_at(ev: &RawEvent, index: usize, msg: String) -> ReadError {
 }
 
 fn epoch_field(value: Option<String>, what: &str) -> Result<Option<Epoch>, ReadError> {
-    value.map(|v| Epoch::parse(&v).map_err(|e| ReadError::general(format!("meta {what}: {e}")))).transpose()
+    value.map(|v| Epoch::read(&v).map_err(|e| ReadError::general(format!("meta {what}: {e}")))).transpose()
+}
+
+/// A meta value that is a time but not an epoch the protocol uses
+/// (`Producers.time`, `merged.time`, `minmax.mtime`): in the exponent form
+/// of a float64 writer (`1.79624749105427e+09`, protocol.md 7.1) it is
+/// kept as its exact decimal, as epochs are, so that overview shows one
+/// notation; anything else exactly as read.
+fn time_text(value: String) -> String {
+    // A decimal reads as itself; what is no number stays as it was.
+    match Epoch::read(&value) {
+        Ok(e) => e.into_string(),
+        Err(_) => value,
+    }
 }
 
 /// Turn raw text into the model, refusing what must not be trusted.
@@ -372,7 +385,7 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
         let Some(epoch) = ev.epoch.as_deref() else {
             return Err(err_at(&ev, i, "event has no epoch".into()));
         };
-        let epoch = Epoch::parse(epoch).map_err(|e| err_at(&ev, i, format!("{e}")))?;
+        let epoch = Epoch::read(epoch).map_err(|e| err_at(&ev, i, format!("{e}")))?;
         // Anything else wrong is one hostile or unreadable event, not a
         // broken file: skipped with why (a mirror refuses it, news leaves
         // it out), so the rest of the file is still mirrored.
@@ -436,7 +449,7 @@ pub(crate) fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
         Some(map) => Merged::Into {
             epoch: epoch_field(map.get("epoch").map(str::to_string), "merged.epoch")?,
             into_interval: map.get("into_interval").map(str::to_string),
-            time: map.get("time").map(str::to_string),
+            time: map.get("time").map(|t| time_text(t.to_string())),
         },
     };
     let minmax = match m.minmax {
@@ -444,13 +457,20 @@ pub(crate) fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
         Some(map) => Some(MinMax {
             max: epoch_field(map.get("max").map(str::to_string), "minmax.max")?,
             min: epoch_field(map.get("min").map(str::to_string), "minmax.min")?,
-            mtime: map.get("mtime").map(str::to_string),
+            mtime: map.get("mtime").map(|t| time_text(t.to_string())),
         }),
     };
     Ok(Meta {
         producers: m
             .producers
-            .map(|p| p.0.into_iter().map(|(k, v)| (k, v.unwrap_or_default())).collect())
+            .map(|p| {
+                let entry = |(k, v): (String, Option<String>)| {
+                    let v = v.unwrap_or_default();
+                    let v = if k == "time" { time_text(v) } else { v };
+                    (k, v)
+                };
+                p.0.into_iter().map(entry).collect()
+            })
             .unwrap_or_default(),
         aggregator: m.aggregator.unwrap_or_default().into_iter().map(|t| t.0).collect(),
         canonize: t(m.canonize),
@@ -564,6 +584,55 @@ mod tests {
         let broken = [&doc[..], b"  - \n    epoch: '1.5'\n    path: [x\n    type: new\n"].concat();
         let rf = parse_bytes(&broken, Format::Yaml).unwrap();
         assert_eq!((rf.events.len(), rf.skipped.len()), (1, 2), "{rf:?}");
+    }
+
+    /// Epochs in the exponent form of a float64 writer (rrrgo) are read
+    /// as their exact decimal, in events and in every meta epoch, and the
+    /// meta times that are no epochs too; the list is ordered by value.
+    #[test]
+    fn exponent_epochs_read_as_their_decimal_everywhere() {
+        let json = br#"{"meta":{"dirtymark":1.79624749105424e+09,"merged":{"epoch":"1.79624749105424E+09","time":1.79624749105427e+09},"minmax":{"max":1.7962474918942301e+09,"min":1.79624749e+09,"mtime":1.796247491e+09},"Producers":{"time":1.79624749105427e+09,"$0":"x"}},"recent":[{"epoch":1.7962474918942301e+09,"path":"a","type":"new"},{"epoch":1796247491.05424,"path":"b","type":"new"},{"epoch":1.79624749e+09,"path":"c","type":"new"}]}"#;
+        let yaml = b"---\nmeta:\n  dirtymark: 1.79624749105424e+09\n  merged:\n    epoch: '1.79624749105424E+09'\n    time: 1.79624749105427e+09\n  minmax:\n    max: 1.7962474918942301e+09\n    min: 1.79624749e+09\n    mtime: 1.796247491e+09\n  Producers:\n    time: 1.79624749105427e+09\n    $0: x\nrecent:\n  - epoch: 1.7962474918942301e+09\n    path: a\n    type: new\n  - epoch: '1796247491.05424'\n    path: b\n    type: new\n  - epoch: 1.79624749e+09\n    path: c\n    type: new\n";
+        for (bytes, format) in [(&json[..], Format::Json), (&yaml[..], Format::Yaml)] {
+            let rf = parse_bytes(bytes, format).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            let epochs: Vec<&str> = rf.events.iter().map(|e| e.epoch.as_str()).collect();
+            assert_eq!(epochs, ["1796247491.8942301", "1796247491.05424", "1796247490"], "{format:?}");
+            let m = &rf.meta;
+            assert_eq!(m.dirtymark.as_ref().map(Epoch::as_str), Some("1796247491.05424"), "{format:?}");
+            assert_eq!(m.merged.epoch().map(Epoch::as_str), Some("1796247491.05424"), "{format:?}");
+            let Merged::Into { time, .. } = &m.merged else { panic!("{format:?}: {:?}", m.merged) };
+            assert_eq!(time.as_deref(), Some("1796247491.05427"), "{format:?}");
+            let mm = m.minmax.as_ref().unwrap();
+            assert_eq!(mm.max.as_ref().map(Epoch::as_str), Some("1796247491.8942301"), "{format:?}");
+            assert_eq!(mm.min.as_ref().map(Epoch::as_str), Some("1796247490"), "{format:?}");
+            assert_eq!(mm.mtime.as_deref(), Some("1796247491"), "{format:?}");
+            assert_eq!(m.produced(), Some("1796247491.05427"), "{format:?}");
+            assert_eq!(m.producers[1], ("$0".to_string(), "x".to_string()), "{format:?}");
+        }
+        // More digits than a double holds: exact, never through a float.
+        let yaml = b"---\nmeta:\n  dirtymark: 1.79624749105424123456e+09\nrecent:\n  - epoch: 1.79624749105424123456e+09\n    path: a\n    type: new\n";
+        let rf = parse_bytes(yaml, Format::Yaml).unwrap();
+        assert_eq!(rf.meta.dirtymark.as_ref().map(Epoch::as_str), Some("1796247491.05424123456"));
+        assert_eq!(rf.events[0].epoch.as_str(), "1796247491.05424123456");
+        // A time that is no number, or a decimal, stays exactly as written.
+        for time in ["soon", "1e", "0123", "1223270942.18846", "1700000000"] {
+            let json =
+                format!(r#"{{"meta":{{"Producers":{{"time":"{time}"}},"merged":{{"time":"{time}"}}}},"recent":[]}}"#);
+            let rf = parse_bytes(json.as_bytes(), Format::Json).unwrap();
+            assert_eq!(rf.meta.produced(), Some(time));
+            assert!(matches!(&rf.meta.merged, Merged::Into { time: Some(t), .. } if t == time), "{time}");
+        }
+        // One value, one epoch: the exponent form of a listed epoch is a duplicate.
+        let dup = br#"{"recent":[{"epoch":"1796247491.5","path":"a","type":"new"},{"epoch":1.7962474915e+09,"path":"b","type":"new"}]}"#;
+        let err = parse_bytes(dup, Format::Json).unwrap_err().to_string();
+        assert!(err.contains("duplicates"), "{err}");
+        // A hostile exponent is one clear error.
+        let bomb = br#"{"recent":[{"epoch":"1e999999999","path":"a","type":"new"}]}"#;
+        let err = parse_bytes(bomb, Format::Json).unwrap_err().to_string();
+        assert!(err.contains("out of range: exponent 999999999"), "{err}");
+        let bomb = br#"{"meta":{"dirtymark":"1e99999"},"recent":[]}"#;
+        let err = parse_bytes(bomb, Format::Json).unwrap_err().to_string();
+        assert!(err.contains("meta dirtymark: epoch \"1e99999\" is out of range"), "{err}");
     }
 
     #[test]

@@ -4,25 +4,36 @@
 //! `--- ` header, sorted keys, two-space indentation, `- ` on its own line
 //! before a list item that is a map, `{}`/`[]` followed by an empty line.
 //!
-//! Reading has three paths. A Z file holds a million events, so the `recent`
-//! list is never given to YAML machinery when it has Syck's layout:
-//! - [`parse_syck`], the strict path: exactly Syck's item blocks
-//!   (`  - ` / `    epoch: ` / `    path: ` / `    type: `, in that order),
+//! Reading has three paths, and takes every block layout a known writer
+//! produces: YAML::Syck's, the 2008 PAUSE style, and gopkg.in/yaml.v3's
+//! (abh/rrrgo: no `---`, compact items at indent 4, `Producers` last,
+//! epochs as `1.79624748999797e+09`, block scalars, `!!binary`). A Z file
+//! holds a million events, so the `recent` list is never given to YAML
+//! machinery when it has one of those layouts:
+//! - [`parse_syck`], the strict path: exactly one layout's item blocks
+//!   (Syck's `  - ` / `    epoch: ` / `    path: ` / `    type: `, or
+//!   compact `    - epoch: ` / `      path: ` / `      type: ` at the first
+//!   item's indentation), in that key order, values on one line,
 //!   validated as it goes straight into [`Event`]s. It gives up (`None`) on
 //!   anything else, including every kind of bad input, so that errors are
 //!   always reported by the paths below;
-//! - [`parse`], the line reader: any key order, compact `  - key:` items,
-//!   double-quoted scalars, into raw text that [`super::read::validate`]
+//! - [`parse`], the line reader: any indentation and key order, compact
+//!   or not, one-line scalars and block scalars (`|`, `>`, chomping and
+//!   indentation indicators), into raw text that [`super::read::validate`]
 //!   checks with line numbers;
 //! - a full serde-saphyr parse of the whole document for anything else
-//!   (flow style, anchors, comments, multi-line scalars), whose budget
-//!   stops alias bombs; and when that fails, the same structure found
-//!   line by line with each item parsed alone (`itemwise_parse`), so
-//!   that one unreadable event is one skipped event.
+//!   (flow style, anchors, comments, multi-line flow scalars), whose budget
+//!   stops alias bombs and grows with the file; and when that fails, the
+//!   same structure found line by line with each item parsed alone
+//!   (`itemwise_parse`), so that one unreadable event is one skipped event.
 //!
-//! A path that is not UTF-8 (raw bytes, or `\xHH` escapes that spell no
-//! character) is decoded to its bytes (carried through the text readers
-//! with the `NOT_UTF8` mark), never to the Latin-1 text they also spell.
+//! Double-quoted scalars are read in the file's `Dialect`: YAML::Syck's
+//! `\xHH` is a byte, libyaml's (yaml.v3's) a code point.
+//!
+//! A path that is not UTF-8 (raw bytes, `\xHH` escapes that spell no
+//! character, or `!!binary`) is decoded to its bytes (carried through the
+//! text readers with the `NOT_UTF8` mark), never to the Latin-1 text they
+//! also spell.
 //!
 //! `meta` is small and always goes through serde-saphyr. [`outline`] reads
 //! only what `overview` needs (meta, count, newest, oldest) from a stream,
@@ -197,6 +208,114 @@ fn opt(out: &mut String, indent: usize, key: &str, value: Option<&str>) {
     }
 }
 
+/// Which writer's escapes a file's double-quoted scalars use (protocol.md
+/// 6.1, "Reading"). The two disagree on `\xHH`: YAML::Syck is handed Perl
+/// byte strings and writes each byte of a non-ASCII character as its own
+/// `\xHH` (`"\xC3\xA4"` is `ä`); libyaml and its ports (gopkg.in/yaml.v3,
+/// which abh/rrrgo uses) write code points, `\x80` for U+0080 (UTF-8 C2
+/// 80), with `\uHHHH`, `\UHHHHHHHH`, `\N`, `\_`, `\L` and `\P` beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// YAML::Syck 1.34 (the Perl tools, rrr, PAUSE in 2008): `\xHH` is a byte.
+    Syck,
+    /// libyaml's family (gopkg.in/yaml.v3 in rrrgo, PyYAML): escapes are
+    /// code points, and a name that is not UTF-8 is `!!binary` base64.
+    Libyaml,
+}
+
+impl Dialect {
+    /// The dialect of a document from the text before its `recent:` line,
+    /// the first rule that applies (protocol.md 6.1, "Reading"):
+    /// 1. libyaml's where `Producers` names `github.com/abh/rrrgo` (the key
+    ///    rrrgo writes its version under, in the principal);
+    /// 2. Syck's where `Producers` names `File::Rsync::Mirror::Recentfile`
+    ///    (the Perl tools) or `rrr`;
+    /// 3. Syck's where the document starts with `---` (YAML::Syck always
+    ///    writes `--- `);
+    /// 4. libyaml's otherwise (yaml.v3 writes no header, and rrrgo writes
+    ///    no `Producers` into the files it aggregates into; nor do PyYAML
+    ///    and the like).
+    pub(crate) fn of(head: &str) -> Dialect {
+        let key = |k: &str| head.lines().any(|l| l.trim_start().starts_with(k));
+        if key("github.com/abh/rrrgo:") {
+            return Dialect::Libyaml;
+        }
+        let header = head
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('%'))
+            .is_some_and(|l| l.starts_with("---"));
+        if header || key("File::Rsync::Mirror::Recentfile:") || key("rrr:") {
+            Dialect::Syck
+        } else {
+            Dialect::Libyaml
+        }
+    }
+}
+
+/// The shape of the item blocks the strict path reads, found once per
+/// file from its first item: YAML::Syck's `  - ` line with the keys under
+/// it, or the compact items of yaml.v3 and others (`    - epoch: …` with
+/// the other keys two columns right of the dash) at any indentation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// What starts an item, up to the epoch's value: `  - \n    epoch: `
+    /// (Syck) or `<indent>- epoch: ` (compact).
+    item: Box<[u8]>,
+    /// The path's line up to its value: `    path: ` (Syck), `<indent + 2>path: `.
+    path: Box<[u8]>,
+    /// The type's line up to its value.
+    kind: Box<[u8]>,
+    /// How double-quoted values are decoded.
+    dialect: Dialect,
+}
+
+/// The deepest compact layout the strict path takes (deeper is read by the line reader).
+const MAX_LAYOUT_INDENT: usize = 32;
+
+impl Layout {
+    /// YAML::Syck's items: `  - ` on its own line, keys at 4.
+    pub(crate) fn syck(dialect: Dialect) -> Layout {
+        Layout {
+            item: (*b"  - \n    epoch: ").into(),
+            path: (*b"    path: ").into(),
+            kind: (*b"    type: ").into(),
+            dialect,
+        }
+    }
+
+    /// Compact items whose dash is at `indent` (yaml.v3: 4, or its
+    /// `SetIndent`), keys two columns right of the dash.
+    pub(crate) fn compact(indent: usize, dialect: Dialect) -> Layout {
+        let at = |n: usize, key: &str| [" ".repeat(n).as_bytes(), key.as_bytes()].concat().into_boxed_slice();
+        Layout {
+            item: at(indent, "- epoch: "),
+            path: at(indent + 2, "path: "),
+            kind: at(indent + 2, "type: "),
+            dialect,
+        }
+    }
+
+    /// The layout of the items of `body` (what follows the `recent:`
+    /// line), from its first line; Syck's when that is neither (the strict
+    /// path then declines the file).
+    pub(crate) fn of(body: &[u8], dialect: Dialect) -> Layout {
+        let indent = body.iter().take_while(|&&c| c == b' ').count();
+        if indent <= MAX_LAYOUT_INDENT && body[indent..].starts_with(b"- epoch: ") {
+            Layout::compact(indent, dialect)
+        } else {
+            Layout::syck(dialect)
+        }
+    }
+
+    /// What an item starts with at the start of a line, with the newline
+    /// before it: where [`split_scan`] may cut. No other line of a file
+    /// the strict path takes begins so (values are one line there).
+    fn mark(&self) -> Vec<u8> {
+        [&b"\n"[..], &self.item].concat()
+    }
+}
+
 /// Lines longer than this are refused: no recentfile line is legitimately
 /// this long, and a hostile one must not reach the YAML machinery.
 pub(crate) const MAX_LINE: usize = 1 << 20;
@@ -221,9 +340,10 @@ pub fn parse(text: &str) -> Result<RawDoc, ReadError> {
 }
 
 /// The strict path (see the module docs): a recentfile exactly in Syck's
-/// layout, validated, or `None` when anything differs or would be an error
-/// or a skipped event; the caller then uses [`parse`] and
-/// [`super::read::validate`], which report the problem with its line.
+/// layout or in the compact one (yaml.v3's), validated, or `None` when
+/// anything differs or would be an error or a skipped event; the caller
+/// then uses [`parse`] and [`super::read::validate`], which report the
+/// problem with its line.
 pub fn parse_syck(text: &str) -> Option<Recentfile> {
     read_syck(text.as_bytes()).ok().flatten()
 }
@@ -256,8 +376,8 @@ fn read_syck_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Opti
         file,
         split_min,
         read_syck,
-        |r| {
-            let mut items = Items::body(r)?;
+        |r, layout| {
+            let mut items = Items::body(r, layout)?;
             let mut rest = Recentfile::default();
             Ok(strict_events(&mut items, &mut rest.events)?.then_some(rest))
         },
@@ -272,10 +392,11 @@ fn read_syck_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Opti
     )
 }
 
-/// A scan of a Syck-layout file, on two threads when the file has at
+/// A scan of a file in a strict layout, on two threads when the file has at
 /// least `split_min` bytes: it is cut at an item boundary near its middle,
 /// `head` reads up to the cut (meta and the first items), `body` the items
-/// after it, and `join` puts the halves together, or says they do not fit
+/// after it (in the layout the file's head shows), and `join` puts the
+/// halves together, or says they do not fit
 /// (epochs not decreasing across the cut). The result is the sequential
 /// one, `head` of the whole file, which is what runs whenever the halves
 /// do not both succeed: `head` must end with a complete item exactly at
@@ -285,7 +406,7 @@ fn split_scan<'f, T: Send>(
     file: &'f std::fs::File,
     split_min: u64,
     head: impl Fn(ReadAt<'f>) -> std::io::Result<Option<T>>,
-    body: impl FnOnce(ReadAt<'f>) -> std::io::Result<Option<T>> + Send,
+    body: impl FnOnce(ReadAt<'f>, Layout) -> std::io::Result<Option<T>> + Send,
     join: impl FnOnce(T, T) -> Option<T>,
 ) -> std::io::Result<Option<T>> {
     let len = file.metadata()?.len();
@@ -294,9 +415,13 @@ fn split_scan<'f, T: Send>(
     if len < split_min || cores < 2 {
         return whole();
     }
-    let Some(cut) = item_start_after(file, len / 2)? else { return whole() };
+    let Some(layout) = Items::open(ReadAt { file, pos: 0, end: len })?.map(|(items, _)| items.layout) else {
+        return whole();
+    };
+    let Some(cut) = item_start_after(file, len / 2, &layout.mark())? else { return whole() };
     let halves = std::thread::scope(|scope| {
-        let second = std::thread::Builder::new().spawn_scoped(scope, || body(ReadAt { file, pos: cut, end: len }));
+        let second =
+            std::thread::Builder::new().spawn_scoped(scope, || body(ReadAt { file, pos: cut, end: len }, layout));
         let Ok(second) = second else { return None };
         let first = head(ReadAt { file, pos: 0, end: cut });
         Some((first, second.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
@@ -312,11 +437,11 @@ fn split_scan<'f, T: Send>(
     }
 }
 
-/// The offset of the first item block (`\n  - \n    epoch: `) that starts
-/// after `from`, looked for in the next 64 KiB (an item is at most a few
-/// KiB). In Syck's layout no other line is exactly `  - `.
-fn item_start_after(file: &std::fs::File, from: u64) -> std::io::Result<Option<u64>> {
-    const MARK: &[u8] = b"\n  - \n    epoch: ";
+/// The offset of the first item block (after the newline of `mark`:
+/// `\n  - \n    epoch: ` in Syck's layout, see [`Layout::mark`]) that
+/// starts after `from`, looked for in the next 64 KiB (an item is at most
+/// a few KiB). In Syck's layout no other line is exactly `  - `.
+fn item_start_after(file: &std::fs::File, from: u64, mark: &[u8]) -> std::io::Result<Option<u64>> {
     let mut window = vec![0u8; 64 << 10];
     let mut r = ReadAt { file, pos: from, end: from + window.len() as u64 };
     let mut n = 0;
@@ -326,7 +451,7 @@ fn item_start_after(file: &std::fs::File, from: u64) -> std::io::Result<Option<u
             k => n += k,
         }
     }
-    Ok(window[..n].windows(MARK.len()).position(|w| w == MARK).map(|i| from + i as u64 + 1))
+    Ok(window[..n].windows(mark.len()).position(|w| w == mark).map(|i| from + i as u64 + 1))
 }
 
 /// Reads `file[pos..end]` with `pread`, so two threads can share one file.
@@ -354,14 +479,15 @@ impl Read for ReadAt<'_> {
 /// strict path.
 fn strict_events<R: Read>(items: &mut Items<R>, events: &mut Vec<Event>) -> std::io::Result<bool> {
     let mut prev_dot = None;
+    let dialect = items.layout.dialect;
     items.scan(|it| {
-        let Some(Ok(epoch)) = unquote_epoch(it.epoch).map(Epoch::parse) else { return false };
+        let Some(Ok(epoch)) = unquote_epoch(it.epoch).map(Epoch::read) else { return false };
         let dot = dotted_decimal_dot(epoch.as_str());
         if events.last().is_some_and(|prev| !epoch_lt(epoch.as_str(), dot, prev.epoch.as_str(), prev_dot)) {
             return false;
         }
         prev_dot = dot;
-        let Some(path) = decode_path(it.path, it.path_special).map(path_of_decoded) else { return false };
+        let Some(path) = decode_path(it.path, it.path_special, dialect).map(path_of_decoded) else { return false };
         if path.len() > MAX_PATH {
             return false;
         }
@@ -399,12 +525,22 @@ fn split_head(text: &str) -> Option<(&str, &str, &str)> {
 /// How far [`split_head`] looks for `recent:`.
 const MAX_HEAD: usize = CHUNK;
 
-fn parse_meta(head: &str) -> Option<super::Meta> {
-    let meta: MetaOnly = serde_saphyr::from_str(&resolve_byte_escapes(head)).ok()?;
-    meta_from_raw(meta.meta).ok()
+fn parse_meta(head: &str, dialect: Dialect) -> Option<super::Meta> {
+    meta_from_raw(meta_only(head, dialect)?).ok()
 }
 
-/// One item block `  - ` / `    epoch: ` / `    path: ` / `    type: ` (byte ranges of the values).
+/// `meta` of the text before `recent:`, its double-quoted scalars read in `dialect`.
+fn meta_only(head: &str, dialect: Dialect) -> Option<RawMeta> {
+    let meta: MetaOnly = match dialect {
+        Dialect::Syck => serde_saphyr::from_str(&resolve_byte_escapes(head)),
+        Dialect::Libyaml => serde_saphyr::from_str(head),
+    }
+    .ok()?;
+    Some(meta.meta)
+}
+
+/// One item block, `  - ` / `    epoch: ` / `    path: ` / `    type: `
+/// in Syck's layout (byte ranges of the values).
 struct Item {
     epoch: std::ops::Range<usize>,
     path: std::ops::Range<usize>,
@@ -422,14 +558,14 @@ enum Scan {
     Bad,
 }
 
-/// The item block at `p`. At `eof` the last line may lack its newline.
+/// The item block at `p`, in `layout`. At `eof` the last line may lack its newline.
 #[inline]
-fn next_item(b: &[u8], mut p: usize, eof: bool) -> Scan {
-    // `  - ` and the first key are one 16-byte string, the other keys 10 bytes.
-    const KEYS: [&[u8]; 3] = [b"  - \n    epoch: ", b"    path: ", b"    type: "];
+fn next_item(b: &[u8], mut p: usize, eof: bool, layout: &Layout) -> Scan {
+    // Syck's: `  - ` and the first key are one 16-byte string, the other keys 10 bytes.
+    let keys: [&[u8]; 3] = [&layout.item, &layout.path, &layout.kind];
     let mut values = [0..0, 0..0, 0..0];
     let mut path_special = false;
-    for (k, (key, value)) in KEYS.iter().zip(values.iter_mut()).enumerate() {
+    for (k, (key, value)) in keys.iter().zip(values.iter_mut()).enumerate() {
         if b.len() - p < key.len() {
             return if eof || !key.starts_with(&b[p..]) { Scan::Bad } else { Scan::More };
         }
@@ -473,12 +609,16 @@ fn next_item(b: &[u8], mut p: usize, eof: bool) -> Scan {
     Scan::Item(Item { epoch, path, path_special, kind, next: p })
 }
 
-/// `b[p..]` starts with `key` (8 to 16 bytes long, and `b` has room):
-/// two overlapping 8-byte compares instead of a `memcmp` call.
+/// `b[p..]` starts with `key` (at least 8 bytes long, and `b` has room):
+/// for keys of up to 16 bytes (every layout's but deep ones), two
+/// overlapping 8-byte compares instead of a `memcmp` call.
 #[inline(always)]
 fn has_at(b: &[u8], p: usize, key: &[u8]) -> bool {
     let n = key.len();
-    debug_assert!((8..=16).contains(&n) && p + n <= b.len());
+    debug_assert!(n >= 8 && p + n <= b.len());
+    if n > 16 {
+        return b[p..p + n] == *key;
+    }
     let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
     word(b, p) == word(key, 0) && word(b, p + n - 8) == word(key, n - 8)
 }
@@ -556,7 +696,8 @@ fn has_colon_or_hash(b: &[u8]) -> bool {
     chunks.remainder().iter().any(|&c| c == b':' || c == b'#')
 }
 
-/// An epoch value: `'digits.digits'` (1.34) or plain digits (2008).
+/// An epoch value: `'digits.digits'` (1.34) or plain digits (2008, and
+/// yaml.v3's `1.79624748999797e+09`, which [`Epoch::read`] takes).
 fn unquote_epoch(v: &str) -> Option<&str> {
     let b = v.as_bytes();
     let inner = match b.first()? {
@@ -596,24 +737,24 @@ fn plain_path_ok_with(v: &str, colon_or_hash: bool) -> bool {
 
 /// A path value decoded as the line reader decodes it (a name that is
 /// not UTF-8 as its `NOT_UTF8` carrier), or `None`.
-fn decode_path(v: &str, colon_or_hash: bool) -> Option<String> {
+fn decode_path(v: &str, colon_or_hash: bool, dialect: Dialect) -> Option<String> {
     if plain_path_ok_with(v, colon_or_hash) {
         return Some(v.to_string());
     }
     match v.as_bytes().first()? {
-        b'\'' | b'"' => fast_scalar(v),
+        b'\'' | b'"' | b'!' => fast_scalar(v, dialect),
         _ => None,
     }
 }
 
 /// Whether [`decode_path`] would succeed, without allocating in the common cases.
-fn path_ok(v: &str, colon_or_hash: bool) -> bool {
+fn path_ok(v: &str, colon_or_hash: bool, dialect: Dialect) -> bool {
     if plain_path_ok_with(v, colon_or_hash) {
         return true;
     }
     match v.as_bytes().first() {
         Some(b'\'') if v.len() >= 2 && v.ends_with('\'') && !v[1..v.len() - 1].contains('\'') => true,
-        Some(b'\'' | b'"') => fast_scalar(v).is_some(),
+        Some(b'\'' | b'"' | b'!') => fast_scalar(v, dialect).is_some(),
         _ => false,
     }
 }
@@ -646,8 +787,8 @@ fn outline_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Option
         file,
         split_min,
         outline,
-        |r| {
-            let mut items = Items::body(r)?;
+        |r, layout| {
+            let mut items = Items::body(r, layout)?;
             let mut rest = Outline { meta: super::Meta::default(), count: 0, newest: None, oldest: None };
             Ok(outline_items(&mut items, &mut rest)?.then_some(rest))
         },
@@ -669,24 +810,36 @@ fn outline_items<R: Read>(items: &mut Items<R>, out: &mut Outline) -> std::io::R
     // The previous epoch's text (the buffer moves on).
     let mut prev = String::new();
     let mut prev_dot = None;
+    let dialect = items.layout.dialect;
     let complete = items.scan(|it| {
         // The common case, `'digits.digits'`, in one pass: a dotted decimal
-        // of at most 64 characters is a valid epoch. Anything else the long way.
+        // of at most 64 characters is a valid epoch. Anything else the long
+        // way (the exponent form as its decimal).
         let quoted = it.epoch.len() > 2 && it.epoch.starts_with('\'') && it.epoch.ends_with('\'');
         let inner = if quoted { &it.epoch[1..it.epoch.len() - 1] } else { it.epoch };
-        let dot = dotted_decimal_dot(inner).filter(|_| inner.len() <= 64);
-        let epoch = match dot {
-            Some(_) => inner,
-            None => match unquote_epoch(it.epoch) {
-                Some(e) if Epoch::parse(e).is_ok() => e,
-                _ => return false,
-            },
+        let (read, mut buf);
+        let (epoch, dot) = match dotted_decimal_dot(inner).filter(|_| inner.len() <= 64) {
+            Some(dot) => (inner, Some(dot)),
+            None => {
+                buf = [0; 64];
+                // yaml.v3's `1.79624748999797e+09` in a few copies.
+                match crate::epoch::g_form_decimal(it.epoch.as_bytes(), &mut buf) {
+                    Some((decimal, dot)) => (decimal, Some(dot)),
+                    None => match unquote_epoch(it.epoch).map(Epoch::read) {
+                        Some(Ok(e)) => {
+                            read = e;
+                            (read.as_str(), dotted_decimal_dot(read.as_str()))
+                        }
+                        _ => return false,
+                    },
+                }
+            }
         };
         if out.count > 0 && !epoch_lt(epoch, dot, &prev, prev_dot) {
             return false;
         }
         prev_dot = dot;
-        if it.path.len() > MAX_PATH || !path_ok(it.path, it.path_special) {
+        if it.path.len() > MAX_PATH || !path_ok(it.path, it.path_special, dialect) {
             return false;
         }
         if out.count == 0 {
@@ -703,13 +856,14 @@ fn outline_items<R: Read>(items: &mut Items<R>, out: &mut Outline) -> std::io::R
     Ok(complete)
 }
 
-/// Syck item blocks read from a stream through one buffer.
+/// Item blocks in one strict layout read from a stream through one buffer.
 struct Items<R> {
     r: R,
     buf: Vec<u8>,
     filled: usize,
     p: usize,
     eof: bool,
+    layout: Layout,
 }
 
 /// The value texts of one item block.
@@ -722,17 +876,21 @@ struct ItemText<'a> {
 }
 
 impl<R: Read> Items<R> {
-    /// Read up to the `recent:` line (it must lie in the first chunk) and
-    /// parse meta. `None` when that is not Syck's layout.
+    /// Read up to the `recent:` line (it must lie in the first chunk),
+    /// parse meta and find the items' layout (from the first item in the
+    /// chunk). `None` when that is not a strict layout.
     fn open(r: R) -> std::io::Result<Option<(Items<R>, super::Meta)>> {
-        let mut it = Items { r, buf: vec![0u8; CHUNK], filled: 0, p: 0, eof: false };
+        let layout = Layout::syck(Dialect::Syck);
+        let mut it = Items { r, buf: vec![0u8; CHUNK], filled: 0, p: 0, eof: false, layout };
         it.fill()?;
         let Some(text) = utf8_prefix(&it.buf[..it.filled]) else { return Ok(None) };
         // Only lines known to be complete count: the last one may be cut.
         let complete = if it.eof { text } else { &text[..text.rfind('\n').map_or(0, |i| i + 1)] };
         let Some((head, rest, body)) = split_head(complete) else { return Ok(None) };
-        let Some(meta) = parse_meta(head) else { return Ok(None) };
+        let dialect = Dialect::of(head);
+        let Some(meta) = parse_meta(head, dialect) else { return Ok(None) };
         it.p = complete.len() - body.len();
+        it.layout = Layout::of(&it.buf[it.p..it.filled], dialect);
         match rest {
             "" => Ok(Some((it, meta))),
             "[]" => {
@@ -754,10 +912,10 @@ impl<R: Read> Items<R> {
         }
     }
 
-    /// Item blocks from the first byte of `r` on (the second half of a
-    /// file cut by [`read_syck_file`]).
-    fn body(r: R) -> std::io::Result<Items<R>> {
-        let mut it = Items { r, buf: vec![0u8; CHUNK], filled: 0, p: 0, eof: false };
+    /// Item blocks in `layout` from the first byte of `r` on (the second
+    /// half of a file cut by [`read_syck_file`]).
+    fn body(r: R, layout: Layout) -> std::io::Result<Items<R>> {
+        let mut it = Items { r, buf: vec![0u8; CHUNK], filled: 0, p: 0, eof: false, layout };
         it.fill()?;
         Ok(it)
     }
@@ -790,7 +948,7 @@ impl<R: Read> Items<R> {
             let b = text.as_bytes();
             let mut p = 0;
             while p < b.len() {
-                match next_item(b, p, eof) {
+                match next_item(b, p, eof, &self.layout) {
                     Scan::Item(item) => {
                         let it = ItemText {
                             epoch: &text[item.epoch],
@@ -832,9 +990,10 @@ fn utf8_prefix(b: &[u8]) -> Option<&str> {
     }
 }
 
-/// The line-oriented reader for Syck's layout. `Ok(None)` means "not
-/// recognised, use the general parser"; errors are real errors (e.g. an
-/// over-long line).
+/// The line-oriented reader for every block layout a real writer uses
+/// (YAML::Syck's, yaml.v3's compact items at any indentation, hand-made
+/// compact ones). `Ok(None)` means "not recognised, use the general
+/// parser"; errors are real errors (e.g. an over-long line).
 fn fast_parse(text: &str) -> Result<Option<RawDoc>, ReadError> {
     // Find the top-level `recent:` line; everything before it is meta.
     let mut offset = 0;
@@ -860,10 +1019,8 @@ fn fast_parse(text: &str) -> Result<Option<RawDoc>, ReadError> {
     if !head.lines().any(|l| l.starts_with("meta:")) {
         return Ok(None);
     }
-    let meta: MetaOnly = match serde_saphyr::from_str(&resolve_byte_escapes(head)) {
-        Ok(m) => m,
-        Err(_) => return Ok(None),
-    };
+    let dialect = Dialect::of(head);
+    let Some(meta) = meta_only(head, dialect) else { return Ok(None) };
     let body = &text[recent_off..];
     let body = &body[body.find('\n').map_or(body.len(), |i| i + 1)..];
     let mut events = Vec::new();
@@ -871,10 +1028,10 @@ fn fast_parse(text: &str) -> Result<Option<RawDoc>, ReadError> {
         if body.lines().any(|l| !l.trim().is_empty()) {
             return Ok(None);
         }
-    } else if !rest.is_empty() || !fast_events(body, recent_line, crlf, &mut events)? {
+    } else if !rest.is_empty() || !fast_events(body, recent_line, crlf, dialect, &mut events)? {
         return Ok(None);
     }
-    Ok(Some(RawDoc { meta: Some(meta.meta), events }))
+    Ok(Some(RawDoc { meta: Some(meta), events }))
 }
 
 #[derive(Deserialize)]
@@ -882,52 +1039,76 @@ struct MetaOnly {
     meta: RawMeta,
 }
 
-/// Read `  - ` items with `epoch`/`path`/`type` keys at indent 4 (or the
-/// compact `  - key: value` form). Returns false when the layout differs.
-fn fast_events(body: &str, mut line_no: usize, crlf: bool, events: &mut Vec<RawEvent>) -> Result<bool, ReadError> {
+/// One line of `raw` (a piece of `split_inclusive('\n')`, line `line_no`)
+/// without its newline, and without the CR before it in a CRLF file; an
+/// over-long line is an error.
+fn one_line(raw: &str, line_no: usize, crlf: bool) -> Result<&str, ReadError> {
+    let line = raw.strip_suffix('\n').unwrap_or(raw);
+    if line.len() > MAX_LINE {
+        return Err(ReadError::at(line_no, format!("line is {} bytes long (limit {MAX_LINE})", line.len())));
+    }
+    // A CR before the newline is part of the value (Syck writes a
+    // path ending in CR plain), unless the file has CRLF line ends.
+    Ok(if crlf { line.strip_suffix('\r').unwrap_or(line) } else { line })
+}
+
+/// Read the items of a block sequence (what follows the `recent:` line) at
+/// any indentation: Syck's `  - ` with the keys under it, or compact
+/// `    - epoch: …` items (yaml.v3) with the other keys at the first key's
+/// column; keys `epoch`, `path`, `type` in any order, each value a scalar
+/// on its line or a block scalar (`|`, `>`, chomping and indentation
+/// indicators, `!!binary`). Double-quoted values are read in `dialect`.
+/// Returns false when the layout differs.
+fn fast_events(
+    body: &str,
+    mut line_no: usize,
+    crlf: bool,
+    dialect: Dialect,
+    events: &mut Vec<RawEvent>,
+) -> Result<bool, ReadError> {
     let mut cur: Option<RawEvent> = None;
-    for line in body.split('\n') {
+    // The column of the items' dashes (from the first item), and of the
+    // current item's keys (from its first key).
+    let mut dash: Option<usize> = None;
+    let mut keys: Option<usize> = None;
+    let mut lines = body.split_inclusive('\n').peekable();
+    while let Some(raw) = lines.next() {
         line_no += 1;
-        if line.len() > MAX_LINE {
-            return Err(ReadError::at(line_no, format!("line is {} bytes long (limit {MAX_LINE})", line.len())));
+        let line = one_line(raw, line_no, crlf)?;
+        if line.trim().is_empty() {
+            continue;
         }
-        // A CR before the newline is part of the value (Syck writes a
-        // path ending in CR plain), unless the file has CRLF line ends.
-        let line = if crlf { line.strip_suffix('\r').unwrap_or(line) } else { line };
-        let kv_text = if let Some(item) = line.strip_prefix("  -") {
+        let indent = line.bytes().take_while(|&c| c == b' ').count();
+        let rest = &line[indent..];
+        let is_item = rest.starts_with('-')
+            && matches!(rest.as_bytes().get(1), None | Some(b' '))
+            && dash.is_none_or(|d| d == indent);
+        let (col, kv_text) = if is_item {
+            dash = Some(indent);
             if let Some(ev) = cur.take() {
                 if !push_complete(ev, events) {
                     return Ok(false);
                 }
             }
             cur = Some(RawEvent { line: Some(line_no), ..RawEvent::default() });
-            let item = item.trim_end();
-            if item.is_empty() {
+            let kv = rest[1..].trim_start_matches(' ');
+            if kv.trim_end_matches(' ').is_empty() {
+                keys = None;
                 continue;
             }
-            match item.strip_prefix(' ') {
-                Some(kv) => kv,
-                None => return Ok(false),
-            }
-        } else if let Some(kv) = line.strip_prefix("    ") {
-            if kv.starts_with(' ') {
-                return Ok(false);
-            }
-            kv
-        } else if line.trim().is_empty() {
-            continue;
+            (line.len() - kv.len(), kv)
+        } else if cur.is_some() && dash.is_some_and(|d| indent > d) && keys.is_none_or(|k| k == indent) {
+            (indent, rest)
         } else {
             return Ok(false);
         };
+        keys = Some(col);
         let Some(ev) = cur.as_mut() else { return Ok(false) };
         let Some((key, value)) = kv_text.split_once(": ").or_else(|| kv_text.strip_suffix(':').map(|k| (k, ""))) else {
             return Ok(false);
         };
-        let value = match fast_scalar(value) {
-            Some(v) => Some(v),
-            // `path: ~` (Perl writes back a path of "\r" so): one event to skip.
-            None if key != "epoch" && matches!(value.trim_end_matches(' '), "" | "~" | "null") => None,
-            None => return Ok(false),
+        let Some(value) = item_value(key, value, col, &mut lines, &mut line_no, crlf, dialect)? else {
+            return Ok(false);
         };
         let slot = match key {
             "epoch" => &mut ev.epoch,
@@ -948,6 +1129,34 @@ fn fast_events(body: &str, mut line_no: usize, crlf: bool, events: &mut Vec<RawE
     Ok(true)
 }
 
+/// The value of `key`, written `value` on its line at column `col` (a
+/// block scalar's content follows in `lines`): `Some(None)` for a path or
+/// type that YAML::Syck loads as undef (`path: ~`: Perl writes back a
+/// path of "\r" so; one event to skip), `None` where the line reader
+/// declines.
+fn item_value<'a>(
+    key: &str,
+    value: &str,
+    col: usize,
+    lines: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+    line_no: &mut usize,
+    crlf: bool,
+    dialect: Dialect,
+) -> Result<Option<Option<String>>, ReadError> {
+    if let Some((header, binary)) = block_header(value) {
+        let Some(text) = block_scalar(lines, line_no, crlf, col, header)? else { return Ok(None) };
+        return Ok(match binary {
+            false => Some(Some(text)),
+            true => base64_decode(&text).map(|bytes| Some(not_utf8_path(&bytes))),
+        });
+    }
+    Ok(match fast_scalar(value, dialect) {
+        Some(v) => Some(Some(v)),
+        None if key != "epoch" && matches!(value.trim_end_matches(' '), "" | "~" | "null") => Some(None),
+        None => None,
+    })
+}
+
 /// Keep an item that has an epoch (one without a path or type is skipped
 /// by [`super::read::validate`]).
 fn push_complete(ev: RawEvent, events: &mut Vec<RawEvent>) -> bool {
@@ -958,9 +1167,188 @@ fn push_complete(ev: RawEvent, events: &mut Vec<RawEvent>) -> bool {
     true
 }
 
-/// One flow scalar on one line: plain, single- or double-quoted. `None` for
-/// anything else (the general parser will decide).
-fn fast_scalar(v: &str) -> Option<String> {
+/// How a block scalar ends (its chomping indicator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chomp {
+    /// `-`: no final line break.
+    Strip,
+    /// No indicator: one final line break.
+    Clip,
+    /// `+`: every final line break.
+    Keep,
+}
+
+/// A block scalar's header: `|` (literal) or `>` (folded), then at most
+/// one indentation indicator (`1`–`9`) and one chomping indicator, in
+/// either order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BlockHeader {
+    folded: bool,
+    chomp: Chomp,
+    indent: Option<usize>,
+}
+
+/// The header of a block scalar value (`|-`, `>`, `|2+`, `!!binary |`),
+/// and whether it is tagged `!!binary` (yaml.v3 writes a name that is not
+/// UTF-8 so); `None` for any other value (a comment after the header
+/// included: the general parser reads that).
+fn block_header(v: &str) -> Option<(BlockHeader, bool)> {
+    let v = v.trim_end_matches(' ');
+    let (binary, v) = match v.strip_prefix("!!binary ") {
+        Some(rest) => (true, rest.trim_start_matches(' ')),
+        None => (false, v),
+    };
+    let mut bytes = v.bytes();
+    let folded = match bytes.next()? {
+        b'|' => false,
+        b'>' => true,
+        _ => return None,
+    };
+    let (mut chomp, mut indent) = (None, None);
+    for c in bytes {
+        match c {
+            b'-' if chomp.is_none() => chomp = Some(Chomp::Strip),
+            b'+' if chomp.is_none() => chomp = Some(Chomp::Keep),
+            b'1'..=b'9' if indent.is_none() => indent = Some(usize::from(c - b'0')),
+            _ => return None,
+        }
+    }
+    Some((BlockHeader { folded, chomp: chomp.unwrap_or(Chomp::Clip), indent }, binary))
+}
+
+/// The content of a block scalar from the lines that follow its header
+/// (consumed up to the first line that is less indented and not blank),
+/// the value of a key at column `parent`, as libyaml's scanner reads it:
+/// the content indentation is `parent` plus the indicator, or that of the
+/// first non-blank line (at least `parent + 1`); folding joins two
+/// adjacent lines that do not start with a blank by a space; chomping
+/// strips, clips or keeps the final line breaks. `None` where this reader
+/// is unsure of YAML's reading (a tab in the indentation, a CR inside a
+/// line): the general parser then reads the file.
+fn block_scalar<'a>(
+    lines: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+    line_no: &mut usize,
+    crlf: bool,
+    parent: usize,
+    header: BlockHeader,
+) -> Result<Option<String>, ReadError> {
+    let mut indent = header.indent.map_or(0, |i| parent + i);
+    let mut out = String::new();
+    let mut trailing_breaks = 0;
+    // The first breaks, and the indentation where no indicator gives it.
+    let Some(max_indent) = block_breaks(lines, line_no, crlf, indent, &mut trailing_breaks)? else { return Ok(None) };
+    if indent == 0 {
+        indent = max_indent.max(parent + 1);
+    }
+    let (mut leading_break, mut leading_blank) = (false, false);
+    while let Some(&raw) = lines.peek() {
+        let line = one_line(raw, *line_no + 1, crlf)?;
+        if line.bytes().take_while(|&c| c == b' ').count() < indent {
+            break;
+        }
+        let content = &line[indent..];
+        if content.contains('\r') {
+            return Ok(None);
+        }
+        let trailing_blank = content.starts_with([' ', '\t']);
+        if header.folded && leading_break && !leading_blank && !trailing_blank {
+            if trailing_breaks == 0 {
+                out.push(' ');
+            }
+        } else if leading_break {
+            out.push('\n');
+        }
+        out.extend(std::iter::repeat_n('\n', trailing_breaks));
+        trailing_breaks = 0;
+        leading_blank = trailing_blank;
+        out.push_str(content);
+        lines.next();
+        *line_no += 1;
+        // The last line of the file may have no break.
+        leading_break = raw.ends_with('\n');
+        if block_breaks(lines, line_no, crlf, indent, &mut trailing_breaks)?.is_none() {
+            return Ok(None);
+        }
+    }
+    if header.chomp != Chomp::Strip && leading_break {
+        out.push('\n');
+    }
+    if header.chomp == Chomp::Keep {
+        out.extend(std::iter::repeat_n('\n', trailing_breaks));
+    }
+    Ok(Some(out))
+}
+
+/// Consume the blank lines that follow in a block scalar whose content is
+/// at column `indent` (0: not known yet), counting them into `breaks`;
+/// the deepest indentation seen, or `None` for a tab where indentation is
+/// expected. A line of more than `indent` spaces is content, not blank.
+fn block_breaks<'a>(
+    lines: &mut std::iter::Peekable<impl Iterator<Item = &'a str>>,
+    line_no: &mut usize,
+    crlf: bool,
+    indent: usize,
+    breaks: &mut usize,
+) -> Result<Option<usize>, ReadError> {
+    let mut max_indent = 0;
+    while let Some(&raw) = lines.peek() {
+        let line = one_line(raw, *line_no + 1, crlf)?;
+        let spaces = line.bytes().take_while(|&c| c == b' ').count();
+        let eaten = if indent == 0 { spaces } else { spaces.min(indent) };
+        max_indent = max_indent.max(eaten);
+        if (indent == 0 || eaten < indent) && line[eaten..].starts_with('\t') {
+            return Ok(None);
+        }
+        // A blank line ends with its break; the file's last piece has none.
+        if eaten < line.len() || !raw.ends_with('\n') {
+            break;
+        }
+        *breaks += 1;
+        lines.next();
+        *line_no += 1;
+    }
+    Ok(Some(max_indent))
+}
+
+/// The bytes of standard base64 text (`!!binary`), whitespace ignored;
+/// `None` for anything else (other characters, a bad length or padding).
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = text.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(4) {
+        return None;
+    }
+    let pad = digits.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return None;
+    }
+    let value = |c: u8| -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    };
+    let mut out = Vec::with_capacity(digits.len() / 4 * 3);
+    for (k, quad) in digits.chunks(4).enumerate() {
+        let last = k + 1 == digits.len() / 4;
+        let used = if last { 4 - pad } else { 4 };
+        let mut n = 0u32;
+        for (i, &c) in quad.iter().enumerate() {
+            n = (n << 6) | if i < used { value(c)? } else { 0 };
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..used - 1]);
+    }
+    Some(out)
+}
+
+/// One flow scalar on one line: plain, single- or double-quoted (the
+/// escapes read in `dialect`), or `!!binary` base64. `None` for anything
+/// else (the general parser will decide).
+fn fast_scalar(v: &str, dialect: Dialect) -> Option<String> {
     let v = v.trim_end_matches(' ');
     if v.is_empty() {
         return None;
@@ -977,10 +1365,17 @@ fn fast_scalar(v: &str) -> Option<String> {
         }
         b'"' => {
             let inner = v.strip_prefix('"')?.strip_suffix('"')?;
-            // A name that is not UTF-8 is carried as its bytes (see `NOT_UTF8`).
-            Some(not_utf8_path(&decode_double_quoted(inner.as_bytes())?))
+            match dialect {
+                // A name that is not UTF-8 is carried as its bytes (see `NOT_UTF8`).
+                Dialect::Syck => Some(not_utf8_path(&decode_double_quoted(inner.as_bytes())?)),
+                Dialect::Libyaml => decode_double_quoted_libyaml(inner),
+            }
         }
-        b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
+        b'!' => {
+            let base64 = v.strip_prefix("!!binary ")?;
+            Some(not_utf8_path(&base64_decode(base64).filter(|_| !base64.trim().is_empty())?))
+        }
+        b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'|' | b'>' | b'%' | b'@' | b'`' | b'#' => None,
         _ => {
             if v.contains(" #") || v.contains(": ") || v == "~" || v == "null" {
                 return None;
@@ -988,6 +1383,52 @@ fn fast_scalar(v: &str) -> Option<String> {
             Some(v.to_string())
         }
     }
+}
+
+/// The inside of a double-quoted scalar on one line as libyaml (and so
+/// yaml.v3) reads it: `\xHH`, `\uHHHH` and `\UHHHHHHHH` are code points
+/// (`\x80` is U+0080, UTF-8 C2 80), `\N`, `\_`, `\L`, `\P` are U+0085,
+/// U+00A0, U+2028, U+2029, and the one-character escapes are YAML's.
+/// `None` for an unescaped quote, an unknown escape or no character.
+fn decode_double_quoted_libyaml(inner: &str) -> Option<String> {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return None,
+            '\\' => {
+                let hex = |chars: &mut std::str::Chars, n: usize| {
+                    (0..n).try_fold(0u32, |v, _| Some(v * 16 + chars.next()?.to_digit(16)?)).and_then(char::from_u32)
+                };
+                out.push(match chars.next()? {
+                    '0' => '\0',
+                    'a' => '\x07',
+                    'b' => '\x08',
+                    't' | '\t' => '\t',
+                    'n' => '\n',
+                    'v' => '\x0b',
+                    'f' => '\x0c',
+                    'r' => '\r',
+                    'e' => '\x1b',
+                    ' ' => ' ',
+                    '"' => '"',
+                    '\'' => '\'',
+                    '/' => '/',
+                    '\\' => '\\',
+                    'N' => '\u{85}',
+                    '_' => '\u{a0}',
+                    'L' => '\u{2028}',
+                    'P' => '\u{2029}',
+                    'x' => hex(&mut chars, 2)?,
+                    'u' => hex(&mut chars, 4)?,
+                    'U' => hex(&mut chars, 8)?,
+                    _ => return None,
+                });
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 /// The inside of a double-quoted scalar on one line, decoded to bytes:
@@ -1203,28 +1644,62 @@ fn general_parse(text: &str) -> Result<RawDoc, ReadError> {
         })
         .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('%'))
         .unwrap_or("");
-    let text = &*resolve_byte_escapes(text);
+    let options = general_options(text.len());
+    let text = &*match Dialect::of(head_of(text)) {
+        Dialect::Syck => resolve_byte_escapes(text),
+        Dialect::Libyaml => std::borrow::Cow::Borrowed(text),
+    };
     let yaml_err = |e: serde_saphyr::Error| ReadError::general(format!("not a valid recentfile: {e}"));
     if first.starts_with('-') || first.starts_with('[') {
-        let events: Vec<GeneralEvent> = serde_saphyr::from_str(text).map_err(yaml_err)?;
+        let events: Vec<GeneralEvent> = serde_saphyr::from_str_with_options(text, options).map_err(yaml_err)?;
         return Ok(RawDoc { meta: None, events: events.into_iter().map(GeneralEvent::into_raw).collect() });
     }
     if first.is_empty() {
         return Err(ReadError::general("empty document".into()));
     }
-    let doc: GeneralDoc = serde_saphyr::from_str(text).map_err(yaml_err)?;
+    let doc: GeneralDoc = serde_saphyr::from_str_with_options(text, options).map_err(yaml_err)?;
     Ok(RawDoc {
         meta: Some(doc.meta.unwrap_or_default()),
         events: doc.recent.unwrap_or_default().into_iter().map(GeneralEvent::into_raw).collect(),
     })
 }
 
+/// The text before the first line that starts with `recent:` (all of it
+/// when there is none): where [`Dialect::of`] looks.
+fn head_of(text: &str) -> &str {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("recent:") {
+            return &text[..offset];
+        }
+        offset += line.len();
+    }
+    text
+}
+
+/// serde-saphyr's options for a document of `len` bytes: its budget
+/// against alias bombs, with room for as many nodes, events and scalar
+/// bytes as the text itself has bytes (a valid recentfile the size of
+/// CPAN's Z, a million events, has about 4 million nodes in 100 MB), so
+/// that no valid file is refused for its size while expansion stays
+/// linear in the input.
+fn general_options(len: usize) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(len);
+    budget.max_events = budget.max_events.max(len);
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(len);
+    budget.max_reader_input_bytes = budget.max_reader_input_bytes.map(|b| b.max(len));
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
 /// The last resort for a document that does not parse as a whole: its
 /// structure (a `meta:` mapping, then `recent:` and its items, each
-/// starting with a `  -` line) is found line by line, and each item is
-/// parsed alone, so that one unreadable event is one skipped event
-/// ([`RawEvent::problem`]). `None` when the structure itself is broken or
-/// an unreadable item has no readable `epoch:` line.
+/// starting with a line `-` at the first item's indentation) is found line by
+/// line, and each item is parsed alone, so that one unreadable event is one
+/// skipped event ([`RawEvent::problem`]). `None` when the structure itself
+/// is broken or an unreadable item has no readable `epoch:` line.
 fn itemwise_parse(text: &str) -> Option<RawDoc> {
     if text.split('\n').any(|l| l.len() > MAX_LINE) {
         return None;
@@ -1233,16 +1708,23 @@ fn itemwise_parse(text: &str) -> Option<RawDoc> {
     if !rest.is_empty() {
         return None;
     }
-    let meta: MetaOnly = serde_saphyr::from_str(&resolve_byte_escapes(head)).ok()?;
+    let dialect = Dialect::of(head);
+    let meta = meta_only(head, dialect)?;
     let first_line = head.split('\n').count() + 1;
+    // The items' indentation: that of the first line that is not blank.
+    let dash = body.split('\n').find(|l| !l.trim().is_empty()).map_or(0, |l| l.len() - l.trim_start_matches(' ').len());
     // (first line number, lines) of each item.
     let mut items: Vec<(usize, Vec<&str>)> = Vec::new();
     for (n, line) in body.split('\n').enumerate() {
-        if line.starts_with("  -") {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if indent == dash && line[indent..].starts_with('-') {
             items.push((first_line + n, vec![line]));
         } else if line.trim().is_empty() {
-            continue;
-        } else if line.starts_with("  ") {
+            // Inside an item it may be part of a block scalar.
+            if let Some(item) = items.last_mut() {
+                item.1.push(line);
+            }
+        } else if indent > dash {
             items.last_mut()?.1.push(line);
         } else {
             return None;
@@ -1253,13 +1735,16 @@ fn itemwise_parse(text: &str) -> Option<RawDoc> {
     for (line, lines) in items {
         // Nearly every item is in a layout the line reader takes.
         let mut one = Vec::with_capacity(1);
-        let text = lines.join("\n");
-        if let (Ok(true), 1) = (fast_events(&text, line - 1, crlf, &mut one), one.len()) {
+        let text = lines.join("\n") + "\n";
+        if let (Ok(true), 1) = (fast_events(&text, line - 1, crlf, dialect, &mut one), one.len()) {
             events.append(&mut one);
             continue;
         }
-        let block: String = lines.iter().map(|l| format!("{}\n", &l[2..])).collect();
-        let parsed: Result<Vec<GeneralEvent>, _> = serde_saphyr::from_str(&resolve_byte_escapes(&block));
+        let block: String = lines.iter().map(|l| format!("{}\n", l.get(dash..).unwrap_or(""))).collect();
+        let parsed: Result<Vec<GeneralEvent>, _> = match dialect {
+            Dialect::Syck => serde_saphyr::from_str(&resolve_byte_escapes(&block)),
+            Dialect::Libyaml => serde_saphyr::from_str(&block),
+        };
         let problem = match parsed {
             Ok(mut one) if one.len() == 1 => {
                 events.push(RawEvent { line: Some(line), ..one.remove(0).into_raw() });
@@ -1270,7 +1755,7 @@ fn itemwise_parse(text: &str) -> Option<RawDoc> {
         };
         let epoch = lines.iter().find_map(|l| {
             let kv = l.trim_start_matches([' ', '-']);
-            fast_scalar(kv.strip_prefix("epoch:")?.trim())
+            fast_scalar(kv.strip_prefix("epoch:")?.trim(), dialect)
         })?;
         events.push(RawEvent {
             line: Some(line),
@@ -1279,7 +1764,7 @@ fn itemwise_parse(text: &str) -> Option<RawDoc> {
             ..RawEvent::default()
         });
     }
-    Some(RawDoc { meta: Some(meta.meta), events })
+    Some(RawDoc { meta: Some(meta), events })
 }
 
 #[derive(Deserialize)]
@@ -1324,22 +1809,22 @@ mod tests {
         ] {
             assert_eq!(resolve_byte_escapes(text), want, "{text:?}");
         }
-        let meta = parse_meta("meta: \n  comment: \"\\xC3\\xA4: b\"\n").unwrap();
+        let meta = parse_meta("meta: \n  comment: \"\\xC3\\xA4: b\"\n", Dialect::Syck).unwrap();
         assert_eq!(meta.comment.as_deref(), Some("ä: b"));
     }
 
     #[test]
     fn fast_scalars() {
-        assert_eq!(fast_scalar("'1700000000.5'").as_deref(), Some("1700000000.5"));
-        assert_eq!(fast_scalar("'it''s'").as_deref(), Some("it's"));
-        assert_eq!(fast_scalar("'a'b'"), None);
-        assert_eq!(fast_scalar("\"a: b\"").as_deref(), Some("a: b"));
-        assert_eq!(fast_scalar("\"\\x7F\\0\\n\"").as_deref(), Some("\x7f\0\n"));
-        assert_eq!(fast_scalar("\"\\xC3\\xA4: b\"").as_deref(), Some("ä: b"));
-        assert_eq!(fast_scalar("\"\\xC3: b\"").as_deref(), Some("\0\0c33a2062"), "not UTF-8: its bytes");
-        assert_eq!(fast_scalar("id/A/x.tar.gz").as_deref(), Some("id/A/x.tar.gz"));
-        assert_eq!(fast_scalar("a #comment"), None);
-        assert_eq!(fast_scalar("&anchor x"), None);
+        assert_eq!(fast_scalar("'1700000000.5'", Dialect::Syck).as_deref(), Some("1700000000.5"));
+        assert_eq!(fast_scalar("'it''s'", Dialect::Syck).as_deref(), Some("it's"));
+        assert_eq!(fast_scalar("'a'b'", Dialect::Syck), None);
+        assert_eq!(fast_scalar("\"a: b\"", Dialect::Syck).as_deref(), Some("a: b"));
+        assert_eq!(fast_scalar("\"\\x7F\\0\\n\"", Dialect::Syck).as_deref(), Some("\x7f\0\n"));
+        assert_eq!(fast_scalar("\"\\xC3\\xA4: b\"", Dialect::Syck).as_deref(), Some("ä: b"));
+        assert_eq!(fast_scalar("\"\\xC3: b\"", Dialect::Syck).as_deref(), Some("\0\0c33a2062"), "not UTF-8: its bytes");
+        assert_eq!(fast_scalar("id/A/x.tar.gz", Dialect::Syck).as_deref(), Some("id/A/x.tar.gz"));
+        assert_eq!(fast_scalar("a #comment", Dialect::Syck), None);
+        assert_eq!(fast_scalar("&anchor x", Dialect::Syck), None);
     }
 
     /// What the line reader and the validator make of `text`.
@@ -1393,6 +1878,11 @@ mod tests {
             item("'1700000002.5'", "\"a: b\"", "new") + &item("'1700000001.5'", "'it''s'", "new"),
             item("'1700000002.5'", "\"x\\x7F\\ty\"", "new") + &item("'1700000001.5'", "'123'", "new"),
             item("'1700000002.5'", "ünïcödé/päth", "new"),
+            // Compact items (yaml.v3's layout at indent 2 and 4, and deeper).
+            "  - epoch: '1700000002.5'\n    path: a\n    type: new\n  - epoch: 1.7e+09\n    path: b\n    type: new\n"
+                .into(),
+            "    - epoch: 1.7e+09\n      path: a\n      type: new\n".into(),
+            format!("{0}- epoch: 1.7e+09\n{0}  path: a\n{0}  type: new\n", " ".repeat(20)),
             String::new(),
         ] {
             let text = format!("{HEAD}{body}");
@@ -1409,21 +1899,21 @@ mod tests {
     fn strict_path_leaves_everything_else_to_the_other_readers() {
         let ok = item("'1700000002.5'", "a", "new");
         for body in [
-            ok.replace('\n', "\r\n"),                                         // CRLF
-            ok.clone() + "# comment\n",                                       // comment
-            "  - epoch: '1700000002.5'\n    path: a\n    type: new\n".into(), // compact item
-            ok.replace("    type: new\n", "    type: new\n    extra: 1\n"),   // extra key
-            ok.replace("new", "brandnew"),                                    // skipped type
-            ok.clone() + &item("'1700000003.5'", "b", "new"),                 // unsorted
-            ok.clone() + &item("'1700000002.5'", "b", "new"),                 // duplicate
-            item("'17000x'", "a", "new"),                                     // bad epoch
-            item("'1700000002.5'", " a", "new"),                              // leading space
-            item("'1700000002.5'", "a ", "new"),                              // trailing space
-            item("'1700000002.5'", "a #c", "new"),                            // comment
-            item("'1700000002.5'", "~", "new"),                               // null
-            item("'1700000002.5'", &"x".repeat(5000), "new"),                 // long path
-            ok[..ok.len() - 5].to_string(),                                   // truncated
-            ok.clone() + "\n",                                                // blank line
+            ok.replace('\n', "\r\n"),                                                      // CRLF
+            ok.clone() + "# comment\n",                                                    // comment
+            "  - epoch: '1700000002.5'\n    path: a\n    path: b\n    type: new\n".into(), // key twice
+            ok.replace("    type: new\n", "    type: new\n    extra: 1\n"),                // extra key
+            ok.replace("new", "brandnew"),                                                 // skipped type
+            ok.clone() + &item("'1700000003.5'", "b", "new"),                              // unsorted
+            ok.clone() + &item("'1700000002.5'", "b", "new"),                              // duplicate
+            item("'17000x'", "a", "new"),                                                  // bad epoch
+            item("'1700000002.5'", " a", "new"),                                           // leading space
+            item("'1700000002.5'", "a ", "new"),                                           // trailing space
+            item("'1700000002.5'", "a #c", "new"),                                         // comment
+            item("'1700000002.5'", "~", "new"),                                            // null
+            item("'1700000002.5'", &"x".repeat(5000), "new"),                              // long path
+            ok[..ok.len() - 5].to_string(),                                                // truncated
+            ok.clone() + "\n",                                                             // blank line
         ] {
             let text = format!("{HEAD}{body}");
             assert_eq!(parse_syck(&text), None, "{text:?}");
@@ -1524,6 +2014,8 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+mod pins_layouts;
 #[cfg(test)]
 mod pins_scalars;
 #[cfg(test)]

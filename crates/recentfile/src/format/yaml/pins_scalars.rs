@@ -84,7 +84,7 @@ fn the_item_reader_reads_each_key_once_in_any_order() {
     let body =
         "  - \n    epoch: 1\n    path: a\n    type: new\n\n  - type: delete\n    path: 'b c'\n    epoch: '0.5'\n";
     let mut events = Vec::new();
-    assert_eq!(fast_events(body, 10, false, &mut events), Ok(true));
+    assert_eq!(fast_events(body, 10, false, Dialect::Syck, &mut events), Ok(true));
     assert_eq!(
         rows(&events),
         [(Some(11), Some("1"), Some("a"), Some("new")), (Some(16), Some("0.5"), Some("b c"), Some("delete"))]
@@ -101,7 +101,7 @@ fn the_item_reader_reads_a_null_path_or_type_as_absent() {
         ("  - epoch: 1\n    path: a\n    type: ~\n", Some("a"), None),
     ] {
         let mut events = Vec::new();
-        assert_eq!(fast_events(body, 0, false, &mut events), Ok(true), "{body:?}");
+        assert_eq!(fast_events(body, 0, false, Dialect::Syck, &mut events), Ok(true), "{body:?}");
         assert_eq!(rows(&events), [(Some(1), Some("1"), path, kind)], "{body:?}");
     }
 }
@@ -127,7 +127,7 @@ fn the_item_reader_declines_what_it_cannot_read() {
         "x\n",
     ] {
         let mut events = Vec::new();
-        assert_eq!(fast_events(body, 0, false, &mut events), Ok(false), "{body:?}");
+        assert_eq!(fast_events(body, 0, false, Dialect::Syck, &mut events), Ok(false), "{body:?}");
     }
 }
 
@@ -138,9 +138,12 @@ fn the_item_reader_limits_line_length() {
     let body =
         |len: usize| format!("  - epoch: 1\n    path: {}\n    type: new\n", "x".repeat(len - "    path: ".len()));
     let mut events = Vec::new();
-    assert_eq!(fast_events(&body(MAX_LINE), 4, false, &mut events), Ok(true));
+    assert_eq!(fast_events(&body(MAX_LINE), 4, false, Dialect::Syck, &mut events), Ok(true));
     assert_eq!(events[0].path.as_ref().map(String::len), Some(MAX_LINE - "    path: ".len()));
-    assert_eq!(fast_events(&body(MAX_LINE + 1), 4, false, &mut Vec::new()), Err(too_long(6, MAX_LINE + 1)));
+    assert_eq!(
+        fast_events(&body(MAX_LINE + 1), 4, false, Dialect::Syck, &mut Vec::new()),
+        Err(too_long(6, MAX_LINE + 1))
+    );
 }
 
 /// A CR at a line's end is part of the value, unless the file has CRLF
@@ -149,10 +152,13 @@ fn the_item_reader_limits_line_length() {
 fn the_item_reader_keeps_a_cr_unless_lines_end_in_crlf() {
     let body = "  - epoch: 1\r\n    path: a\r\n    type: new\r\n";
     let mut events = Vec::new();
-    assert_eq!(fast_events(body, 0, true, &mut events), Ok(true));
+    assert_eq!(fast_events(body, 0, true, Dialect::Syck, &mut events), Ok(true));
     assert_eq!(rows(&events), [(Some(1), Some("1"), Some("a"), Some("new"))]);
     let mut events = Vec::new();
-    assert_eq!(fast_events("  - epoch: 1\n    path: a\r\n    type: new\n", 0, false, &mut events), Ok(true));
+    assert_eq!(
+        fast_events("  - epoch: 1\n    path: a\r\n    type: new\n", 0, false, Dialect::Syck, &mut events),
+        Ok(true)
+    );
     assert_eq!(events[0].path.as_deref(), Some("a\r"));
 }
 
@@ -194,7 +200,7 @@ fn flow_scalars_as_syck_reads_them() {
         ("|", None),
         ("# c", None),
     ] {
-        assert_eq!(fast_scalar(v).as_deref(), want, "{v:?}");
+        assert_eq!(fast_scalar(v, Dialect::Syck).as_deref(), want, "{v:?}");
     }
 }
 
@@ -234,7 +240,7 @@ fn double_quoted_escapes_as_syck_reads_them() {
 fn escapes_syck_never_writes_are_read_as_the_general_parser_reads_them() {
     for v in [r#""a\/z""#, r#""a\ z""#] {
         let general: String = serde_saphyr::from_str(v).unwrap();
-        assert_eq!(fast_scalar(v), Some(general), "{v}");
+        assert_eq!(fast_scalar(v, Dialect::Syck), Some(general), "{v}");
     }
 }
 

@@ -205,6 +205,11 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Where Syck's layout may be cut: before `  - \n    epoch: ` at a line's start.
+fn syck_mark() -> Vec<u8> {
+    Layout::syck(Dialect::Syck).mark()
+}
+
 #[test]
 fn item_start_after_finds_the_next_item_block_within_64_kib() {
     let mark = "\n  - \n    epoch: ";
@@ -212,16 +217,20 @@ fn item_start_after_finds_the_next_item_block_within_64_kib() {
     let f = temp_file(text.as_bytes());
     let first = 11;
     let second = text.rfind(mark).unwrap() as u64 + 1;
-    assert_eq!(item_start_after(f.as_file(), 0).unwrap(), Some(first));
-    assert_eq!(item_start_after(f.as_file(), 10).unwrap(), Some(first));
-    assert_eq!(item_start_after(f.as_file(), 11).unwrap(), Some(second));
-    assert_eq!(item_start_after(f.as_file(), second - 1).unwrap(), Some(second));
-    assert_eq!(item_start_after(f.as_file(), second).unwrap(), None);
+    assert_eq!(item_start_after(f.as_file(), 0, &syck_mark()).unwrap(), Some(first));
+    assert_eq!(item_start_after(f.as_file(), 10, &syck_mark()).unwrap(), Some(first));
+    assert_eq!(item_start_after(f.as_file(), 11, &syck_mark()).unwrap(), Some(second));
+    assert_eq!(item_start_after(f.as_file(), second - 1, &syck_mark()).unwrap(), Some(second));
+    assert_eq!(item_start_after(f.as_file(), second, &syck_mark()).unwrap(), None);
     // The mark must lie whole in the 64 KiB after `from`.
     for (gap, want) in [(65536 - mark.len(), true), (65536 - mark.len() + 1, false)] {
         let text = format!("{}{mark}", "z".repeat(5 + gap));
         let f = temp_file(text.as_bytes());
-        assert_eq!(item_start_after(f.as_file(), 5).unwrap(), want.then_some(5 + gap as u64 + 1), "gap {gap}");
+        assert_eq!(
+            item_start_after(f.as_file(), 5, &syck_mark()).unwrap(),
+            want.then_some(5 + gap as u64 + 1),
+            "gap {gap}"
+        );
     }
 }
 
@@ -235,7 +244,7 @@ fn split_ranges(f: &std::fs::File, split_min: u64, body_says: bool, fits: bool) 
         f,
         split_min,
         |r: ReadAt<'_>| Ok(Some(vec![("head", r.pos, r.end)])),
-        move |r: ReadAt<'_>| Ok(body_says.then(|| vec![("body", r.pos, r.end)])),
+        move |r: ReadAt<'_>, _: Layout| Ok(body_says.then(|| vec![("body", r.pos, r.end)])),
         |mut a: Seen, b: Seen| {
             a.extend(b);
             fits.then_some(a)
@@ -250,7 +259,7 @@ fn split_scan_cuts_at_the_first_item_after_the_middle_from_split_min_on() {
     let text = strict_text(40, |_, it| it);
     let f = temp_file(text.as_bytes());
     let len = text.len() as u64;
-    let cut = item_start_after(f.as_file(), len / 2).unwrap().unwrap();
+    let cut = item_start_after(f.as_file(), len / 2, &syck_mark()).unwrap().unwrap();
     assert!(cut > len / 2 && cut < len);
     let whole = vec![("head", 0, len)];
     let split = if cores() >= 2 { vec![("head", 0, cut), ("body", cut, len)] } else { whole.clone() };
@@ -269,7 +278,7 @@ fn split_scan_cuts_at_the_first_item_after_the_middle_from_split_min_on() {
 fn epochs_that_do_not_decrease_across_the_cut_are_refused_as_in_one_pass() {
     let text = strict_text(40, |_, it| it);
     let f = temp_file(text.as_bytes());
-    let cut = item_start_after(f.as_file(), text.len() as u64 / 2).unwrap().unwrap() as usize;
+    let cut = item_start_after(f.as_file(), text.len() as u64 / 2, &syck_mark()).unwrap().unwrap() as usize;
     // The index of the item at the cut; it gets its predecessor's epoch, or a greater one.
     let at_cut = text[..cut].matches("  - \n").count() as u64;
     for up in [1, 2] {
@@ -281,7 +290,11 @@ fn epochs_that_do_not_decrease_across_the_cut_are_refused_as_in_one_pass() {
             }
         });
         let f = temp_file(text.as_bytes());
-        assert_eq!(item_start_after(f.as_file(), text.len() as u64 / 2).unwrap(), Some(cut as u64), "same layout");
+        assert_eq!(
+            item_start_after(f.as_file(), text.len() as u64 / 2, &syck_mark()).unwrap(),
+            Some(cut as u64),
+            "same layout"
+        );
         assert_eq!(read_syck(text.as_bytes()).unwrap(), None, "{up}");
         assert_eq!(read_syck_split(f.as_file(), 1).unwrap(), None, "{up}");
         assert_eq!(outline(text.as_bytes()).unwrap(), None, "{up}");
@@ -555,7 +568,7 @@ fn unquote_epoch_takes_single_quoted_or_plain_digits() {
 
 /// `next_item` as text: `item <epoch> <path> <path_special> <kind> <next>`, `more` or `bad`.
 fn scanned(b: &str, p: usize, eof: bool) -> String {
-    match next_item(b.as_bytes(), p, eof) {
+    match next_item(b.as_bytes(), p, eof, &Layout::syck(Dialect::Syck)) {
         Scan::Item(it) => {
             format!("item {} {} {} {} {}", &b[it.epoch], &b[it.path], it.path_special, it.kind.as_str(), it.next)
         }

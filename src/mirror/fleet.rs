@@ -89,6 +89,19 @@ pub(crate) fn run_config(
     let textfile =
         opts.prometheus.clone().map(|f| Prometheus { file: f, targets: Targets::Config(file.to_path_buf()) });
     crate::sys::signals::install();
+    if opts.looping && !opts.dry_run && trees.iter().all(|t| held_by_another(t).is_some()) {
+        // A second loop on the same config: every tree has its loop already.
+        let held: Vec<String> = trees
+            .iter()
+            .filter_map(|t| Some(format!("{} by {}", looping::shown_root(t), held_by_another(t)?)))
+            .collect();
+        tracing::warn!(
+            "every tree of {} is held by another run: {}; nothing to do here",
+            file.display(),
+            held.join(", ")
+        );
+        return Ok(Exit::Locked);
+    }
     let exits = run_trees(&trees, opts, textfile.as_ref(), clock, out);
     warn_held(&trees, &exits);
     Ok(combined_exit(&exits))
@@ -137,8 +150,11 @@ fn run_trees(
     })
 }
 
-/// One tree's thread: its run in its span, its error logged there (a held
-/// lock is left to its holder, a warning) and turned into its exit.
+/// One tree's thread: its run in its span, its error logged there and
+/// turned into its exit. A tree another run holds is left to it in a
+/// one-shot run (a warning); a loop waits for that run to end and takes
+/// the tree then (a manual one-shot at service start must not keep the
+/// service's loop off the tree for good).
 fn run_tree(
     tree: &Config,
     opts: &Options,
@@ -148,18 +164,58 @@ fn run_tree(
 ) -> Exit {
     let span = looping::span(tree);
     let _in = span.enter();
-    match looping::run_in_span(tree, opts, textfile, clock, sender) {
-        Ok(exit) => exit,
-        Err(e) if is_closed(&e) => Exit::Differences,
-        Err(e) => {
-            let exit = exit_for_error(&e);
-            if exit == Exit::Locked {
-                tracing::warn!("left to the run that holds it: {e:#}");
-            } else {
-                tracing::error!("pass failed: {e:#}");
-            }
-            exit
+    loop {
+        let e = match looping::run_in_span(tree, opts, textfile, clock, sender) {
+            Ok(exit) => return exit,
+            Err(e) if is_closed(&e) => return Exit::Differences,
+            Err(e) => e,
+        };
+        let exit = exit_for_error(&e);
+        if exit != Exit::Locked {
+            tracing::error!("pass failed: {e:#}");
+            return exit;
         }
+        if !opts.looping || opts.dry_run {
+            tracing::warn!("left to the run that holds it: {e:#}");
+            return exit;
+        }
+        tracing::warn!("{e:#}; waiting for that run to end to take the tree");
+        if !wait_until_free(tree) {
+            tracing::info!("interrupted while waiting for the tree's lock; nothing was changed");
+            return Exit::Interrupted;
+        }
+        tracing::info!("the run that held the tree has ended: taking it");
+    }
+}
+
+/// How often a loop looks whether a tree another run holds is free.
+const HELD_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Wait until no other run holds `tree`'s run lock; false when stopped.
+fn wait_until_free(tree: &Config) -> bool {
+    while held_by_another(tree).is_some() {
+        let until = std::time::Instant::now() + HELD_POLL;
+        while std::time::Instant::now() < until {
+            if crate::sys::signals::stop_requested() {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    !crate::sys::signals::stop_requested()
+}
+
+/// The run that holds `tree`'s run lock, if another one does (the lock
+/// is taken for a moment to tell: it is an flock, gone with its holder).
+fn held_by_another(tree: &Config) -> Option<String> {
+    let file = tree.state_dir().join("rmirror.flock");
+    if !file.is_file() {
+        return None;
+    }
+    match crate::store::RunLock::try_acquire(&file) {
+        Ok(_) => None,
+        Err(crate::store::LockError::Busy { holder, .. }) => Some(holder),
+        Err(_) => None,
     }
 }
 

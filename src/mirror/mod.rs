@@ -214,6 +214,8 @@ pub(crate) struct Mirror<'a> {
     /// Local directories the next transfer of their path may replace by
     /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
     replacing: std::collections::HashMap<RelPath, u64>,
+    /// The running attempt, as its heartbeats record it (`running`).
+    pub(crate) attempt: pass_progress::AttemptNote,
 }
 
 impl<'a> Mirror<'a> {
@@ -236,6 +238,7 @@ impl<'a> Mirror<'a> {
             on_heartbeat: None,
             in_flight: None,
             replacing: Default::default(),
+            attempt: Default::default(),
         })
     }
 

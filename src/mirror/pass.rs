@@ -57,7 +57,7 @@ impl<'a> Mirror<'a> {
     /// (module `progress`); a fetch that ends before writes neither.
     fn watched_fetch<T>(&mut self, fetch: impl FnOnce(&mut Self, &mut FetchWatch<'_>) -> Result<T>) -> Result<T> {
         let mut hook = self.on_heartbeat.take();
-        let (bar, started) = (self.cfg.progress, self.clock.now());
+        let (bar, started, note) = (self.cfg.progress, self.clock.now(), self.attempt.clone());
         let res = {
             let mut beat = Some(self.heartbeat_writer(&mut hook));
             let mut reporter: Option<Reporter<'_>> = None;
@@ -65,7 +65,7 @@ impl<'a> Mirror<'a> {
                 let mut on_quiet = |pid: u32| {
                     let r = reporter.get_or_insert_with(|| {
                         let beat = beat.take().expect("one reporter");
-                        Reporter::new(bar, "recentfiles", started.clone(), beat)
+                        Reporter::new(bar, "recentfiles", started.clone(), beat).watching(&note)
                     });
                     r.output(Output::Quiet { pid });
                 };

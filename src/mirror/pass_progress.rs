@@ -43,9 +43,42 @@ pub(crate) struct Running {
     /// The figures are rsync's own (`--info=progress2`); otherwise only
     /// `bytes` (from `/proc`) and `rate` are known.
     pub from_rsync: bool,
+    /// Which attempt of the tree this is (1: its first; 0: not recorded,
+    /// an older rrr), and when it started: `status` shows the running
+    /// attempt, not only the last finished one.
+    pub attempt: u64,
+    pub attempt_started: Option<Epoch>,
+    /// The rsync call that runs (`fetching the recentfiles of …`), its
+    /// try and how many it gets (`attempt 2 of 3`), and the error of its
+    /// last failed try (first line), if one failed.
+    pub call: String,
+    pub call_attempt: u32,
+    pub call_attempts: u32,
+    pub last_error: Option<String>,
 }
 
 impl Running {
+    /// The running pass of attempt `note` in phase `phase`, started at `started`.
+    pub fn of(phase: &str, started: Epoch, note: &AttemptNote) -> Running {
+        let mut r = Running { phase: phase.to_string(), started: Some(started), ..Running::default() };
+        note.fill(&mut r);
+        r
+    }
+
+    /// `fetching the recentfiles of SRC, attempt 2 of 3, last error: …`:
+    /// the call that runs and how its tries went (empty before the first
+    /// rsync call).
+    pub fn call_words(&self) -> String {
+        let mut s = self.call.clone();
+        if self.call_attempts > 1 && self.call_attempt > 0 {
+            s.push_str(&format!(", attempt {} of {}", self.call_attempt, self.call_attempts));
+        }
+        if let Some(e) = &self.last_error {
+            s.push_str(&format!(", last error: {e}"));
+        }
+        s.trim_start_matches(", ").to_string()
+    }
+
     /// `45% (1.2 GiB, 3.43MB/s, 0:01:02 left, 1,204 files)` from rsync's
     /// progress lines, else `1.2 GiB received (3.4 MiB/s)`.
     pub fn words(&self) -> String {
@@ -63,6 +96,91 @@ impl Running {
             crate::output::human::count(self.files)
         )
     }
+}
+
+/// What the running attempt is doing, shared between the pass (which
+/// notes each rsync call's tries, [`AttemptNote::call`]) and the
+/// heartbeats that save it in the state's `running` record, so that
+/// `status` says "attempt 2 of 3, last error: …" while the third runs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AttemptNote(std::sync::Arc<std::sync::Mutex<Noted>>);
+
+/// [`AttemptNote`]'s content.
+#[derive(Clone, Debug, Default)]
+struct Noted {
+    /// Counts the changes, so that a heartbeat can follow each at once.
+    generation: u64,
+    attempt: u64,
+    started: Option<Epoch>,
+    call: String,
+    call_attempt: u32,
+    call_attempts: u32,
+    last_error: Option<String>,
+}
+
+impl AttemptNote {
+    fn with<T>(&self, f: impl FnOnce(&mut Noted) -> T) -> T {
+        let mut noted = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        noted.generation += 1;
+        f(&mut noted)
+    }
+
+    /// Which change the note is at ([`Reporter::watching`]).
+    fn generation(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).generation
+    }
+
+    /// Attempt number `n` of the tree starts at `started`; `last_error`
+    /// is the previous attempt's, while this one has not failed a try yet.
+    pub fn begin(&self, n: u64, started: Epoch, last_error: Option<&str>) {
+        self.with(|a| {
+            *a = Noted {
+                generation: a.generation,
+                attempt: n,
+                started: Some(started),
+                last_error: last_error.map(first_line),
+                ..Noted::default()
+            }
+        });
+    }
+
+    /// Try `k` of `of` of the rsync call `what` starts.
+    pub fn call(&self, what: &str, k: u32, of: u32) {
+        self.with(|a| {
+            a.call = what.to_string();
+            a.call_attempt = k;
+            a.call_attempts = of;
+        });
+    }
+
+    /// A try failed with `error` (its first line is kept); the next try
+    /// is the one that counts now, while the backoff waits for it.
+    pub fn failed(&self, error: &str) {
+        self.with(|a| {
+            a.last_error = Some(first_line(error));
+            if a.call_attempt < a.call_attempts {
+                a.call_attempt += 1;
+            }
+        });
+    }
+
+    /// Copy the attempt's fields into `r`.
+    pub fn fill(&self, r: &mut Running) {
+        let a = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            r.attempt = a.attempt;
+            r.attempt_started = a.started.clone();
+            r.call = a.call.clone();
+            r.call_attempt = a.call_attempt;
+            r.call_attempts = a.call_attempts;
+            r.last_error = a.last_error.clone();
+        }
+    }
+}
+
+/// The first line of a message.
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
 }
 
 /// How often a log line (without a terminal) and a heartbeat are written;
@@ -92,6 +210,8 @@ pub(crate) struct Reporter<'a> {
     last_log: Option<Instant>,
     last_beat: Instant,
     heartbeat: Box<dyn FnMut(&Running) + 'a>,
+    /// The attempt's note and the change last written ([`Reporter::watching`]).
+    note: Option<(AttemptNote, u64)>,
 }
 
 impl<'a> Reporter<'a> {
@@ -108,9 +228,18 @@ impl<'a> Reporter<'a> {
             last_log: None,
             last_beat: Instant::now(),
             heartbeat: Box::new(heartbeat),
+            note: None,
         };
         (r.heartbeat)(&r.running);
         r
+    }
+
+    /// Also beat as soon as `note` changes (a try of the rsync call
+    /// failed, the next one starts), not only every ten seconds: `status`
+    /// says "attempt 2 of 3, last error: …" while the second try runs.
+    pub fn watching(mut self, note: &AttemptNote) -> Self {
+        self.note = Some((note.clone(), note.generation()));
+        self
     }
 
     /// How long rsync may be silent before [`Reporter::output`] wants a
@@ -130,7 +259,11 @@ impl<'a> Reporter<'a> {
             Output::Quiet { pid } => Some(pid),
         };
         let log_due = self.bar.is_none() && self.last_log.is_none_or(|t| t.elapsed() >= self.log_every);
-        let beat_due = self.last_beat.elapsed() >= self.beat_every;
+        let noted = self.note.as_mut().is_some_and(|(note, seen)| {
+            let now = note.generation();
+            std::mem::replace(seen, now) != now
+        });
+        let beat_due = noted || self.last_beat.elapsed() >= self.beat_every;
         if !log_due && !beat_due {
             return;
         }

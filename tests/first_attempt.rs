@@ -96,12 +96,24 @@ fn a_first_attempt_against_a_black_hole_is_held_visible_and_woken() {
     // rrr trigger reaches the loop.
     let o = rrr(&["trigger", "--localroot", s(&target)]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    // Signals before the first contact: SIGUSR1 is a wake-up (counted),
+    // SIGHUP a logged no-op for a tree from the command line; neither ends it.
+    child.signal(libc::SIGUSR1);
+    child.signal(libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(300));
+    child.signal(libc::SIGUSR1);
+    let st = status_json(&target);
+    assert_eq!(st["attempt_running"], true, "still the first attempt: {st}");
     // Only `.rrr/` was made: no file of a mirror before the remote answered.
     assert_eq!(listing(&target), [".rrr/", ".rrr/id", ".rrr/rmirror.flock", ".rrr/state.json", ".rrr/trigger"]);
 
     child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let log = stderr(&o);
+    let ignored =
+        format!("rmirror {}: SIGHUP ignored: a tree given on the command line has no config", target.display());
+    assert!(log.lines().any(|l| l.contains(" WARN ") && l.contains(&ignored)), "{log}");
     let st = state(&target);
     assert_eq!((st["last_outcome"].as_str(), st["running"].clone()), (Some("interrupted"), Value::Null), "{st}");
 }

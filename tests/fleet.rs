@@ -356,3 +356,62 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
     assert!(stderr(&out).contains("m.toml") && stderr(&out).contains("at least 1"), "{}", stderr(&out));
     assert!(!dir.join("x").exists() && !dir.join("t3").exists());
 }
+
+/// SIGHUP makes a config loop read its file again: a tree no longer in it
+/// stops (its lock freed, its state saved), a tree with new options starts
+/// again with them, a new one starts; each is logged. A file that does not
+/// read changes nothing. A one-shot config run ignores SIGHUP, logged.
+#[test]
+fn sighup_reloads_a_config_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    for t in ["a", "b", "c"] {
+        origin(&o.join(t), 3);
+    }
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = |t: &str| format!("{}/{t}/RECENT.recent", daemon.url("M"));
+    let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
+    let file = tmp.path().join("fleet.toml");
+    config(&file, "interval = 300", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["rmirror", "--loop", "--config", s(&file)], &log);
+    wait_for("both trees' first passes", LIMIT, || passes_counted(&a) >= 1 && passes_counted(&b) >= 1);
+
+    // b removed, a changed (an exclude), c added.
+    config(&file, "interval = 300", &[(&src("a"), &a, "exclude = [\"*.x\"]"), (&src("c"), &c, "")]);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    wait_for("the new tree's first pass", LIMIT, || passes_counted(&c) >= 1);
+    wait_for("the changed tree's pass with its new options", LIMIT, || passes_counted(&a) >= 2);
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.contains(&format!("SIGHUP: {} is no longer in {}: stopping it", abs(&b), file.display())), "{text}");
+    assert!(text.contains(&format!("SIGHUP: {} has new options in", abs(&a))), "{text}");
+    assert!(text.contains(&format!("SIGHUP: {} is new in", abs(&c))), "{text}");
+    assert!(text.contains("1 new, 1 changed, 1 removed, 0 unchanged"), "{text}");
+    assert!(text.contains(&format!("rmirror {}: interrupted", abs(&b))), "the removed tree saved its state: {text}");
+    // The removed tree is free, the others are held.
+    let one_shot = |t: &str, root: &Path| rrr(&["rmirror", "--remote", &src(t), "--localroot", s(root)]);
+    assert_eq!(one_shot("b", &b).status.code(), Some(0));
+    assert_eq!(one_shot("a", &a).status.code(), Some(75));
+    assert_eq!(one_shot("c", &c).status.code(), Some(75));
+
+    // A broken file changes nothing.
+    fs::write(&file, "interval = \"often\"\n").unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    wait_for("the reload's error", LIMIT, || fs::read_to_string(&log).unwrap().contains("SIGHUP: cannot reload"));
+    assert_eq!(one_shot("a", &a).status.code(), Some(75), "still held");
+    assert_eq!(sigterm(&mut child).code(), Some(130));
+
+    // A one-shot config run logs that it does not reload.
+    config(&file, "", &[(&src("a"), &a, "rsync_options = [\"--bwlimit=1\"]")]);
+    fs::write(o.join("a/big"), vec![b'x'; 4000]).unwrap();
+    ok(&["update", s(&o.join("a/RECENT.recent")), "big"]);
+    let mut once = spawn(&["-v", "rmirror", "--config", s(&file)], &log);
+    wait_for("the one-shot's rsync", LIMIT, || fs::read_to_string(&log).unwrap().contains("--bwlimit=1 "));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(once.id() as i32, libc::SIGHUP) };
+    let status = once.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", fs::read_to_string(&log).unwrap());
+    assert!(fs::read_to_string(&log).unwrap().contains("SIGHUP ignored: a one-shot run does not reload"));
+}

@@ -18,6 +18,11 @@ fn main() {
     let mut argv = std::env::args_os();
     let arg0 = argv.next().unwrap_or_default();
     let name = std::path::Path::new(&arg0).file_name().and_then(|n| n.to_str()).unwrap_or("rrr").to_string();
+    let args = || std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned());
+    if name == "rrr-client" || cli::subcommand_of(args()).as_deref() == Some("rmirror") {
+        // SIGUSR1 (a wake-up) and SIGHUP never end a mirror, from its first instruction.
+        rrr::sys::signals::install_for_rmirror();
+    }
     let code = if rrr::perl_compat::TOOLS.contains(&name.as_str()) {
         // The Perl entry points translate their options as text; a name
         // that is not UTF-8 goes through `rrr` itself, which takes bytes.

@@ -249,7 +249,8 @@ impl<'a> Mirror<'a> {
     }
 
     fn stopped(&self) -> bool {
-        self.stop.load(AtomicOrdering::SeqCst)
+        // The process's stop, or this tree's alone (a config reload).
+        self.stop.load(AtomicOrdering::SeqCst) || crate::sys::signals::stop_requested()
     }
 
     fn check_stop(&mut self) -> Result<()> {

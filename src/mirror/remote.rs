@@ -513,8 +513,9 @@ impl FetchDir {
         let (quiet_tx, quiet_rx) = std::sync::mpsc::channel::<u32>();
         let oversized = self.oversized.clone();
         let quiet = crate::mirror::pass_progress::quiet_period();
-        // rsync's death signal follows this thread, which waits for it.
-        let running = std::thread::spawn(move || {
+        // rsync's death signal follows this thread, which waits for it; the
+        // thread is the tree's (its stop, its log lines).
+        let running = crate::sys::signals::spawn_in_tree(move || {
             r.run_watched(Some(quiet), &mut |out| match out {
                 Output::Line(line) => {
                     if let Some(name) = line.strip_suffix(" is over max-size") {

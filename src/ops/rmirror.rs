@@ -18,6 +18,7 @@ pub use crate::mirror::looping::{Options, Trees, DEFAULT_TIMEOUT};
 /// tree that would mirror into its own remote refused, before anything
 /// runs.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    crate::sys::signals::install_for_rmirror();
     let mut out = ctx.out();
     let tree = match &opts.trees {
         Trees::Config(file) => return fleet::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
@@ -35,7 +36,28 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     });
     let span = span(&cfg);
     let _in = span.enter();
+    ignore_hangups(span.clone());
     // The error is logged by the caller, outside the span: it names the tree itself.
     run_in_span(&cfg, opts, textfile.as_ref(), ctx.clock(), &mut **out)
         .with_context(|| format!("rmirror {}", shown_root(&cfg)))
+}
+
+/// A single tree from the command line has no config to reload: each
+/// SIGHUP is a warning in the tree's log, and the run goes on (it used
+/// to end it silently, status 129). A thread of its own, so the line
+/// comes at once, even in the middle of a long rsync.
+fn ignore_hangups(span: tracing::Span) {
+    let mut seen = crate::sys::signals::hangups();
+    let _ = std::thread::Builder::new().name("sighup".into()).spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let now = crate::sys::signals::hangups();
+        if now != seen {
+            seen = now;
+            let _in = span.enter();
+            tracing::warn!(
+                "SIGHUP ignored: a tree given on the command line has no config to reload \
+                 (rrr rmirror --config FILE --loop reloads FILE on SIGHUP)"
+            );
+        }
+    });
 }

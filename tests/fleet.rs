@@ -66,16 +66,34 @@ fn listing(root: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Three origins `o/a`, `o/b`, `o/c` served as module `M`, and where
+/// their mirrors go (`m/a`, `m/b`, `m/c`, not created).
+struct Abc {
+    tmp: tempfile::TempDir,
+    o: PathBuf,
+    daemon: RsyncDaemon,
+    a: PathBuf,
+    b: PathBuf,
+    c: PathBuf,
+}
+
+impl Abc {
+    fn new() -> Abc {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = tmp.path().join("o");
+        for t in ["a", "b", "c"] {
+            origin(&o.join(t), 3);
+        }
+        let daemon = RsyncDaemon::start(&[("M", &o)]);
+        let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
+        Abc { tmp, o, daemon, a, b, c }
+    }
+}
+
 #[test]
 fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = tmp.path().join("o");
-    for t in ["a", "b", "c"] {
-        origin(&o.join(t), 3);
-    }
-    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let Abc { tmp, o: _, daemon, a, b, c } = Abc::new();
     let src = |t: &str| format!("{}/{t}/RECENT.recent", daemon.url("M"));
-    let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
     let first = tmp.path().join("first.toml");
     config(&first, "interval = 1", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
     let log1 = tmp.path().join("first.log");
@@ -363,14 +381,8 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
 /// read changes nothing. A one-shot config run ignores SIGHUP, logged.
 #[test]
 fn sighup_reloads_a_config_loop() {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = tmp.path().join("o");
-    for t in ["a", "b", "c"] {
-        origin(&o.join(t), 3);
-    }
-    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let Abc { tmp, o, daemon, a, b, c } = Abc::new();
     let src = |t: &str| format!("{}/{t}/RECENT.recent", daemon.url("M"));
-    let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
     let file = tmp.path().join("fleet.toml");
     config(&file, "interval = 300", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
     let log = tmp.path().join("fleet.log");

@@ -188,7 +188,10 @@ impl Background {
     ) -> std::io::Result<Background> {
         let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
         let q = Arc::clone(&queue);
+        // Its lines name the tree, as the caller's do.
+        let span = tracing::Span::current();
         std::thread::Builder::new().name(label.into()).spawn(move || loop {
+            let _in = span.enter();
             let next = {
                 let (lock, wake) = &*q;
                 let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());

@@ -18,6 +18,7 @@ mod mixed_writers;
 mod names;
 mod names_bytes;
 mod operator;
+mod operator_logs;
 mod origin;
 mod packaging;
 mod patterns;

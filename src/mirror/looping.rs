@@ -507,7 +507,7 @@ impl Run<'_> {
             return Err(e.into());
         }
         log_pass(&rep);
-        crate::sys::notify::notify(&format!("STATUS={}", summary_line(&rep)));
+        crate::sys::notify::notify(&format!("STATUS={}: {}", self.shown, summary_line(&rep)));
         let exit = exit_of(&rep);
         self.after_pass(exit, Some(&rep), None);
         Ok(Step::Go(exit))
@@ -537,6 +537,9 @@ fn log_pass(rep: &PassReport) {
 /// `{"kind": "error"}` object with `--json`. An error: stdout closed.
 fn report_failed_pass(e: &anyhow::Error, cfg: &Config, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     tracing::error!("pass failed: {e:#}");
+    let first = format!("{e:#}");
+    let first = first.lines().next().unwrap_or("");
+    crate::sys::notify::notify(&format!("STATUS={}: pass failed: {first}", shown_root(cfg)));
     if opts.json {
         print_line(out, &error_object(cfg, e).to_string())?;
     }

@@ -3,8 +3,9 @@
 //! unset. `rmirror` says READY as soon as its loop runs (before any
 //! upstream answered: a first start against an unreachable one must not
 //! hit the unit's start timeout) and STATUS after each pass (`systemctl
-//! status` then shows the last pass); `watch` says READY once every
-//! directory is watched. Both say STOPPING on the way out.
+//! status` then shows the last pass, or failure, and its tree) and
+//! STOPPING on the way out; `watch` says READY once every directory is
+//! watched.
 
 use std::os::unix::net::UnixDatagram;
 

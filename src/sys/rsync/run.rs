@@ -66,7 +66,10 @@ impl Rsync {
         // Stopped (the sender dropped) once rsync has exited, before it is
         // reaped: until then `pid` is rsync's.
         let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
-        let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
+        // The tree's thread: its line names the tree.
+        let watchdog = self
+            .stall_limit
+            .map(|limit| crate::sys::signals::spawn_in_tree(move || stall_watchdog(pid, limit, stopped)));
         let _stdout = read_stdout(&mut child, quiet, on);
         // The watchdog may signal `pid` until rsync has exited but is not
         // reaped yet, so that its pid cannot have been reused by then.
@@ -240,6 +243,10 @@ pub enum Cause {
     NoSpace,
     /// EACCES, EPERM or EROFS on our side (`[receiver]`, `[generator]`).
     LocalPermission,
+    /// The source directory does not exist: a wrong path inside a
+    /// correct module (`change_dir "author" (in CPAN) failed: No such file
+    /// or directory`), not a network fault.
+    NoSuchPath,
 }
 
 impl Cause {
@@ -250,6 +257,7 @@ impl Cause {
             Cause::UnknownHost => "unknown_host",
             Cause::NoSpace => "no_space",
             Cause::LocalPermission => "local_permission",
+            Cause::NoSuchPath => "no_such_path",
         }
     }
 }

@@ -9,6 +9,7 @@ mod util;
 mod cli;
 mod convergence;
 mod demo;
+mod fetch_progress;
 mod first_attempt;
 mod fleet;
 mod format;

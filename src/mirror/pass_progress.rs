@@ -10,13 +10,20 @@
 //! 500 bytes: 1.05 s against 0.85 s, rsync writing and rrr reading 11k
 //! lines). So without a terminal rsync prints nothing until its summary,
 //! and the heartbeat and the log lines come from the clock
-//! ([`crate::sys::rsync::Output::Quiet`]), with the bytes received so far read
-//! from `/proc` ([`crate::sys::rsync::received_bytes`]). An operator who wants
-//! rsync's percentage in the log anyway passes
-//! `--rsync-option=--info=progress2`: its lines are used whenever they come.
+//! ([`crate::sys::rsync::Output::Quiet`]), with the bytes the network
+//! delivered so far read from the kernel ([`crate::sys::netbytes`]: TCP
+//! payload only, never rsync's own reads of its libraries or of a basis
+//! file). An operator who wants rsync's percentage in the log anyway
+//! passes `--rsync-option=--info=progress2`: its lines are used whenever
+//! they come (and every line, like every silence, moves the heartbeat).
+//!
+//! The same reporter watches every fetch of recentfiles, from the first
+//! fetch of a one-shot run on: a slow one (a large principal over a slow
+//! link) beats and, after 10 s, logs like the bootstrap.
 
 use crate::epoch::Epoch;
-use crate::sys::rsync::{parse_progress2, received_bytes, Output};
+use crate::sys::netbytes::received;
+use crate::sys::rsync::{parse_progress2, Output};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -41,8 +48,11 @@ pub(crate) struct Running {
     /// rsync is still listing the tree: the percentage is of what it found so far.
     pub listing: bool,
     /// The figures are rsync's own (`--info=progress2`); otherwise only
-    /// `bytes` (from `/proc`) and `rate` are known.
+    /// `bytes` (what the network delivered) and `rate` are known.
     pub from_rsync: bool,
+    /// No network bytes to count: rsync holds no TCP socket (a local
+    /// source). `bytes` then means nothing.
+    pub uncounted: bool,
     /// Which attempt of the tree this is (1: its first; 0: not recorded,
     /// an older rrr), and when it started: `status` shows the running
     /// attempt, not only the last finished one.
@@ -82,6 +92,9 @@ impl Running {
     /// `45% (1.2 GiB, 3.43MB/s, 0:01:02 left, 1,204 files)` from rsync's
     /// progress lines, else `1.2 GiB received (3.4 MiB/s)`.
     pub fn words(&self) -> String {
+        if !self.from_rsync && self.uncounted {
+            return "no network bytes to count (a local source)".to_string();
+        }
         if !self.from_rsync {
             let rate = if self.rate.is_empty() { String::new() } else { format!(" ({})", self.rate) };
             return format!("{} received{rate}", crate::output::human::size(self.bytes));
@@ -183,20 +196,30 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").to_string()
 }
 
-/// How often a log line (without a terminal) and a heartbeat are written;
-/// in debug builds (the tests) `RRR_TEST_PROGRESS_MS` shortens both.
-fn periods() -> (Duration, Duration) {
+/// How often a log line (without a terminal) and a heartbeat are written,
+/// and after how long the first log line comes (a call that ends sooner
+/// is not slow); in debug builds (the tests) `RRR_TEST_PROGRESS_MS`
+/// shortens all three.
+fn periods() -> Periods {
     #[cfg(debug_assertions)]
     if let Some(ms) = std::env::var("RRR_TEST_PROGRESS_MS").ok().and_then(|v| v.parse().ok()) {
-        return (Duration::from_millis(ms), Duration::from_millis(ms));
+        let d = Duration::from_millis(ms);
+        return Periods { log: d, beat: d, first_log: d };
     }
-    (Duration::from_secs(30), Duration::from_secs(10))
+    Periods { log: Duration::from_secs(30), beat: Duration::from_secs(10), first_log: Duration::from_secs(10) }
+}
+
+/// See [`periods`].
+struct Periods {
+    log: Duration,
+    beat: Duration,
+    first_log: Duration,
 }
 
 /// How long an rsync may be silent before its watcher hears of it
 /// ([`crate::sys::rsync::Output::Quiet`]): often enough for the heartbeat.
 pub(crate) fn quiet_period() -> Duration {
-    periods().1.min(Duration::from_secs(1))
+    periods().beat.min(Duration::from_secs(1))
 }
 
 /// Turns a long rsync's output, and its silences, into the bar, log lines
@@ -206,6 +229,7 @@ pub(crate) struct Reporter<'a> {
     running: Running,
     log_every: Duration,
     beat_every: Duration,
+    first_log: Duration,
     started: Instant,
     last_log: Option<Instant>,
     last_beat: Instant,
@@ -218,12 +242,13 @@ impl<'a> Reporter<'a> {
     /// Start reporting `phase`; the heartbeat is written at once (the
     /// state then shows the running pass) and then every ten seconds.
     pub fn new(bar: bool, phase: &str, started: Epoch, heartbeat: impl FnMut(&Running) + 'a) -> Reporter<'a> {
-        let (log_every, beat_every) = periods();
+        let Periods { log: log_every, beat: beat_every, first_log } = periods();
         let mut r = Reporter {
             bar: bar.then(|| crate::output::progress::percent(true, &format!("rmirror {phase}"))),
             running: Running { phase: phase.to_string(), started: Some(started), ..Running::default() },
             log_every,
             beat_every,
+            first_log,
             started: Instant::now(),
             last_log: None,
             last_beat: Instant::now(),
@@ -258,7 +283,11 @@ impl<'a> Reporter<'a> {
             }
             Output::Quiet { pid } => Some(pid),
         };
-        let log_due = self.bar.is_none() && self.last_log.is_none_or(|t| t.elapsed() >= self.log_every);
+        let log_due = self.bar.is_none()
+            && match self.last_log {
+                Some(t) => t.elapsed() >= self.log_every,
+                None => self.started.elapsed() >= self.first_log,
+            };
         let noted = self.note.as_mut().is_some_and(|(note, seen)| {
             let now = note.generation();
             std::mem::replace(seen, now) != now
@@ -267,10 +296,16 @@ impl<'a> Reporter<'a> {
         if !log_due && !beat_due {
             return;
         }
-        if let Some(bytes) = pid.filter(|_| !self.running.from_rsync).and_then(received_bytes) {
-            let secs = self.started.elapsed().as_secs_f64().max(0.001);
-            self.running.bytes = bytes;
-            self.running.rate = crate::output::human::rate(bytes as f64 / secs);
+        if let Some(pid) = pid.filter(|_| !self.running.from_rsync) {
+            match received(pid) {
+                Some(bytes) => {
+                    let secs = self.started.elapsed().as_secs_f64().max(0.001);
+                    self.running.bytes = bytes;
+                    self.running.rate = crate::output::human::rate(bytes as f64 / secs);
+                    self.running.uncounted = false;
+                }
+                None => self.running.uncounted = self.running.bytes == 0,
+            }
         }
         if log_due {
             self.last_log = Some(Instant::now());
@@ -339,17 +374,21 @@ mod tests {
             let mut r = Reporter::new(false, "bootstrap", Epoch::parse("1700000000").unwrap(), |run: &Running| {
                 beats.push(run.clone())
             });
-            r.beat_every = Duration::from_secs(3600);
+            (r.beat_every, r.first_log) = (Duration::from_secs(3600), Duration::from_secs(3600));
             // No process has this pid (above any pid_max): no bytes known.
             let nobody = i32::MAX as u32;
-            // The log is due at once, the beat is not.
+            // A call that is not slow yet logs nothing.
             r.output(Output::Quiet { pid: nobody });
-            assert!(r.last_log.is_some(), "the first quiet logs at once");
+            assert!(r.last_log.is_none(), "not slow yet");
+            // Once it is, the log is due, the beat is not.
+            r.first_log = Duration::ZERO;
+            r.output(Output::Quiet { pid: nobody });
+            assert!(r.last_log.is_some(), "slow: a line");
             r.beat_every = Duration::ZERO;
             r.output(Output::Quiet { pid: nobody });
         }
         assert_eq!(beats.len(), 2, "the start and the due one");
-        assert_eq!(beats[1].words(), "0 B received");
+        assert_eq!(beats[1].words(), "no network bytes to count (a local source)", "no TCP socket");
         let run = Running { bytes: 3 << 20, rate: "1.0 MiB/s".into(), ..Running::default() };
         assert_eq!(run.words(), "3.0 MiB received (1.0 MiB/s)");
     }

@@ -39,7 +39,7 @@ use crate::sys::signals::Interrupted;
 use anyhow::{Context, Result};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Seconds an rsync may move no data before it is stopped
 /// (docs/decisions.md#defaults: 300 s, watched by rrr itself,
@@ -288,7 +288,7 @@ enum Step<T> {
 impl Run<'_> {
     /// The textfile (at the run's clock, which `--now` pins) and the
     /// `--on-pass` hook after a pass (or a failed one).
-    fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
+    fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>, began: Instant) {
         if self.opts.dry_run {
             return;
         }
@@ -298,7 +298,15 @@ impl Run<'_> {
         if let Some(cmd) = &self.cfg.on_pass {
             if crate::hook::wanted(rep) {
                 let msg = err.map(|e| format!("{e:#}"));
-                let env = crate::hook::environment(&self.shown, &self.cfg.remote.src, exit as i32, rep, msg.as_deref());
+                let seconds = began.elapsed().as_secs_f64();
+                let env = crate::hook::environment(
+                    &self.shown,
+                    &self.cfg.remote.src,
+                    exit as i32,
+                    rep,
+                    msg.as_deref(),
+                    seconds,
+                );
                 crate::hook::after_pass(cmd, self.cfg.on_pass_timeout, &env);
             }
         }
@@ -313,7 +321,7 @@ impl Run<'_> {
         let early_lock = match lock_early(cfg, opts) {
             Ok(lock) => lock,
             Err(e) => {
-                self.after_pass(Exit::Error, None, Some(&e));
+                self.after_pass(Exit::Error, None, Some(&e), Instant::now());
                 return Err(e);
             }
         };
@@ -348,7 +356,7 @@ impl Run<'_> {
         let mut lock = early_lock.map(|l| l.lock);
         let mut failed_passes = 0u32;
         loop {
-            let attempt = self.clock.now();
+            let (attempt, began) = (self.clock.now(), Instant::now());
             m.begin_attempt(&attempt);
             if m.is_claimed() {
                 // A first attempt shows from its first second.
@@ -367,9 +375,12 @@ impl Run<'_> {
                     return Ok(Step::End(Exit::Interrupted));
                 }
                 Err(e)
-                    if !opts.looping || e.downcast_ref::<Refused>().is_some() || exit_for_error(&e) == Exit::Locked =>
+                    if !opts.looping
+                        || e.downcast_ref::<Refused>().is_some()
+                        || exit_for_error(&e) == Exit::Locked
+                        || ends_the_loop(&e) =>
                 {
-                    self.after_pass(Exit::Error, None, Some(&e));
+                    self.after_pass(Exit::Error, None, Some(&e), began);
                     return Err(e);
                 }
                 Err(e) => {
@@ -377,7 +388,7 @@ impl Run<'_> {
                     if report_failed_pass(&e, cfg, opts, out).is_err() || crate::output::log::closed() {
                         return Ok(Step::End(Exit::Differences));
                     }
-                    self.after_pass(Exit::Error, None, Some(&e));
+                    self.after_pass(Exit::Error, None, Some(&e), began);
                     if !pause(cfg.interval, failed_passes, None, trigger.as_deref_mut()) {
                         tracing::info!("interrupted; nothing was changed");
                         return Ok(Step::End(Exit::Interrupted));
@@ -451,6 +462,7 @@ impl Run<'_> {
     /// when `--full-every` says one is due.
     fn one_pass(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Step<Exit>> {
         let (cfg, opts) = (self.cfg, self.opts);
+        let began = Instant::now();
         if let Some(every) = cfg.full_every {
             if !m.full && full_due(&m.state, every, self.clock.now_f64()) {
                 tracing::info!(
@@ -467,14 +479,14 @@ impl Run<'_> {
                 Ok(Step::End(Exit::Interrupted))
             }
             Err(e) => {
-                if !opts.looping {
-                    self.after_pass(Exit::Error, None, Some(&e));
+                if !opts.looping || ends_the_loop(&e) {
+                    self.after_pass(Exit::Error, None, Some(&e), began);
                     return Err(e);
                 }
                 if report_failed_pass(&e, cfg, opts, out).is_err() {
                     return Ok(Step::End(Exit::Differences));
                 }
-                self.after_pass(Exit::Error, None, Some(&e));
+                self.after_pass(Exit::Error, None, Some(&e), began);
                 Ok(Step::Go(Exit::Error))
             }
         }
@@ -509,7 +521,7 @@ impl Run<'_> {
         log_pass(&rep);
         crate::sys::notify::notify(&format!("STATUS={}: {}", self.shown, summary_line(&rep)));
         let exit = exit_of(&rep);
-        self.after_pass(exit, Some(&rep), None);
+        self.after_pass(exit, Some(&rep), None, Instant::now());
         Ok(Step::Go(exit))
     }
 }
@@ -544,6 +556,15 @@ fn report_failed_pass(e: &anyhow::Error, cfg: &Config, opts: &Options, out: &mut
         print_line(out, &error_object(cfg, e).to_string())?;
     }
     Ok(())
+}
+
+/// A failure no later pass can cure before an operator acts: rsync itself
+/// cannot be run (docs/decisions.md#retries). A loop ends on it (exit 2),
+/// rather than retrying it every 10 minutes for ever; a supervisor's
+/// restart policy, or the operator, decides what follows.
+fn ends_the_loop(e: &anyhow::Error) -> bool {
+    use crate::sys::rsync::{Cause, RsyncError};
+    e.chain().any(|c| c.downcast_ref::<RsyncError>().is_some_and(|r| r.cause == Some(Cause::NoRsync)))
 }
 
 /// Wait before the next `--loop` pass: until `interval` after the start of

@@ -306,7 +306,7 @@ fn text_line(now: f64, level: Level, scope: &[(String, Vec<(String, Value)>)], f
         _ => msg,
     };
     let head = format!("{} {:>5} {who}:", crate::output::human::time_millis(now), level.as_str());
-    let lines: Vec<String> = msg.split('\n').map(|l| format!("{head} {l}")).collect();
+    let lines: Vec<String> = msg.trim_end_matches('\n').split('\n').map(|l| format!("{head} {l}")).collect();
     lines.join("\n")
 }
 

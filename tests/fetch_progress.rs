@@ -108,7 +108,7 @@ fn a_black_hole_delivers_nothing() {
         state_if_any(&target).is_some_and(|st| st["running"]["rate"].is_string() && st["running"]["rate"] != "")
     });
     let st = state_if_any(&target).unwrap();
-    assert_eq!((st["running"]["bytes"].as_u64(), st["running"]["uncounted"].as_bool()), (Some(0), Some(false)), "{st}");
+    assert_eq!((st["running"]["bytes"].as_u64(), st["running"]["local"].as_bool()), (Some(0), Some(false)), "{st}");
     child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
     let log = stderr(&o);

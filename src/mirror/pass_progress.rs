@@ -22,7 +22,7 @@
 //! link) beats and, after 10 s, logs like the bootstrap.
 
 use crate::epoch::Epoch;
-use crate::sys::netbytes::received;
+use crate::sys::netbytes::{read_locally, received};
 use crate::sys::rsync::{parse_progress2, Output};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
@@ -50,9 +50,10 @@ pub(crate) struct Running {
     /// The figures are rsync's own (`--info=progress2`); otherwise only
     /// `bytes` (what the network delivered) and `rate` are known.
     pub from_rsync: bool,
-    /// No network bytes to count: rsync holds no TCP socket (a local
-    /// source). `bytes` then means nothing.
-    pub uncounted: bool,
+    /// A local source (rsync holds no TCP socket): `bytes` is what rsync
+    /// read so far (`/proc`'s `rchar` of its busiest process: files, pipes
+    /// and its libraries alike), not what a network delivered.
+    pub local: bool,
     /// Which attempt of the tree this is (1: its first; 0: not recorded,
     /// an older rrr), and when it started: `status` shows the running
     /// attempt, not only the last finished one.
@@ -92,8 +93,9 @@ impl Running {
     /// `45% (1.2 GiB, 3.43MB/s, 0:01:02 left, 1,204 files)` from rsync's
     /// progress lines, else `1.2 GiB received (3.4 MiB/s)`.
     pub fn words(&self) -> String {
-        if !self.from_rsync && self.uncounted {
-            return "no network bytes to count (a local source)".to_string();
+        if !self.from_rsync && self.local {
+            let rate = if self.rate.is_empty() { String::new() } else { format!(" ({})", self.rate) };
+            return format!("{} read from the local source{rate}", crate::output::human::size(self.bytes));
         }
         if !self.from_rsync {
             let rate = if self.rate.is_empty() { String::new() } else { format!(" ({})", self.rate) };
@@ -297,14 +299,16 @@ impl<'a> Reporter<'a> {
             return;
         }
         if let Some(pid) = pid.filter(|_| !self.running.from_rsync) {
-            match received(pid) {
-                Some(bytes) => {
-                    let secs = self.started.elapsed().as_secs_f64().max(0.001);
-                    self.running.bytes = bytes;
-                    self.running.rate = crate::output::human::rate(bytes as f64 / secs);
-                    self.running.uncounted = false;
-                }
-                None => self.running.uncounted = self.running.bytes == 0,
+            let (bytes, local) = match received(pid) {
+                Some(b) => (Some(b), false),
+                // No TCP socket: a local source (or not connected yet).
+                None => (read_locally(pid), true),
+            };
+            if let Some(bytes) = bytes {
+                let secs = self.started.elapsed().as_secs_f64().max(0.001);
+                self.running.bytes = bytes;
+                self.running.rate = crate::output::human::rate(bytes as f64 / secs);
+                self.running.local = local;
             }
         }
         if log_due {
@@ -388,7 +392,9 @@ mod tests {
             r.output(Output::Quiet { pid: nobody });
         }
         assert_eq!(beats.len(), 2, "the start and the due one");
-        assert_eq!(beats[1].words(), "no network bytes to count (a local source)", "no TCP socket");
+        assert_eq!(beats[1].words(), "0 B received", "no such process: nothing known");
+        let local = Running { bytes: 3 << 20, rate: "1.0 MiB/s".into(), local: true, ..Running::default() };
+        assert_eq!(local.words(), "3.0 MiB read from the local source (1.0 MiB/s)");
         let run = Running { bytes: 3 << 20, rate: "1.0 MiB/s".into(), ..Running::default() };
         assert_eq!(run.words(), "3.0 MiB received (1.0 MiB/s)");
     }

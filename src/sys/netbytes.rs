@@ -9,7 +9,8 @@
 //! basis file `--copy-dest` reads a whole principal more.
 //!
 //! `None` where nothing can be counted: no TCP socket (a local source,
-//! or rsync has not connected yet), or a kernel without sock_diag.
+//! or rsync has not connected yet), or a kernel without sock_diag. For a
+//! local source, [`read_locally`] tells what rsync has read instead.
 
 use std::collections::HashSet;
 use std::io;
@@ -35,6 +36,23 @@ pub(crate) fn received(pid: u32) -> Option<u64> {
         }
     }
     total
+}
+
+/// What the rsync processes under `pid` have read so far, the most any
+/// one of them has (`/proc/PID/io`'s `rchar`: files, pipes and its own
+/// libraries alike): for a local source, where no network delivers
+/// anything. `None` where `/proc` cannot tell.
+pub(crate) fn read_locally(pid: u32) -> Option<u64> {
+    let mut pids = vec![pid];
+    pids.extend(super::proc::children(pid));
+    let more: Vec<u32> = pids[1..].iter().flat_map(|c| super::proc::children(*c)).collect();
+    pids.extend(more);
+    let is_rsync = |p: &u32| {
+        super::proc::cmdline(*p)
+            .and_then(|w| w.first().map(|w0| w0.rsplit('/').next().unwrap_or("").starts_with("rsync")))
+            .unwrap_or(false)
+    };
+    pids.iter().filter(|p| is_rsync(p)).filter_map(|p| Some(super::proc::io_bytes(*p)?.0)).max()
 }
 
 /// `SOCK_DIAG_BY_FAMILY`.

@@ -184,6 +184,9 @@ impl Fleet<'_> {
                     OUT_CLOSED.store(true, Ordering::SeqCst);
                 }
             };
+            let ignore_hangup = || {
+                tracing::warn!("SIGHUP ignored: a one-shot run does not reload {}", self.file.display());
+            };
             while !running.is_empty() {
                 if let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(100)) {
                     relay(line, out);
@@ -205,9 +208,13 @@ impl Fleet<'_> {
                         let started = self.reload(&mut running, &mut finished);
                         running.extend(started.into_iter().map(spawn));
                     } else {
-                        tracing::warn!("SIGHUP ignored: a one-shot run does not reload {}", self.file.display());
+                        ignore_hangup();
                     }
                 }
+            }
+            if crate::sys::signals::hangups() != hangups {
+                // One that came as the last tree ended is not forgotten either.
+                ignore_hangup();
             }
             drop(tx);
             for line in rx.try_iter() {

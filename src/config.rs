@@ -243,9 +243,11 @@ impl MirrorConfig {
                     Some(v) => Err(named(format!("tree {n}: {key} must be a string, not {}", v.type_str()))),
                 }
             };
-            let remote = take("remote")?.ok_or_else(|| named(format!("tree {n}: no remote")))?;
-            let localroot = take("localroot")?.ok_or_else(|| named(format!("tree {n}: no localroot")))?;
-            let state = take("state")?;
+            let (remote, localroot, state) = (take("remote")?, take("localroot")?, take("state")?);
+            let (Some(remote), Some(localroot)) = (remote.clone(), localroot.clone()) else {
+                let missing = if remote.is_none() { "remote" } else { "localroot" };
+                return Err(named(format!("tree {n}: no {missing}{}", typo_hint(&t))));
+            };
             let mut options: OptionLayer =
                 toml::Value::Table(t).try_into().map_err(|e| named(format!("tree {n} ({localroot}): {e}")))?;
             options.password_file = options.password_file.map(|p| base.join(p));
@@ -268,6 +270,43 @@ impl MirrorConfig {
     pub fn merged<'a>(&'a self, cli: &'a OptionLayer) -> impl Iterator<Item = (&'a TreeSpec, OptionLayer)> + 'a {
         self.trees.iter().map(move |t| (&t.tree, merge(&[cli, &t.options, &self.defaults])))
     }
+}
+
+/// The keys of a `[[tree]]` table that are not options.
+const TREE_KEYS: [&str; 3] = ["remote", "localroot", "state"];
+
+/// For a table that lacks `remote` or `localroot`: the unknown key that
+/// is probably it misspelt (`locaroot`), named, or nothing.
+fn typo_hint(rest: &toml::Table) -> String {
+    let unknown: Vec<&String> = rest
+        .keys()
+        .filter(|k| {
+            let one: toml::Table = [((*k).clone(), rest[k.as_str()].clone())].into_iter().collect();
+            toml::Value::Table(one).try_into::<OptionLayer>().is_err_and(|e| e.to_string().contains("unknown field"))
+        })
+        .collect();
+    let Some(key) = unknown.first() else { return String::new() };
+    let close = TREE_KEYS.iter().find(|t| edit_distance(t, key) <= 2);
+    match close {
+        Some(t) => format!("; unknown key `{key}`: did you mean `{t}`?"),
+        None => format!("; unknown key `{key}`"),
+    }
+}
+
+/// Levenshtein distance of two short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// `path` made absolute with `.` and `..` folded and symlinks followed
@@ -479,6 +518,12 @@ skip_deletes = true
         assert!(e.contains("max_dlete"), "{e}");
         assert!(parse("interval = 3\n").contains("no [[tree]]"));
         assert!(parse("[[tree]]\nlocalroot = \"/a\"\n").contains("no remote"));
+        // A missing key misspelt: the typo is named.
+        let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocaroot = \"/a\"\n");
+        assert_eq!(e, "config m.toml: tree 1: no localroot; unknown key `locaroot`: did you mean `localroot`?");
+        let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\ninterval = 3\nroot = \"/a\"\n");
+        assert!(e.ends_with("tree 1: no localroot; unknown key `root`"), "{e}");
+        assert_eq!((edit_distance("remote", "remot"), edit_distance("state", "localroot")), (1, 8));
         let e = parse("interval = 0\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\n");
         assert!(e.contains("m.toml") && e.contains("/a") && e.contains("at least 1 s"), "{e}");
         let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\nexclude = [\"\"]\n");

@@ -42,13 +42,15 @@ pub(crate) fn wanted(rep: Option<&PassReport>) -> bool {
 }
 
 /// The `RRR_*` variables of a pass (`rep`), or of a pass that failed with
-/// `error` before it could report.
+/// `error` before it could report, after `seconds` (its one error counts
+/// in `RRR_ERRORS`, its time in `RRR_SECONDS`).
 pub(crate) fn environment(
     localroot: &str,
     remote: &str,
     exit: i32,
     rep: Option<&PassReport>,
     error: Option<&str>,
+    seconds: f64,
 ) -> Vec<(String, String)> {
     let status = match (exit, rep) {
         (0, Some(_)) => "ok",
@@ -68,10 +70,10 @@ pub(crate) fn environment(
         ("RRR_DELETED", n(|r| r.deleted)),
         ("RRR_REFUSED", n(|r| r.refused.len() as u64)),
         ("RRR_FAILING", n(|r| r.failing.len() as u64)),
-        ("RRR_ERRORS", n(|r| r.errors.len() as u64)),
+        ("RRR_ERRORS", rep.map_or(u64::from(!error.is_empty()), |r| r.errors.len() as u64).to_string()),
         ("RRR_COMPLETE", flag(|r| r.complete)),
         ("RRR_BOOTSTRAP", flag(|r| r.bootstrap)),
-        ("RRR_SECONDS", rep.map_or("0".into(), |r| format!("{:.3}", r.seconds))),
+        ("RRR_SECONDS", format!("{:.3}", rep.map_or(seconds, |r| r.seconds))),
         ("RRR_ERROR", error.lines().next().unwrap_or("").to_string()),
     ]
     .into_iter()
@@ -188,7 +190,10 @@ impl Background {
     ) -> std::io::Result<Background> {
         let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
         let q = Arc::clone(&queue);
+        // Its lines name the tree, as the caller's do.
+        let span = tracing::Span::current();
         std::thread::Builder::new().name(label.into()).spawn(move || loop {
+            let _in = span.enter();
             let next = {
                 let (lock, wake) = &*q;
                 let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -233,15 +238,16 @@ mod tests {
     #[test]
     fn environment_says_what_the_pass_did() {
         let rep = PassReport { transferred: 3, bytes: 10, complete: true, ..PassReport::default() };
-        let env = environment("/m", "h::m/RECENT.recent", 0, Some(&rep), None);
+        let env = environment("/m", "h::m/RECENT.recent", 0, Some(&rep), None, 9.0);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("RRR_STATUS"), Some("ok"));
         assert_eq!(get("RRR_TRANSFERRED"), Some("3"));
         assert_eq!(get("RRR_COMPLETE"), Some("1"));
         assert_eq!(get("RRR_LOCALROOT"), Some("/m"));
-        let env = environment("/m", "r", 2, None, Some("rsync failed with code 5: x\nmore"));
+        let env = environment("/m", "r", 2, None, Some("rsync failed with code 5: x\nmore"), 6.4);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!((get("RRR_STATUS"), get("RRR_ERROR")), (Some("failed"), Some("rsync failed with code 5: x")));
+        assert_eq!((get("RRR_ERRORS"), get("RRR_SECONDS")), (Some("1"), Some("6.400")), "a failed pass's own");
         assert!(wanted(None) && wanted(Some(&rep)) && !wanted(Some(&PassReport::default())));
     }
 

@@ -7,13 +7,13 @@
 //! hold end to end.
 
 use crate::util::fixture::{passes_counted, state};
+use crate::util::net::BlackHole;
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::*;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// A guard against a hang, not a speed assertion.
@@ -66,16 +66,34 @@ fn listing(root: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Three origins `o/a`, `o/b`, `o/c` served as module `M`, and where
+/// their mirrors go (`m/a`, `m/b`, `m/c`, not created).
+struct Abc {
+    tmp: tempfile::TempDir,
+    o: PathBuf,
+    daemon: RsyncDaemon,
+    a: PathBuf,
+    b: PathBuf,
+    c: PathBuf,
+}
+
+impl Abc {
+    fn new() -> Abc {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = tmp.path().join("o");
+        for t in ["a", "b", "c"] {
+            origin(&o.join(t), 3);
+        }
+        let daemon = RsyncDaemon::start(&[("M", &o)]);
+        let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
+        Abc { tmp, o, daemon, a, b, c }
+    }
+}
+
 #[test]
 fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
-    let tmp = tempfile::tempdir().unwrap();
-    let o = tmp.path().join("o");
-    for t in ["a", "b", "c"] {
-        origin(&o.join(t), 3);
-    }
-    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let Abc { tmp, o: _, daemon, a, b, c } = Abc::new();
     let src = |t: &str| format!("{}/{t}/RECENT.recent", daemon.url("M"));
-    let (a, b, c) = (tmp.path().join("m/a"), tmp.path().join("m/b"), tmp.path().join("m/c"));
     let first = tmp.path().join("first.toml");
     config(&first, "interval = 1", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
     let log1 = tmp.path().join("first.log");
@@ -96,7 +114,8 @@ fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
     assert!(stderr(&o).contains(&abs(&a)) && stderr(&o).contains(&abs(&b)), "{}", stderr(&o));
     assert!(stderr(&o).contains(&holder), "{}", stderr(&o));
 
-    // A second loop over a held tree and a free one takes the free one.
+    // A second loop over a held tree and a free one takes the free one,
+    // and the held one as soon as its holder has gone.
     let second = tmp.path().join("second.toml");
     config(&second, "interval = 1", &[(&src("a"), &a, ""), (&src("c"), &c, "")]);
     let log2 = tmp.path().join("second.log");
@@ -104,13 +123,21 @@ fn a_config_loop_holds_its_trees_against_one_shots_and_other_loops() {
     wait_for("the free tree's passes", LIMIT, || passes_counted(&c) >= 2);
     let a_passes = passes_counted(&a);
     wait_for("the first loop's next pass on its tree", LIMIT, || passes_counted(&a) > a_passes);
-    assert_eq!(sigterm(&mut loop2).code(), Some(130));
     let log = fs::read_to_string(&log2).unwrap();
-    assert!(log.contains(&format!("1 tree of 2 held by another run, not mirrored here: {}", abs(&a))), "{log}");
+    assert!(log.contains(&format!("rmirror {}: another rmirror runs on this target", abs(&a))), "{log}");
+    assert!(log.contains("waiting for that run to end to take the tree"), "{log}");
 
     assert_eq!(sigterm(&mut loop1).code(), Some(130));
     let log = fs::read_to_string(&log1).unwrap();
     assert!(!log.contains("held by"), "the first loop kept both trees: {log}");
+    let a_passes = passes_counted(&a);
+    wait_for("the second loop's passes on the freed tree", LIMIT, || passes_counted(&a) >= a_passes + 2);
+    let o = rrr(&["rmirror", "--remote", &src("a"), "--localroot", s(&a)]);
+    assert_eq!(o.status.code(), Some(75), "the second loop holds it now: {}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("process {}", loop2.id())), "{}", stderr(&o));
+    assert_eq!(sigterm(&mut loop2).code(), Some(130));
+    let log = fs::read_to_string(&log2).unwrap();
+    assert!(log.contains("the run that held the tree has ended: taking it"), "{log}");
     // The lock went with its holder.
     let o = rrr(&["rmirror", "--remote", &src("a"), "--localroot", s(&a)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -162,29 +189,6 @@ fn overlapping_trees_and_a_mirror_into_its_origin_are_refused() {
     let out = rrr(&["rmirror", "--config", s(&file)]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!stderr(&out).contains("next pass"), "a one-shot has no next pass: {}", stderr(&out));
-}
-
-/// An upstream that accepts connections and never answers.
-struct BlackHole {
-    port: u16,
-    accepted: Arc<AtomicUsize>,
-}
-
-impl BlackHole {
-    fn start() -> BlackHole {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
-        std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for conn in listener.incoming().flatten() {
-                count.fetch_add(1, Ordering::SeqCst);
-                held.push(conn);
-            }
-        });
-        BlackHole { port, accepted }
-    }
 }
 
 /// Two trees in one config: `good` from a real daemon serving `o`, `hung`
@@ -244,12 +248,33 @@ fn a_hung_upstream_delays_only_its_own_tree() {
             root.display()
         );
     }
-    assert!(!hung.exists(), "the hung tree wrote nothing");
+    // The hung tree holds its lock and the record of its attempt, nothing else.
+    let names: Vec<String> =
+        fs::read_dir(hung.join(".rrr")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(
+        listing(&hung),
+        [
+            PathBuf::from(""),
+            ".rrr".into(),
+            ".rrr/id".into(),
+            ".rrr/rmirror.flock".into(),
+            ".rrr/state.json".into(),
+            ".rrr/trigger".into()
+        ],
+        "{names:?}"
+    );
+    let st = state(&hung);
+    assert_eq!(
+        (st["last_outcome"].as_str(), st["counters"]["attempts"].as_u64()),
+        (Some("interrupted"), Some(1)),
+        "{st}"
+    );
 }
 
 /// `rrr trigger --config` beside a hung tree: the healthy tree's loop (its
 /// own thread, its own pipe) is woken and passes at once with a 300 s
-/// interval; the hung one, still waiting for its upstream, runs no loop yet.
+/// interval; the hung one's loop holds its tree from its first second, so
+/// it is woken too (its pass follows the one that hangs).
 #[test]
 fn trigger_wakes_the_healthy_tree_of_a_config_beside_a_hung_one() {
     let HungFleet { _tmp, o, _daemon, hole, good, hung, file, log } = HungFleet::new(300);
@@ -261,11 +286,11 @@ fn trigger_wakes_the_healthy_tree_of_a_config_beside_a_hung_one() {
     let out = rrr(&["trigger", "--config", s(&file)]);
     assert_eq!(out.status.code(), Some(0), "one loop woken: {}", stderr(&out));
     assert!(stdout(&out).contains(&format!("woke the loop on {}", good.display())), "{}", stdout(&out));
-    assert!(stderr(&out).contains(&format!("no rmirror --loop runs on {}", hung.display())), "{}", stderr(&out));
+    assert!(stdout(&out).contains(&format!("woke the loop on {}", hung.display())), "{}", stdout(&out));
     wait_for("the triggered pass", LIMIT, || passes_counted(&good) >= 2);
     assert!(good.join("id/B/pushed.tar.gz").exists());
     let out = rrr(&["trigger", "--config", s(&file), "--tree", s(&hung)]);
-    assert_eq!(out.status.code(), Some(3), "the hung tree runs no loop yet: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "the hung tree's loop runs: {}", stderr(&out));
     assert_eq!(sigterm(&mut child).code(), Some(130));
 }
 
@@ -348,4 +373,57 @@ fn options_come_from_the_command_line_the_table_and_the_defaults() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("m.toml") && stderr(&out).contains("at least 1"), "{}", stderr(&out));
     assert!(!dir.join("x").exists() && !dir.join("t3").exists());
+}
+
+/// SIGHUP makes a config loop read its file again: a tree no longer in it
+/// stops (its lock freed, its state saved), a tree with new options starts
+/// again with them, a new one starts; each is logged. A file that does not
+/// read changes nothing. A one-shot config run ignores SIGHUP, logged.
+#[test]
+fn sighup_reloads_a_config_loop() {
+    let Abc { tmp, o, daemon, a, b, c } = Abc::new();
+    let src = |t: &str| format!("{}/{t}/RECENT.recent", daemon.url("M"));
+    let file = tmp.path().join("fleet.toml");
+    config(&file, "interval = 300", &[(&src("a"), &a, ""), (&src("b"), &b, "")]);
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["rmirror", "--loop", "--config", s(&file)], &log);
+    wait_for("both trees' first passes", LIMIT, || passes_counted(&a) >= 1 && passes_counted(&b) >= 1);
+
+    // b removed, a changed (an exclude), c added.
+    config(&file, "interval = 300", &[(&src("a"), &a, "exclude = [\"*.x\"]"), (&src("c"), &c, "")]);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    wait_for("the new tree's first pass", LIMIT, || passes_counted(&c) >= 1);
+    wait_for("the changed tree's pass with its new options", LIMIT, || passes_counted(&a) >= 2);
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.contains(&format!("SIGHUP: {} is no longer in {}: stopping it", abs(&b), file.display())), "{text}");
+    assert!(text.contains(&format!("SIGHUP: {} has new options in", abs(&a))), "{text}");
+    assert!(text.contains(&format!("SIGHUP: {} is new in", abs(&c))), "{text}");
+    assert!(text.contains("1 new, 1 changed, 1 removed, 0 unchanged"), "{text}");
+    assert!(text.contains(&format!("rmirror {}: interrupted", abs(&b))), "the removed tree saved its state: {text}");
+    // The removed tree is free, the others are held.
+    let one_shot = |t: &str, root: &Path| rrr(&["rmirror", "--remote", &src(t), "--localroot", s(root)]);
+    assert_eq!(one_shot("b", &b).status.code(), Some(0));
+    assert_eq!(one_shot("a", &a).status.code(), Some(75));
+    assert_eq!(one_shot("c", &c).status.code(), Some(75));
+
+    // A broken file changes nothing.
+    fs::write(&file, "interval = \"often\"\n").unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    wait_for("the reload's error", LIMIT, || fs::read_to_string(&log).unwrap().contains("SIGHUP: cannot reload"));
+    assert_eq!(one_shot("a", &a).status.code(), Some(75), "still held");
+    assert_eq!(sigterm(&mut child).code(), Some(130));
+
+    // A one-shot config run logs that it does not reload.
+    config(&file, "", &[(&src("a"), &a, "rsync_options = [\"--bwlimit=1\"]")]);
+    fs::write(o.join("a/big"), vec![b'x'; 4000]).unwrap();
+    ok(&["update", s(&o.join("a/RECENT.recent")), "big"]);
+    let mut once = spawn(&["-v", "rmirror", "--config", s(&file)], &log);
+    wait_for("the one-shot's rsync", LIMIT, || fs::read_to_string(&log).unwrap().contains("--bwlimit=1 "));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(once.id() as i32, libc::SIGHUP) };
+    let status = once.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", fs::read_to_string(&log).unwrap());
+    assert!(fs::read_to_string(&log).unwrap().contains("SIGHUP ignored: a one-shot run does not reload"));
 }

@@ -169,3 +169,76 @@ fn local_path_source_and_news_remote() {
     assert_eq!(local, remote);
     assert_eq!(local.lines().count(), 3);
 }
+
+/// Why a mirror's larger recentfiles lag the origin's (README.mirror,
+/// "The larger recentfiles"): an incremental pass fetches the principal
+/// and walks into a larger file only when the smaller one no longer
+/// reaches what is done, so our copy of 1d stays the one last installed
+/// while the origin's aggregate grows it. It lists fewer events, but every
+/// event it lacks is in a smaller file we installed: the collection reads
+/// the same (news), fsck is clean, and a downstream of ours misses nothing.
+#[test]
+fn larger_recentfiles_lag_but_the_collection_reads_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (origin, target) = (tmp.path().join("o"), tmp.path().join("t"));
+    let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 4 * 3600;
+    write(&origin, "f0", "0\n");
+    ok(&["--now", &t0.to_string(), "init", "--aggregate", s(&origin)]);
+    let d = RsyncDaemon::start(&[("o", &origin)]);
+    let src = format!("{}/RECENT.recent", d.url("o"));
+    pass(&src, &target, &[], 0);
+    // Every 10 minutes of the origin's clock a file and an aggregate, a pass after each.
+    for k in 1..=12u64 {
+        let now = (t0 + k * 600).to_string();
+        write(&origin, &format!("g{k}"), "g\n");
+        ok(&["--now", &now, "update", &principal(&origin), &format!("g{k}")]);
+        ok(&["--now", &now, "aggregate", &principal(&origin)]);
+        pass(&src, &target, &[], 0);
+    }
+    let events = |root: &Path, iv: &str| {
+        fs::read_to_string(root.join(format!("RECENT-{iv}.yaml"))).unwrap().matches("epoch:").count()
+    };
+    assert!(events(&target, "1d") < events(&origin, "1d"), "our 1d is an older copy of theirs");
+    assert_eq!(ok(&["news", "--local", &principal(&target)]), ok(&["news", "--local", &principal(&origin)]));
+    ok(&["fsck", &principal(&target)]);
+    assert_same_tree(&origin, &target);
+}
+
+/// An ssh port (README.mirror, "An ssh port"): `RSYNC_RSH` and
+/// `--rsync-option=--rsh=…` both reach rsync, which runs that command
+/// with the port; a stand-in for ssh records its arguments and runs the
+/// remote rsync here (no sshd in the test environment).
+#[test]
+fn an_ssh_port_through_rsync_rsh_or_the_rsh_option() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("o");
+    make_origin(&origin, 3);
+    let calls = tmp.path().join("calls");
+    let fake_ssh = tmp.path().join("fake-ssh");
+    fs::write(
+        &fake_ssh,
+        format!(
+            "#!/bin/sh\n# ssh [-p PORT] [-l USER] HOST COMMAND...\necho \"$*\" >> {}\n\
+             while [ \"${{1#-}}\" != \"$1\" ]; do shift 2; done\nshift\nexec \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&fake_ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let src = format!("mirror.example.org:{}", principal(&origin));
+    let by_env = tmp.path().join("by-env");
+    let o = Rrr::new()
+        .args(["rmirror", "--remote", &src, "--localroot", s(&by_env)])
+        .env("RSYNC_RSH", format!("{} -p 2222", fake_ssh.display()))
+        .output();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_same_tree(&origin, &by_env);
+    let by_option = tmp.path().join("by-option");
+    let rsh = format!("--rsync-option=--rsh={} -p 2223", fake_ssh.display());
+    let o = rrr(&["rmirror", "--remote", &src, "--localroot", s(&by_option), &rsh]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_same_tree(&origin, &by_option);
+    let calls = fs::read_to_string(&calls).unwrap();
+    assert!(calls.lines().any(|l| l.starts_with("-p 2222 mirror.example.org rsync --server")), "{calls}");
+    assert!(calls.lines().any(|l| l.starts_with("-p 2223 mirror.example.org rsync --server")), "{calls}");
+}

@@ -139,3 +139,30 @@ fn a_full_disk_at_the_lock_is_not_another_run() {
     assert_eq!(stderr(&o).matches("No space left on device").count(), 1, "{}", stderr(&o));
     assert!(!stderr(&o).contains("another rmirror"), "{}", stderr(&o));
 }
+
+/// rsync missing from PATH: the message says what to do, and a loop ends
+/// (exit 2) instead of retrying for ever what no pass can cure; the
+/// on-pass hook of the failed pass gets its error count and time.
+#[test]
+fn a_missing_rsync_ends_even_a_loop_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("o");
+    make_origin(&origin, 2);
+    let target = tmp.path().join("t");
+    let env_file = tmp.path().join("hook.env");
+    // Shell builtins only: the hook has the same PATH.
+    let hook = format!("echo \"$RRR_STATUS $RRR_ERRORS $RRR_SECONDS\" > {}", env_file.display());
+    let o = Rrr::new()
+        .args(["rmirror", "--loop", "--interval", "1", "--remote", &principal(&origin), "--localroot", s(&target)])
+        .args(["--on-pass", &hook])
+        .env("PATH", tmp.path().join("no-bin"))
+        .output();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let log = stderr(&o);
+    assert!(log.contains("no rsync, not retried") && log.contains("apt-get install rsync"), "{log}");
+    assert!(!log.contains("next pass"), "not retried by the loop: {log}");
+    let env = fs::read_to_string(&env_file).unwrap();
+    let words: Vec<&str> = env.split_whitespace().collect();
+    assert_eq!(words[..2], ["failed", "1"], "{env}");
+    assert!(words[2].parse::<f64>().is_ok_and(|s| s > 0.0), "the failed pass's own time: {env}");
+}

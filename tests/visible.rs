@@ -189,8 +189,23 @@ fn check_usage_errors_are_unknown() {
     let o = rrr(&["check", "--warn", "3600", "--crit", "300", "--localroot", root]);
     assert_exit(&o, 3);
     assert!(stdout(&o).starts_with("RRR UNKNOWN - usage: --warn 3600 is above --crit 300"), "{}", stdout(&o));
-    assert_exit(&rrr(&["check", "--crit", "300", "--localroot", root]), 3);
-    assert_exit(&rrr(&["--now", "1700000000", "check", "--warn", "x", "--crit", "300", "--localroot", root]), 3);
+    // A missing or bad --warn/--crit is clap's, said as a Nagios plugin's UNKNOWN line.
+    let o = rrr(&["check", "--localroot", root]);
+    assert_exit(&o, 3);
+    assert_eq!(
+        stdout(&o),
+        "RRR UNKNOWN - usage: the following required arguments were not provided: --warn <SECONDS> --crit <SECONDS>\n"
+    );
+    let o = rrr(&["check", "--crit", "300", "--localroot", root]);
+    assert_exit(&o, 3);
+    assert!(
+        stdout(&o).starts_with("RRR UNKNOWN - usage: ") && stdout(&o).contains("--warn <SECONDS>"),
+        "{}",
+        stdout(&o)
+    );
+    let o = rrr(&["--now", "1700000000", "check", "--warn", "x", "--crit", "300", "--localroot", root]);
+    assert_exit(&o, 3);
+    assert!(stdout(&o).starts_with("RRR UNKNOWN - usage: invalid value 'x' for '--warn <SECONDS>'"), "{}", stdout(&o));
     // Other commands keep 2 for usage errors.
     assert_exit(&rrr(&["status", "--no-such-flag"]), 2);
 }

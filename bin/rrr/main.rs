@@ -18,6 +18,11 @@ fn main() {
     let mut argv = std::env::args_os();
     let arg0 = argv.next().unwrap_or_default();
     let name = std::path::Path::new(&arg0).file_name().and_then(|n| n.to_str()).unwrap_or("rrr").to_string();
+    let args = || std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned());
+    if name == "rrr-client" || cli::subcommand_of(args()).as_deref() == Some("rmirror") {
+        // SIGUSR1 (a wake-up) and SIGHUP never end a mirror, from its first instruction.
+        rrr::sys::signals::install_for_rmirror();
+    }
     let code = if rrr::perl_compat::TOOLS.contains(&name.as_str()) {
         // The Perl entry points translate their options as text; a name
         // that is not UTF-8 goes through `rrr` itself, which takes bytes.
@@ -42,7 +47,9 @@ fn main() {
 
 /// Print a command line clap refused (or `--help`/`--version`) and give
 /// its status: 0 for help, 2 for a usage error, but 3 for `rrr check`,
-/// whose usage errors are UNKNOWN as for any Nagios plugin.
+/// whose usage errors are UNKNOWN as for any Nagios plugin, with the
+/// `RRR UNKNOWN - usage: …` line on stdout that Nagios shows (clap's full
+/// message stays on stderr).
 fn usage_exit(e: &clap::Error) -> Exit {
     let _ = e.print();
     if !e.use_stderr() {
@@ -50,10 +57,22 @@ fn usage_exit(e: &clap::Error) -> Exit {
     } else if cli::subcommand_of(std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned())).as_deref()
         == Some("check")
     {
+        println!("RRR UNKNOWN - usage: {}", usage_words(&e.render().to_string()));
         Exit::Unknown
     } else {
         Exit::Error
     }
+}
+
+/// clap's message in one line: its words before the usage and the hint.
+fn usage_words(text: &str) -> String {
+    let words: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    words.join(" ").trim_start_matches("error: ").to_string()
 }
 
 /// Run one parsed command line and turn its result into an exit status.

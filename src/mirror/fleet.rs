@@ -74,9 +74,12 @@ impl Write for LineSender {
 /// upstream delays only its own tree. Options: the command line over the
 /// tree's table over the file's top level over the built-in defaults.
 /// Trees that overlap are refused before any runs. A tree whose lock
-/// another run holds is left to it (named in the log); when that is every
-/// tree the exit is 75, else the worst of the other trees' exits (130
-/// after a signal). One `--prometheus` textfile holds every tree.
+/// another run holds is left to it by a one-shot run (named in the log);
+/// when that is every tree the exit is 75, else the worst of the other
+/// trees' exits (130 after a signal). A loop waits for such a tree and
+/// takes it when its holder ends; a loop all of whose trees are held
+/// exits 75 at once. SIGHUP makes a loop read the file again
+/// ([`Fleet::reload`]). One `--prometheus` textfile holds every tree.
 pub(crate) fn run_config(
     file: &Path,
     opts: &Options,
@@ -84,61 +87,203 @@ pub(crate) fn run_config(
     progress: bool,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let trees = resolve_trees(file, opts, progress)?;
-    refuse_overlaps(&trees)?;
+    let trees = planned_trees(file, opts, progress)?;
     let textfile =
         opts.prometheus.clone().map(|f| Prometheus { file: f, targets: Targets::Config(file.to_path_buf()) });
-    crate::sys::signals::install();
-    let exits = run_trees(&trees, opts, textfile.as_ref(), clock, out);
-    warn_held(&trees, &exits);
+    crate::sys::signals::install_for_rmirror();
+    if opts.looping && !opts.dry_run && trees.iter().all(|t| held_by_another(&t.cfg).is_some()) {
+        // A second loop on the same config: every tree has its loop already.
+        let held: Vec<String> = trees
+            .iter()
+            .filter_map(|t| Some(format!("{} by {}", looping::shown_root(&t.cfg), held_by_another(&t.cfg)?)))
+            .collect();
+        tracing::warn!(
+            "every tree of {} is held by another run: {}; nothing to do here",
+            file.display(),
+            held.join(", ")
+        );
+        return Ok(Exit::Locked);
+    }
+    let fleet = Fleet { file, opts, textfile: textfile.as_ref(), clock, progress };
+    let finished = fleet.run(trees, out);
+    warn_held(&finished);
+    let exits: Vec<Exit> = finished.iter().map(|(_, e)| *e).collect();
     Ok(combined_exit(&exits))
 }
 
+/// A tree as the config gives it: its options resolved, and what they
+/// were resolved from (to tell a changed tree on a reload).
+#[derive(Clone)]
+struct Planned {
+    /// The canonical localroot: a tree's identity across reloads.
+    key: std::path::PathBuf,
+    /// The tree and its merged options, as the file and command line gave them.
+    given: (config::TreeSpec, config::OptionLayer),
+    cfg: Config,
+}
+
 /// Every tree's options merged and validated, a step before anything
-/// runs so that one bad `[[tree]]` stops the whole config, naming it.
-fn resolve_trees(file: &Path, opts: &Options, progress: bool) -> Result<Vec<Config>> {
+/// runs so that one bad `[[tree]]` stops the whole config, naming it;
+/// trees that overlap are refused.
+fn planned_trees(file: &Path, opts: &Options, progress: bool) -> Result<Vec<Planned>> {
     let cfg = read_config(file)?;
     // Progress bars of several trees would draw over one another.
     let flags = opts.flags(progress && cfg.trees.len() == 1);
-    cfg.merged(&opts.options)
+    let trees: Vec<Planned> = cfg
+        .merged(&opts.options)
         .map(|(t, o)| {
-            config::resolve(t, &o, flags)
-                .map_err(|e| anyhow::anyhow!("config {}: tree {}: {e}", file.display(), t.localroot.display()))
+            let resolved = config::resolve(t, &o, flags)
+                .map_err(|e| anyhow::anyhow!("config {}: tree {}: {e}", file.display(), t.localroot.display()))?;
+            Ok(Planned { key: config::canonical(&resolved.localroot), given: (t.clone(), o), cfg: resolved })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    refuse_overlaps(&trees.iter().map(|t| t.cfg.clone()).collect::<Vec<_>>())?;
+    Ok(trees)
 }
 
-/// Each tree on its own thread while this one relays their whole lines
-/// to `out` (and marks it closed when it fails); the trees' exits, in
-/// their order.
-fn run_trees(
-    trees: &[Config],
-    opts: &Options,
-    textfile: Option<&Prometheus>,
-    clock: &Clock,
-    out: &mut dyn Write,
-) -> Vec<Exit> {
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = trees
-            .iter()
-            .map(|tree| {
+/// A config run's settings, which every tree thread reads.
+struct Fleet<'a> {
+    file: &'a Path,
+    opts: &'a Options,
+    textfile: Option<&'a Prometheus>,
+    clock: &'a Clock,
+    progress: bool,
+}
+
+/// A tree's thread as [`Fleet::run`] sees it.
+struct TreeThread<'s> {
+    planned: Planned,
+    tree: crate::sys::signals::Tree,
+    handle: std::thread::ScopedJoinHandle<'s, Exit>,
+    /// Stopped by a reload: its exit does not count; it is started again
+    /// with these options (`Some`), or it was removed (`None`).
+    retired: Option<Option<Planned>>,
+}
+
+impl Fleet<'_> {
+    /// Each tree on its own thread while this one relays their whole
+    /// lines to `out` (and marks it closed when it fails) and, in a loop,
+    /// reloads the config on SIGHUP. The trees that ran to their end
+    /// with their exits, in the order they ended.
+    fn run(&self, trees: Vec<Planned>, out: &mut dyn Write) -> Vec<(Config, Exit)> {
+        let (tx, rx) = mpsc::channel::<Vec<u8>>();
+        std::thread::scope(|scope| {
+            let spawn = |planned: Planned| {
+                let tree = crate::sys::signals::Tree::new();
+                let (t, cfg) = (tree.clone(), planned.cfg.clone());
                 let mut sender = LineSender { lines: tx.clone(), buf: Vec::new() };
-                scope.spawn(move || run_tree(tree, opts, textfile, clock, &mut sender))
-            })
-            .collect();
-        drop(tx);
-        for line in rx {
-            if !OUT_CLOSED.load(Ordering::SeqCst) && out.write_all(&line).and_then(|()| out.flush()).is_err() {
-                OUT_CLOSED.store(true, Ordering::SeqCst);
+                let handle =
+                    scope.spawn(move || t.run(|| run_tree(&cfg, self.opts, self.textfile, self.clock, &mut sender)));
+                TreeThread { planned, tree, handle, retired: None }
+            };
+            let mut running: Vec<TreeThread> = trees.into_iter().map(spawn).collect();
+            let mut finished: Vec<(Config, Exit)> = Vec::new();
+            let mut hangups = crate::sys::signals::hangups();
+            let relay = |line: Vec<u8>, out: &mut dyn Write| {
+                if !OUT_CLOSED.load(Ordering::SeqCst) && out.write_all(&line).and_then(|()| out.flush()).is_err() {
+                    OUT_CLOSED.store(true, Ordering::SeqCst);
+                }
+            };
+            let ignore_hangup = || {
+                tracing::warn!("SIGHUP ignored: a one-shot run does not reload {}", self.file.display());
+            };
+            while !running.is_empty() {
+                if let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                    relay(line, out);
+                }
+                let (ended, still): (Vec<_>, Vec<_>) = running.into_iter().partition(|t| t.handle.is_finished());
+                running = still;
+                for t in ended {
+                    let exit = t.handle.join().unwrap_or(Exit::Error);
+                    match t.retired {
+                        None => finished.push((t.planned.cfg, exit)),
+                        Some(Some(next)) => running.push(spawn(next)),
+                        Some(None) => {}
+                    }
+                }
+                let now = crate::sys::signals::hangups();
+                if now != hangups {
+                    hangups = now;
+                    if self.opts.looping && !self.opts.dry_run {
+                        let started = self.reload(&mut running, &mut finished);
+                        running.extend(started.into_iter().map(spawn));
+                    } else {
+                        ignore_hangup();
+                    }
+                }
             }
+            if crate::sys::signals::hangups() != hangups {
+                // One that came as the last tree ended is not forgotten either.
+                ignore_hangup();
+            }
+            drop(tx);
+            for line in rx.try_iter() {
+                relay(line, out);
+            }
+            finished
+        })
+    }
+
+    /// SIGHUP: read the config again. A tree no longer in it is stopped
+    /// (at its next safe point, its state saved); a tree whose options
+    /// changed is stopped and started again with the new ones; a new tree
+    /// (and one whose run had ended, e.g. refused, now perhaps fixed) is
+    /// started; each is logged, then one line sums the reload up. A file
+    /// that does not read or resolve changes nothing (an error line). The
+    /// trees to start now.
+    fn reload(&self, running: &mut [TreeThread], finished: &mut Vec<(Config, Exit)>) -> Vec<Planned> {
+        let file = self.file.display();
+        let new = match planned_trees(self.file, self.opts, self.progress) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!("SIGHUP: cannot reload {file}: {e:#}; the trees run on as they were");
+                return Vec::new();
+            }
+        };
+        let (mut removed, mut changed) = (0, 0);
+        for t in running.iter_mut() {
+            let next = new.iter().find(|p| p.key == t.planned.key);
+            let shown = looping::shown_root(&t.planned.cfg);
+            match (next, &t.retired) {
+                (None, None) => {
+                    tracing::info!("SIGHUP: {shown} is no longer in {file}: stopping it (state saved)");
+                    removed += 1;
+                }
+                (Some(p), None) if p.given != t.planned.given => {
+                    tracing::info!("SIGHUP: {shown} has new options in {file}: restarting it with them");
+                    changed += 1;
+                }
+                (Some(_), None) => continue,
+                // Stopping already: it starts again with what the file says now.
+                (next, Some(_)) => {
+                    t.retired = Some(next.cloned());
+                    continue;
+                }
+            }
+            t.retired = Some(next.cloned());
+            t.tree.stop();
         }
-        threads.into_iter().map(|t| t.join().unwrap_or(Exit::Error)).collect()
-    })
+        let fresh: Vec<Planned> =
+            new.iter().filter(|p| !running.iter().any(|t| t.planned.key == p.key)).cloned().collect();
+        for p in &fresh {
+            let shown = looping::shown_root(&p.cfg);
+            finished.retain(|(c, _)| config::canonical(&c.localroot) != p.key);
+            tracing::info!("SIGHUP: {shown} is new in {file} (or its run had ended): starting it");
+        }
+        let unchanged = new.len() - fresh.len() - changed;
+        tracing::info!(
+            "SIGHUP: reloaded {file}: {} new, {changed} changed, {removed} removed, {unchanged} unchanged",
+            fresh.len()
+        );
+        fresh
+    }
 }
 
-/// One tree's thread: its run in its span, its error logged there (a held
-/// lock is left to its holder, a warning) and turned into its exit.
+/// One tree's thread: its run in its span, its error logged there and
+/// turned into its exit. A tree another run holds is left to it in a
+/// one-shot run (a warning); a loop waits for that run to end and takes
+/// the tree then (a manual one-shot at service start must not keep the
+/// service's loop off the tree for good).
 fn run_tree(
     tree: &Config,
     opts: &Options,
@@ -148,30 +293,70 @@ fn run_tree(
 ) -> Exit {
     let span = looping::span(tree);
     let _in = span.enter();
-    match looping::run_in_span(tree, opts, textfile, clock, sender) {
-        Ok(exit) => exit,
-        Err(e) if is_closed(&e) => Exit::Differences,
-        Err(e) => {
-            let exit = exit_for_error(&e);
-            if exit == Exit::Locked {
-                tracing::warn!("left to the run that holds it: {e:#}");
-            } else {
-                tracing::error!("pass failed: {e:#}");
-            }
-            exit
+    loop {
+        let e = match looping::run_in_span(tree, opts, textfile, clock, sender) {
+            Ok(exit) => return exit,
+            Err(e) if is_closed(&e) => return Exit::Differences,
+            Err(e) => e,
+        };
+        let exit = exit_for_error(&e);
+        if exit != Exit::Locked {
+            tracing::error!("pass failed: {e:#}");
+            return exit;
         }
+        if !opts.looping || opts.dry_run {
+            tracing::warn!("left to the run that holds it: {e:#}");
+            return exit;
+        }
+        tracing::warn!("{e:#}; waiting for that run to end to take the tree");
+        if !wait_until_free(tree) {
+            tracing::info!("interrupted while waiting for the tree's lock; nothing was changed");
+            return Exit::Interrupted;
+        }
+        tracing::info!("the run that held the tree has ended: taking it");
+    }
+}
+
+/// How often a loop looks whether a tree another run holds is free.
+const HELD_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Wait until no other run holds `tree`'s run lock; false when stopped.
+fn wait_until_free(tree: &Config) -> bool {
+    while held_by_another(tree).is_some() {
+        let until = std::time::Instant::now() + HELD_POLL;
+        while std::time::Instant::now() < until {
+            if crate::sys::signals::stop_requested() {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    !crate::sys::signals::stop_requested()
+}
+
+/// The run that holds `tree`'s run lock, if another one does (the lock
+/// is taken for a moment to tell: it is an flock, gone with its holder).
+fn held_by_another(tree: &Config) -> Option<String> {
+    let file = tree.state_dir().join("rmirror.flock");
+    if !file.is_file() {
+        return None;
+    }
+    match crate::store::RunLock::try_acquire(&file) {
+        Ok(_) => None,
+        Err(crate::store::LockError::Busy { holder, .. }) => Some(holder),
+        Err(_) => None,
     }
 }
 
 /// One line naming the trees another run holds, which this run left alone.
-fn warn_held(trees: &[Config], exits: &[Exit]) {
+fn warn_held(finished: &[(Config, Exit)]) {
     let held: Vec<String> =
-        trees.iter().zip(exits).filter(|(_, e)| **e == Exit::Locked).map(|(t, _)| looping::shown_root(t)).collect();
+        finished.iter().filter(|(_, e)| *e == Exit::Locked).map(|(t, _)| looping::shown_root(t)).collect();
     if !held.is_empty() {
         tracing::warn!(
             "{} of {} held by another run, not mirrored here: {}",
             crate::output::human::plural(held.len() as u64, "tree", "trees"),
-            trees.len(),
+            finished.len(),
             held.join(", ")
         );
     }

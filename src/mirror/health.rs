@@ -72,6 +72,11 @@ pub(crate) struct Report {
     pub resync: bool,
     /// The pass running now (a bootstrap), as of the last heartbeat.
     pub running: Option<crate::mirror::pass_progress::Running>,
+    /// An attempt runs (as of the last heartbeat): `attempts` and
+    /// `last_attempt` count and date it, `last_outcome` is still the
+    /// previous attempt's; and for how long it has run.
+    pub attempt_running: bool,
+    pub attempt_age_seconds: Option<f64>,
     /// The last whole-tree pass.
     pub last_full: Option<String>,
 }
@@ -83,6 +88,10 @@ fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
 /// Summarize `state` at clock `now` (seconds).
 pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
     let text = |e: &Option<crate::epoch::Epoch>| e.as_ref().map(|e| e.as_str().to_string());
+    // The attempt the last heartbeat says runs, if it is newer than the
+    // last one recorded as finished.
+    let running_attempt = state.running.as_ref().filter(|r| r.attempt > state.counters.attempts);
+    let attempt_started = running_attempt.and_then(|r| r.attempt_started.clone().or_else(|| r.started.clone()));
     Report {
         localroot: localroot.to_string(),
         remote: state.remote.clone(),
@@ -109,12 +118,14 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         held_deletes: state.held_deletes,
         last_error: state.last_error.clone(),
         last_error_time: text(&state.last_error_time),
-        attempts: state.counters.attempts,
-        last_attempt: text(&state.last_attempt),
+        attempts: running_attempt.map_or(state.counters.attempts, |r| r.attempt),
+        last_attempt: text(&attempt_started).or_else(|| text(&state.last_attempt)),
         last_outcome: state.last_outcome.map(Outcome::as_str),
         consecutive_failures: state.consecutive_failures,
         resync: state.resync,
         running: state.running.clone(),
+        attempt_running: running_attempt.is_some(),
+        attempt_age_seconds: running_attempt.and(age(now, &attempt_started)),
         last_full: text(&state.last_full),
     }
 }
@@ -194,20 +205,36 @@ fn failures(r: &Report) -> String {
     format!("{} in a row{err}", plural(r.consecutive_failures.max(1), "failed attempt", "failed attempts"))
 }
 
-/// A mirror that never completed a pass: CRITICAL when a pass failed or
-/// the heartbeat is older than `crit` (or missing), else WARNING while its
-/// first pass runs or after it was interrupted.
+/// A mirror that never completed a pass: CRITICAL when a pass failed,
+/// the heartbeat is older than `crit` (or missing) or the first attempt
+/// has run for `crit`, else WARNING while its first pass runs or after it
+/// was interrupted.
 fn first_pass_level(r: &Report, crit: f64, notes: &mut Vec<String>) -> Level {
     let stale = r.heartbeat_age_seconds.is_none_or(|h| h >= crit);
     let (level, note) = match (r.last_outcome, &r.running) {
         (Some("failed"), _) => (Level::Critical, format!("never complete; {}", failures(r))),
         _ if stale => (Level::Critical, "never complete; no heartbeat for --crit".into()),
-        (_, Some(run)) => (Level::Warning, format!("first pass running: {} {}", run.phase, run.words())),
+        (_, Some(run)) if r.attempt_age_seconds.is_some_and(|a| a >= crit) => (
+            Level::Critical,
+            format!(
+                "never complete; first attempt running for {}: {}",
+                human::duration(r.attempt_age_seconds.unwrap_or(0.0)),
+                doing(run)
+            ),
+        ),
+        (_, Some(run)) => (Level::Warning, format!("first pass running: {}", doing(run))),
         (Some("interrupted"), None) => (Level::Warning, "never complete; first pass interrupted".into()),
         _ => (Level::Warning, "first pass running".into()),
     };
     notes.push(note);
     level
+}
+
+/// What a running pass does: its phase and progress, and the rsync call
+/// with its tries once one failed.
+fn doing(run: &crate::mirror::pass_progress::Running) -> String {
+    let call = if run.last_error.is_some() { format!("; {}", run.call_words()) } else { String::new() };
+    format!("{} {}{call}", run.phase, run.words())
 }
 
 /// A mirror that completed a pass: judged by its lag, and CRITICAL when
@@ -506,6 +533,9 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
     let secs = |v: Option<f64>| v.map_or("-".to_string(), human::duration);
     let _ = writeln!(out, "localroot        {}", r.localroot);
     let _ = writeln!(out, "remote           {}", r.remote);
+    if let Some(line) = attempt_line(r, &when) {
+        let _ = writeln!(out, "state            {line}");
+    }
     let _ = writeln!(out, "lag              {}", secs(r.lag_seconds));
     let _ = writeln!(out, "heartbeat        {}", when(&r.heartbeat));
     if let Some(run) = &r.running {
@@ -513,7 +543,11 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
         let _ = writeln!(out, "running          {} since {since}: {}", run.phase, run.words());
     }
     let _ = writeln!(out, "started          {}", when(&r.started));
-    let outcome = r.last_outcome.map_or(String::new(), |o| format!(", {o}"));
+    let outcome = match (r.attempt_running, r.last_outcome) {
+        (true, Some(o)) => format!(", running (the one before: {o})"),
+        (true, None) => ", running".to_string(),
+        (false, o) => o.map_or(String::new(), |o| format!(", {o}")),
+    };
     let _ = writeln!(out, "last attempt     {}{outcome}", when(&r.last_attempt));
     let _ = writeln!(out, "last success     {}", when(&r.last_success));
     if r.consecutive_failures > 0 {
@@ -592,6 +626,39 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
     out
 }
 
+/// How long without a heartbeat before `status` says a running record
+/// may be a dead run's (heartbeats come every 10 s while rsync runs).
+const STALE_RUNNING: f64 = 120.0;
+
+/// The `state` line of plain `status` for a tree that never completed or
+/// runs an attempt now: "first attempt running since T (age): fetching
+/// the recentfiles of SRC, attempt 2 of 3, last error: …"; `None` for a
+/// complete tree between passes.
+fn attempt_line(r: &Report, when: &dyn Fn(&Option<String>) -> String) -> Option<String> {
+    let never = r.last_complete.is_none();
+    let run = r.running.as_ref().filter(|_| r.attempt_running);
+    let Some(run) = run else {
+        return never.then(|| "never complete".to_string());
+    };
+    let which = match (run.attempt, never) {
+        (1, _) => "first attempt".to_string(),
+        (n, true) => format!("attempt {n} (never complete)"),
+        (n, false) => format!("attempt {n}"),
+    };
+    let mut line = format!("{which} running since {}", when(&r.last_attempt));
+    let doing = run.call_words();
+    if !doing.is_empty() {
+        line.push_str(&format!(": {doing}"));
+    }
+    if let Some(h) = r.heartbeat_age_seconds.filter(|h| *h >= STALE_RUNNING) {
+        line.push_str(&format!(
+            " (but no heartbeat for {}: the run may have ended without saving)",
+            human::duration(h)
+        ));
+    }
+    Some(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,6 +731,44 @@ mod tests {
         assert_eq!(level, Level::Critical);
         assert!(line.contains("never complete; 2 failed attempts in a row: rsync failed with code 5: … |"), "{line}");
         assert!(line.contains("'consecutive_failures /m'=2"), "{line}");
+    }
+
+    #[test]
+    fn a_running_first_attempt_is_shown_and_judged_by_its_age() {
+        let t0 = Epoch::parse("1700000000.5").unwrap();
+        let mut st = State::fresh("rsync://h/m/RECENT.recent", &t0);
+        st.heartbeat = Some(Epoch::parse("1700000095.5").unwrap());
+        st.running = Some(crate::mirror::pass_progress::Running {
+            phase: "recentfiles".into(),
+            started: Some(t0.clone()),
+            attempt: 1,
+            attempt_started: Some(t0.clone()),
+            call: "fetching the recentfiles of rsync://h/m".into(),
+            call_attempt: 2,
+            call_attempts: 3,
+            last_error: Some("rsync failed with code 10: Connection refused".into()),
+            ..Default::default()
+        });
+        let r = report("/m", &st, 1_700_000_100.5);
+        assert_eq!((r.attempts, r.attempt_running, r.attempt_age_seconds), (1, true, Some(100.0)));
+        assert_eq!(r.last_attempt.as_deref(), Some("1700000000.5"));
+        let text = plain(&r, 1_700_000_100.5);
+        let line = "state            first attempt running since 2023-11-14T22:13:20Z (1 min 40 s ago): fetching the \
+                    recentfiles of rsync://h/m, attempt 2 of 3, last error: rsync failed with code 10: Connection refused\n";
+        assert!(text.contains(line), "{text}");
+        assert!(text.contains("last attempt     2023-11-14T22:13:20Z (1 min 40 s ago), running\n"), "{text}");
+        let (level, line) = check("/m", Some(&r), 60.0, 3600.0);
+        assert_eq!(level, Level::Warning, "{line}");
+        assert!(line.contains("first pass running: recentfiles 0 B received; fetching the recentfiles"), "{line}");
+        let (level, line) = check("/m", Some(&r), 60.0, 90.0);
+        assert_eq!(level, Level::Critical, "{line}");
+        assert!(line.contains("never complete; first attempt running for 1 min 40 s: recentfiles"), "{line}");
+        // A record the run never cleared: the heartbeat says it may be dead.
+        let text = plain(&report("/m", &st, 1_700_000_400.5), 1_700_000_400.5);
+        assert!(text.contains("(but no heartbeat for 5 min 05 s: the run may have ended without saving)"), "{text}");
+        // Once the attempt is recorded as finished, it no longer runs.
+        st.counters.attempts = 1;
+        assert!(!report("/m", &st, 1_700_000_100.5).attempt_running);
     }
 
     #[test]
@@ -749,6 +854,7 @@ mod tests {
             files: 1204,
             listing: false,
             from_rsync: true,
+            ..Default::default()
         });
         let text = plain(&report("/m", &st, 1_700_000_400.5), 1_700_000_400.5);
         assert!(text.contains("lag              5 min 00 s\n"), "{text}");

@@ -1,12 +1,17 @@
 //! One tree's `rrr rmirror` run: keep a local tree in sync with a remote
-//! collection, one pass or `--loop`. First, writing nothing, it checks
-//! what can fail before the first byte: the remote answers, its principal
-//! is valid, and the tree may be mirrored into (docs/decisions.md#ownership; `--adopt`).
-//! Then it creates the localroot and takes its run lock (`take_run_lock`,
-//! `.rrr/rmirror.flock`) so two runs on one target never overlap: a
-//! second one exits 75 at once, naming the holder (a tree that already has
-//! the lock file is locked first, before the remote is asked). The lock is
-//! held until the run ends, `--loop` included.
+//! collection, one pass or `--loop`. The run lock (`take_run_lock`,
+//! `.rrr/rmirror.flock`) keeps two runs on one target apart: a second one
+//! exits 75 at once, naming the holder. A tree that has the lock file, and
+//! a new (missing or empty) one, is locked before the remote is asked; a
+//! new tree is claimed for its first attempt (only `.rrr/`, with a state
+//! recording the running attempt: `lock_early`), so that monitoring, `rrr
+//! trigger` and a second run see it from the first second, and `READY=1`
+//! goes to systemd as soon as the loop runs. Then, writing nothing of the
+//! mirror, it checks what can fail before the first byte: the remote
+//! answers, its principal is valid, and the tree may be mirrored into
+//! (docs/decisions.md#ownership; `--adopt`); a filled tree that is not ours
+//! yet is created into and locked only then. The lock is held until the
+//! run ends, `--loop` included.
 //! SIGINT/SIGTERM set a flag and stop the running rsync; the pass stops at
 //! the next safe point after saving its state and the run exits 130. A
 //! failed pass is reported (one line; `-v` adds the rsync command and its
@@ -34,7 +39,7 @@ use crate::sys::signals::Interrupted;
 use anyhow::{Context, Result};
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Seconds an rsync may move no data before it is stopped
 /// (docs/decisions.md#defaults: 300 s, watched by rrr itself,
@@ -202,28 +207,74 @@ pub(crate) fn full_due(state: &State, every: Duration, now: f64) -> bool {
     state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every.as_secs_f64())
 }
 
-/// Take the run lock before anything else when the tree already has one
-/// (`.rrr/rmirror.flock` exists): a run on a held tree ends at once,
-/// without asking the remote; nothing is created for a new tree.
-fn lock_if_known(cfg: &Config, opts: &Options) -> Result<Option<RunLock>> {
+/// The run lock taken before anything is asked of the remote
+/// ([`lock_early`]), and whether the tree was claimed for a first attempt.
+struct EarlyLock {
+    lock: RunLock,
+    /// The tree was missing or empty: it got `.rrr/` and the lock for a
+    /// first attempt, recorded from its first second ([`Mirror::claim_first_attempt`]).
+    claimed: bool,
+}
+
+/// Take the run lock before anything else, so that a second run on the
+/// tree ends at once (exit 75) without asking the remote:
+/// - a tree that already has the lock file (`.rrr/rmirror.flock`);
+/// - a tree that is missing or empty (nothing but `lost+found` and `.rrr/`)
+///   and owns nothing yet (no state, or one that records only failed
+///   attempts): it is claimed, the localroot (and any missing parent, as
+///   `mkdir -p` does) and `.rrr/` are created, so that the first attempt
+///   holds the lock and is recorded from its first second
+///   (docs/decisions.md#ownership). Nothing else is created: no file of
+///   the mirror before the remote answered with a valid principal.
+///
+/// Any other tree (a filled one that is not ours yet, a state elsewhere
+/// whose tree lacks its marker) is locked only once the remote answered
+/// and the tree may be mirrored into ([`Run::settle`]). None for a dry run.
+fn lock_early(cfg: &Config, opts: &Options) -> Result<Option<EarlyLock>> {
     let state_dir = cfg.state_dir();
-    if opts.dry_run || !state_dir.join("rmirror.flock").is_file() {
+    if opts.dry_run {
         return Ok(None);
     }
-    take_run_lock(&state_dir).map(Some)
+    if state_dir.join("rmirror.flock").is_file() {
+        let claimed = claimable(cfg);
+        return Ok(Some(EarlyLock { lock: take_run_lock(&state_dir)?, claimed }));
+    }
+    if !claimable(cfg) {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
+    Ok(Some(EarlyLock { lock: take_run_lock(&state_dir)?, claimed: true }))
+}
+
+/// A tree a first attempt may claim: missing or empty, and no state that
+/// owns anything ([`State::is_attempts_only`]). A state rrr cannot read
+/// or a tree it cannot list is left to the checks that name the trouble.
+fn claimable(cfg: &Config) -> bool {
+    use crate::mirror::ownership::{tree_kind, TreeKind};
+    let empty = matches!(tree_kind(&cfg.localroot), Ok(TreeKind::Missing | TreeKind::Empty));
+    empty && crate::mirror::load_state(&cfg.state_file).is_ok_and(|s| s.is_none_or(|s| s.is_attempts_only()))
 }
 
 impl Run<'_> {
-    /// One tree's run, as the steps below: [`Run::start`] (a known tree's
-    /// lock, the mirror), [`Run::settle`] (what can fail before the first
-    /// byte, then the lock), then [`Run::pass_loop`].
+    /// One tree's run, as the steps below: [`Run::start`] (the lock of a
+    /// known or new tree, the mirror), then, at once, `READY=1` for
+    /// systemd and the trigger pipe of a loop that holds its lock;
+    /// [`Run::settle`] (what can fail before the first byte, then the
+    /// lock), then [`Run::pass_loop`].
     fn passes(&self, out: &mut dyn Write) -> Result<Exit> {
         let (mut m, early_lock) = self.start()?;
-        let _lock = match self.settle(&mut m, early_lock, out)? {
+        let listen = self.opts.looping && !self.opts.dry_run;
+        let mut trigger = (listen && early_lock.is_some()).then(|| Waker::listen(&self.cfg.state_dir()));
+        // The loop runs: whether the upstream answers is not systemd's to wait for.
+        crate::sys::notify::notify("READY=1");
+        let _lock = match self.settle(&mut m, early_lock, trigger.as_mut(), out)? {
             Step::Go(lock) => lock,
             Step::End(exit) => return Ok(exit),
         };
-        self.pass_loop(&mut m, out)
+        if listen && trigger.is_none() {
+            trigger = Some(Waker::listen(&self.cfg.state_dir()));
+        }
+        self.pass_loop(&mut m, trigger, out)
     }
 }
 
@@ -247,7 +298,7 @@ enum Step<T> {
 impl Run<'_> {
     /// The textfile (at the run's clock, which `--now` pins) and the
     /// `--on-pass` hook after a pass (or a failed one).
-    fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>) {
+    fn after_pass(&self, exit: Exit, rep: Option<&PassReport>, err: Option<&anyhow::Error>, began: Instant) {
         if self.opts.dry_run {
             return;
         }
@@ -257,22 +308,30 @@ impl Run<'_> {
         if let Some(cmd) = &self.cfg.on_pass {
             if crate::hook::wanted(rep) {
                 let msg = err.map(|e| format!("{e:#}"));
-                let env = crate::hook::environment(&self.shown, &self.cfg.remote.src, exit as i32, rep, msg.as_deref());
+                let seconds = began.elapsed().as_secs_f64();
+                let env = crate::hook::environment(
+                    &self.shown,
+                    &self.cfg.remote.src,
+                    exit as i32,
+                    rep,
+                    msg.as_deref(),
+                    seconds,
+                );
                 crate::hook::after_pass(cmd, self.cfg.on_pass_timeout, &env);
             }
         }
     }
 
-    /// A step of its own because it runs before anything is asked or
-    /// written: a tree whose lock file exists is locked first, so a second
-    /// run on it ends at once; then the mirror is built, its heartbeat
-    /// rewriting the textfile.
-    fn start(&self) -> Result<(Mirror<'static>, Option<RunLock>)> {
+    /// A step of its own because it runs before anything is asked: the
+    /// early lock ([`lock_early`]), so that a second run on the tree ends
+    /// at once; then the mirror, its heartbeat rewriting the textfile,
+    /// and a claimed tree's first attempt recorded.
+    fn start(&self) -> Result<(Mirror<'static>, Option<EarlyLock>)> {
         let (cfg, opts, clock) = (self.cfg, self.opts, self.clock);
-        let early_lock = match lock_if_known(cfg, opts) {
+        let early_lock = match lock_early(cfg, opts) {
             Ok(lock) => lock,
             Err(e) => {
-                self.after_pass(Exit::Error, None, Some(&e));
+                self.after_pass(Exit::Error, None, Some(&e), Instant::now());
                 return Err(e);
             }
         };
@@ -283,41 +342,55 @@ impl Run<'_> {
             let c = clock.clone();
             m.on_heartbeat = Some(Box::new(move || p.write_for_heartbeat(&c)));
         }
+        if early_lock.as_ref().is_some_and(|l| l.claimed) {
+            m.claim_first_attempt()?;
+        }
         Ok((m, early_lock))
     }
 
     /// Everything that can fail before the first byte (the remote answers,
     /// its principal is valid, the tree may be mirrored into) runs before
-    /// the localroot or `.rrr/` is created: a refusal writes nothing. With
-    /// `--loop` a remote that does not answer yet is tried again (backing
-    /// off); a refusal or a held lock ends the run. Goes on with the run
+    /// anything of the mirror is written: a refusal writes nothing, and a
+    /// tree that is not ours yet gets nothing. With `--loop` a remote that
+    /// does not answer yet is tried again (backing off; a trigger ends the
+    /// pause); a refusal or a held lock ends the run. Goes on with the run
     /// lock (none for a dry run).
     fn settle(
         &self,
         m: &mut Mirror,
-        mut early_lock: Option<RunLock>,
+        early_lock: Option<EarlyLock>,
+        mut trigger: Option<&mut Waker>,
         out: &mut dyn Write,
     ) -> Result<Step<Option<RunLock>>> {
         let (cfg, opts) = (self.cfg, self.opts);
+        let mut lock = early_lock.map(|l| l.lock);
         let mut failed_passes = 0u32;
         loop {
-            let attempt = self.clock.now();
-            let settled = self.settle_once(m, &mut early_lock);
+            let (attempt, began) = (self.clock.now(), Instant::now());
+            m.begin_attempt(&attempt);
+            if m.is_claimed() {
+                // A first attempt shows from its first second.
+                m.beat_now("recentfiles");
+            }
+            let settled = self.settle_once(m, &mut lock);
             if let Err(e) = &settled {
-                if let Err(why) = m.record_failed_attempt(&attempt, e, early_lock.is_some()) {
+                if let Err(why) = m.record_failed_attempt(&attempt, e, lock.is_some()) {
                     tracing::warn!("cannot record the failed attempt: {why:#}");
                 }
             }
             match settled {
-                Ok(lock) => return Ok(Step::Go(lock)),
+                Ok(()) => return Ok(Step::Go(lock)),
                 Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
                     tracing::info!("interrupted; nothing was changed");
                     return Ok(Step::End(Exit::Interrupted));
                 }
                 Err(e)
-                    if !opts.looping || e.downcast_ref::<Refused>().is_some() || exit_for_error(&e) == Exit::Locked =>
+                    if !opts.looping
+                        || e.downcast_ref::<Refused>().is_some()
+                        || exit_for_error(&e) == Exit::Locked
+                        || ends_the_loop(&e) =>
                 {
-                    self.after_pass(Exit::Error, None, Some(&e));
+                    self.after_pass(Exit::Error, None, Some(&e), began);
                     return Err(e);
                 }
                 Err(e) => {
@@ -325,8 +398,8 @@ impl Run<'_> {
                     if report_failed_pass(&e, cfg, opts, out).is_err() || crate::output::log::closed() {
                         return Ok(Step::End(Exit::Differences));
                     }
-                    self.after_pass(Exit::Error, None, Some(&e));
-                    if !pause(cfg.interval, failed_passes, None, None) {
+                    self.after_pass(Exit::Error, None, Some(&e), began);
+                    if !pause(cfg.interval, failed_passes, None, trigger.as_deref_mut()) {
                         tracing::info!("interrupted; nothing was changed");
                         return Ok(Step::End(Exit::Interrupted));
                     }
@@ -336,41 +409,40 @@ impl Run<'_> {
     }
 
     /// One attempt of [`Run::settle`]: ownership checked without writing,
-    /// then the localroot, `.rrr/` and the run lock, then ownership again
-    /// under the lock (another run may have finished meanwhile).
-    fn settle_once(&self, m: &mut Mirror, early_lock: &mut Option<RunLock>) -> Result<Option<RunLock>> {
+    /// then the localroot, `.rrr/` and the run lock (unless held already;
+    /// kept in `lock` whatever happens next), then ownership again under
+    /// the lock (another run may have finished meanwhile).
+    fn settle_once(&self, m: &mut Mirror, lock: &mut Option<RunLock>) -> Result<()> {
         let (cfg, opts) = (self.cfg, self.opts);
         let state_dir = cfg.state_dir();
         m.settle_ownership(opts.adopt, opts.dry_run)?;
         if opts.dry_run {
-            return Ok(None);
+            return Ok(());
         }
-        let lock = match early_lock.take() {
-            Some(lock) => lock,
-            None => {
-                std::fs::create_dir_all(&cfg.localroot)
-                    .with_context(|| format!("cannot create {}", cfg.localroot.display()))?;
-                std::fs::create_dir_all(&state_dir)
-                    .with_context(|| format!("cannot create {}", state_dir.display()))?;
-                take_run_lock(&state_dir)?
-            }
-        };
+        if lock.is_none() {
+            std::fs::create_dir_all(&cfg.localroot)
+                .with_context(|| format!("cannot create {}", cfg.localroot.display()))?;
+            std::fs::create_dir_all(&state_dir).with_context(|| format!("cannot create {}", state_dir.display()))?;
+            *lock = Some(take_run_lock(&state_dir)?);
+        }
         crate::mirror::remote::clean_stale(&state_dir);
-        m.settle_ownership(opts.adopt, true)?;
-        Ok(Some(lock))
+        m.settle_ownership(opts.adopt, true)
     }
 
     /// The passes: one, or with `--loop` until stopped, pausing between
     /// them ([`pause`]: the interval, a backoff after failures, or a
     /// trigger). Ends when the log stream closes, so a supervisor restarts
     /// a daemon nobody hears.
-    fn pass_loop(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Exit> {
+    fn pass_loop(&self, m: &mut Mirror, mut trigger: Option<Waker>, out: &mut dyn Write) -> Result<Exit> {
         let opts = self.opts;
-        let mut trigger = (opts.looping && !opts.dry_run).then(|| Waker::listen(&self.cfg.state_dir()));
-        crate::sys::notify::notify("READY=1");
         let mut failed_passes = 0u32;
+        let mut first = true;
         loop {
             let started = std::time::Instant::now();
+            if !std::mem::take(&mut first) {
+                // The settled attempt's pass is the first; later ones count anew.
+                m.begin_attempt(&self.clock.now());
+            }
             // Triggers that came before this pass starts are answered by it;
             // any that come during it make one more pass.
             if let Some(t) = &mut trigger {
@@ -400,6 +472,7 @@ impl Run<'_> {
     /// when `--full-every` says one is due.
     fn one_pass(&self, m: &mut Mirror, out: &mut dyn Write) -> Result<Step<Exit>> {
         let (cfg, opts) = (self.cfg, self.opts);
+        let began = Instant::now();
         if let Some(every) = cfg.full_every {
             if !m.full && full_due(&m.state, every, self.clock.now_f64()) {
                 tracing::info!(
@@ -416,14 +489,14 @@ impl Run<'_> {
                 Ok(Step::End(Exit::Interrupted))
             }
             Err(e) => {
-                if !opts.looping {
-                    self.after_pass(Exit::Error, None, Some(&e));
+                if !opts.looping || ends_the_loop(&e) {
+                    self.after_pass(Exit::Error, None, Some(&e), began);
                     return Err(e);
                 }
                 if report_failed_pass(&e, cfg, opts, out).is_err() {
                     return Ok(Step::End(Exit::Differences));
                 }
-                self.after_pass(Exit::Error, None, Some(&e));
+                self.after_pass(Exit::Error, None, Some(&e), began);
                 Ok(Step::Go(Exit::Error))
             }
         }
@@ -456,9 +529,9 @@ impl Run<'_> {
             return Err(e.into());
         }
         log_pass(&rep);
-        crate::sys::notify::notify(&format!("STATUS={}", summary_line(&rep)));
+        crate::sys::notify::notify(&format!("STATUS={}: {}", self.shown, summary_line(&rep)));
         let exit = exit_of(&rep);
-        self.after_pass(exit, Some(&rep), None);
+        self.after_pass(exit, Some(&rep), None, Instant::now());
         Ok(Step::Go(exit))
     }
 }
@@ -486,10 +559,22 @@ fn log_pass(rep: &PassReport) {
 /// `{"kind": "error"}` object with `--json`. An error: stdout closed.
 fn report_failed_pass(e: &anyhow::Error, cfg: &Config, opts: &Options, out: &mut dyn Write) -> io::Result<()> {
     tracing::error!("pass failed: {e:#}");
+    let first = format!("{e:#}");
+    let first = first.lines().next().unwrap_or("");
+    crate::sys::notify::notify(&format!("STATUS={}: pass failed: {first}", shown_root(cfg)));
     if opts.json {
         print_line(out, &error_object(cfg, e).to_string())?;
     }
     Ok(())
+}
+
+/// A failure no later pass can cure before an operator acts: rsync itself
+/// cannot be run (docs/decisions.md#retries). A loop ends on it (exit 2),
+/// rather than retrying it every 10 minutes for ever; a supervisor's
+/// restart policy, or the operator, decides what follows.
+fn ends_the_loop(e: &anyhow::Error) -> bool {
+    use crate::sys::rsync::{Cause, RsyncError};
+    e.chain().any(|c| c.downcast_ref::<RsyncError>().is_some_and(|r| r.cause == Some(Cause::NoRsync)))
 }
 
 /// Wait before the next `--loop` pass: until `interval` after the start of

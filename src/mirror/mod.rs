@@ -239,6 +239,8 @@ pub(crate) struct Mirror<'a> {
     /// The mirror's files, counted once a pass when a mass delete is
     /// judged (`Mirror::tree_files`).
     files_counted: Option<u64>,
+    /// The running attempt, as its heartbeats record it (`running`).
+    pub(crate) attempt: pass_progress::AttemptNote,
 }
 
 impl<'a> Mirror<'a> {
@@ -269,6 +271,7 @@ impl<'a> Mirror<'a> {
             ride_along: Vec::new(),
             recheck_quarantine: false,
             files_counted: None,
+            attempt: Default::default(),
         })
     }
 
@@ -279,7 +282,8 @@ impl<'a> Mirror<'a> {
     }
 
     fn stopped(&self) -> bool {
-        self.stop.load(AtomicOrdering::SeqCst)
+        // The process's stop, or this tree's alone (a config reload).
+        self.stop.load(AtomicOrdering::SeqCst) || crate::sys::signals::stop_requested()
     }
 
     fn check_stop(&mut self) -> Result<()> {

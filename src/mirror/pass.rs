@@ -52,24 +52,25 @@ impl<'a> Mirror<'a> {
     }
 
     /// Run `fetch` with a [`FetchWatch`]: `--max-recentfile-size` enforced
-    /// by rsync, and, once rsync has been quiet for a while (a slow link, a
-    /// large principal), progress lines and heartbeats as the bootstrap's
-    /// (module `progress`); a fetch that ends before writes neither.
+    /// by rsync, and, once rsync has said something or been quiet for a
+    /// while (a slow link, a large principal), heartbeats and progress
+    /// lines as the bootstrap's (module `pass_progress`); a fetch that ends
+    /// first writes neither.
     fn watched_fetch<T>(&mut self, fetch: impl FnOnce(&mut Self, &mut FetchWatch<'_>) -> Result<T>) -> Result<T> {
         let mut hook = self.on_heartbeat.take();
-        let (bar, started) = (self.cfg.progress, self.clock.now());
+        let (bar, started, note) = (self.cfg.progress, self.clock.now(), self.attempt.clone());
         let res = {
             let mut beat = Some(self.heartbeat_writer(&mut hook));
             let mut reporter: Option<Reporter<'_>> = None;
             let res = {
-                let mut on_quiet = |pid: u32| {
+                let mut on_output = |said: Output<'_>| {
                     let r = reporter.get_or_insert_with(|| {
                         let beat = beat.take().expect("one reporter");
-                        Reporter::new(bar, "recentfiles", started.clone(), beat)
+                        Reporter::new(bar, "recentfiles", started.clone(), beat).watching(&note)
                     });
-                    r.output(Output::Quiet { pid });
+                    r.output(said);
                 };
-                let mut watch = FetchWatch { max_size: self.cfg.max_recentfile_size, on_quiet: &mut on_quiet };
+                let mut watch = FetchWatch { max_size: self.cfg.max_recentfile_size, on_output: &mut on_output };
                 fetch(self, &mut watch)
             };
             if let Some(r) = reporter {

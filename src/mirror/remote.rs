@@ -344,10 +344,12 @@ pub(crate) struct FetchWatch<'w> {
     /// larger file is refused before its bytes arrive, not after (a hostile
     /// or broken upstream cannot fill the disk or the link with it).
     pub max_size: u64,
-    /// Called with rsync's pid whenever it has been quiet for a while
-    /// ([`crate::mirror::pass_progress::quiet_period`]): a long fetch (a slow
-    /// link, a large principal) reports progress and keeps the heartbeat.
-    pub on_quiet: &'w mut dyn FnMut(u32),
+    /// Called with what rsync said (a line), or with its pid whenever it
+    /// has been quiet for a while ([`crate::mirror::pass_progress::quiet_period`]):
+    /// a long fetch (a slow link, a large principal) reports progress and
+    /// keeps the heartbeat, whether rsync prints lines (an operator's
+    /// `--info=progress2`) or nothing.
+    pub on_output: &'w mut dyn FnMut(Output<'_>),
 }
 
 impl FetchWatch<'_> {
@@ -510,27 +512,33 @@ impl FetchDir {
         watch: &mut FetchWatch<'_>,
         landed: &mut dyn FnMut(&FetchDir) -> bool,
     ) -> Result<(), RsyncError> {
-        let (quiet_tx, quiet_rx) = std::sync::mpsc::channel::<u32>();
+        // What rsync said: a line (`Ok`), or its pid after a silence.
+        let (quiet_tx, quiet_rx) = std::sync::mpsc::channel::<Result<String, u32>>();
         let oversized = self.oversized.clone();
         let quiet = crate::mirror::pass_progress::quiet_period();
-        // rsync's death signal follows this thread, which waits for it.
-        let running = std::thread::spawn(move || {
+        // rsync's death signal follows this thread, which waits for it; the
+        // thread is the tree's (its stop, its log lines).
+        let running = crate::sys::signals::spawn_in_tree(move || {
             r.run_watched(Some(quiet), &mut |out| match out {
                 Output::Line(line) => {
                     if let Some(name) = line.strip_suffix(" is over max-size") {
                         let name = name.rsplit('/').next().unwrap_or(name).to_string();
                         oversized.lock().unwrap_or_else(|e| e.into_inner()).insert(name);
                     }
+                    let _ = quiet_tx.send(Ok(line.to_string()));
                 }
                 Output::Quiet { pid } => {
-                    let _ = quiet_tx.send(pid);
+                    let _ = quiet_tx.send(Err(pid));
                 }
             })
             .map(|_| ())
         });
         loop {
-            for pid in quiet_rx.try_iter() {
-                (watch.on_quiet)(pid);
+            for said in quiet_rx.try_iter() {
+                match &said {
+                    Ok(line) => (watch.on_output)(Output::Line(line)),
+                    Err(pid) => (watch.on_output)(Output::Quiet { pid: *pid }),
+                }
             }
             if running.is_finished() {
                 return running.join().unwrap_or_else(|_| Err(internal_error("an rsync thread panicked")));

@@ -423,6 +423,9 @@ impl<'a> Mirror<'a> {
         self.remember_no_overlap();
         self.state.heartbeat = Some(self.clock.now());
         self.state.version = STATE_VERSION;
+        // `running` is the heartbeats' (of copies); one loaded from disk
+        // was a dead run's.
+        self.state.running = None;
         write_state(&self.cfg.state_file, &self.state)
     }
 
@@ -434,6 +437,52 @@ impl<'a> Mirror<'a> {
             let now = self.clock.now();
             self.state.no_overlap.entry(remote.normalized()).or_insert(now);
         }
+    }
+
+    /// Write a heartbeat now with `phase` running (since now) in the
+    /// running attempt ([`Mirror::attempt`]): a first attempt shows in
+    /// `status` from its first second. Nothing when the state may not be
+    /// written.
+    pub(crate) fn beat_now(&mut self, phase: &str) {
+        let running = crate::mirror::pass_progress::Running::of(phase, self.clock.now(), &self.attempt);
+        let mut hook = self.on_heartbeat.take();
+        self.heartbeat_writer(&mut hook)(&running);
+        self.on_heartbeat = hook;
+    }
+
+    /// Claim a missing or empty tree for a first attempt (the caller
+    /// holds its run lock, and the tree owns nothing: no state, or one
+    /// that records only failed attempts). From now on the state may be
+    /// written: an attempts-only one, which owns nothing, beside the
+    /// marker `.rrr/id` that names it, so that `status`, `check` and the
+    /// textfile see the attempt from its first second
+    /// (docs/decisions.md#ownership). Nothing of the mirror is written
+    /// before the remote answered with a valid principal.
+    pub(crate) fn claim_first_attempt(&mut self) -> Result<()> {
+        if self.cfg.dry_run || !self.state.is_attempts_only() {
+            return Ok(());
+        }
+        let root = self.cfg.localroot.clone();
+        let id = self.state.id.get_or_insert_with(ownership::new_id).clone();
+        if ownership::read_marker(&root).as_deref() != Some(id.as_str()) {
+            ownership::write_marker(&root, &id)
+                .with_context(|| format!("cannot write {}", ownership::marker_path(&root).display()))?;
+        }
+        self.writable = true;
+        self.save()
+    }
+
+    /// Whether the tree was claimed for a first attempt that has not
+    /// reached the remote's collection yet ([`Mirror::claim_first_attempt`]).
+    pub(crate) fn is_claimed(&self) -> bool {
+        self.writable && !self.cfg.dry_run && self.state.is_attempts_only()
+    }
+
+    /// An attempt at a pass starts at `started`: its number and the
+    /// previous attempt's error go into the heartbeats' `running` record.
+    pub(crate) fn begin_attempt(&mut self, started: &Epoch) {
+        let last_error = self.state.last_error.as_deref().filter(|_| self.state.last_outcome == Some(Outcome::Failed));
+        self.attempt.begin(self.state.counters.attempts + 1, started.clone(), last_error);
     }
 
     /// Record an attempt that ended before or outside [`Mirror::pass`]
@@ -517,13 +566,15 @@ impl<'a> Mirror<'a> {
     {
         let writable = self.writable && !self.cfg.dry_run;
         let mut copy = if writable { self.state.clone() } else { State::default() };
-        let (file, clock) = (self.cfg.state_file.clone(), self.clock.clone());
+        let (file, clock, note) = (self.cfg.state_file.clone(), self.clock.clone(), self.attempt.clone());
         Box::new(move |running: &crate::mirror::pass_progress::Running| {
             if !writable {
                 return;
             }
             copy.heartbeat = Some(clock.now());
-            copy.running = Some(running.clone());
+            let mut running = running.clone();
+            note.fill(&mut running);
+            copy.running = Some(running);
             match write_state(&file, &copy) {
                 Ok(()) => {
                     if let Some(h) = hook.as_mut() {

@@ -109,6 +109,7 @@ impl<'a> Mirror<'a> {
         let mut delay = self.cfg.backoff;
         let mut attempt = 1;
         loop {
+            self.attempt.call(what, attempt, self.cfg.attempts);
             match f() {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_connection_limit() && remote::forbid_overlap(&self.cfg.remote) => {
@@ -128,6 +129,11 @@ impl<'a> Mirror<'a> {
                 }
                 Err(e) => {
                     tracing::debug!("{what}: {}", e.details());
+                    self.attempt.failed(&e.to_string());
+                    if self.is_claimed() {
+                        // A first attempt's failed try shows at once.
+                        self.beat_now("recentfiles");
+                    }
                     if self.stopped() {
                         // Our own stop, not an error of the remote's.
                         self.save()?;
@@ -430,7 +436,8 @@ impl<'a> Mirror<'a> {
                 "bootstrap",
                 started,
                 self.heartbeat_writer(&mut hook),
-            );
+            )
+            .watching(&self.attempt);
             let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
                 seen = Itemized::listing(dry);

@@ -4,12 +4,13 @@
 //! [`crate::mirror::looping`], a config's trees in `mirror::fleet`.
 
 use crate::config;
+use crate::exit::{exit_for_error, is_closed};
 use crate::mirror::fleet;
-use crate::mirror::looping::{run_in_span, shown_root, span};
+use crate::mirror::looping::{run_in_span, span};
 use crate::mirror::targets::Targets;
 use crate::mirror::textfile::Prometheus;
 use crate::ops::{Ctx, Exit};
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 pub use crate::mirror::looping::{Options, Trees, DEFAULT_TIMEOUT};
 
@@ -18,6 +19,14 @@ pub use crate::mirror::looping::{Options, Trees, DEFAULT_TIMEOUT};
 /// tree that would mirror into its own remote refused, before anything
 /// runs.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    crate::sys::signals::install_for_rmirror();
+    let res = run_trees(opts, ctx);
+    crate::sys::notify::notify("STOPPING=1");
+    res
+}
+
+/// [`run`] once its signals are set up.
+fn run_trees(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let mut out = ctx.out();
     let tree = match &opts.trees {
         Trees::Config(file) => return fleet::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
@@ -35,7 +44,35 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     });
     let span = span(&cfg);
     let _in = span.enter();
-    // The error is logged by the caller, outside the span: it names the tree itself.
-    run_in_span(&cfg, opts, textfile.as_ref(), ctx.clock(), &mut **out)
-        .with_context(|| format!("rmirror {}", shown_root(&cfg)))
+    ignore_hangups(span.clone());
+    // The error is logged here, in the span: its line (a JSON record's
+    // `localroot` and `remote` too) names the tree like every other.
+    match run_in_span(&cfg, opts, textfile.as_ref(), ctx.clock(), &mut **out) {
+        Err(e) if is_closed(&e) => Err(e),
+        Err(e) => {
+            tracing::error!("{e:#}");
+            Ok(exit_for_error(&e))
+        }
+        done => done,
+    }
+}
+
+/// A single tree from the command line has no config to reload: each
+/// SIGHUP is a warning in the tree's log, and the run goes on (it used
+/// to end it silently, status 129). A thread of its own, so the line
+/// comes at once, even in the middle of a long rsync.
+fn ignore_hangups(span: tracing::Span) {
+    let mut seen = crate::sys::signals::hangups();
+    let _ = std::thread::Builder::new().name("sighup".into()).spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let now = crate::sys::signals::hangups();
+        if now != seen {
+            seen = now;
+            let _in = span.enter();
+            tracing::warn!(
+                "SIGHUP ignored: a tree given on the command line has no config to reload \
+                 (rrr rmirror --config FILE --loop reloads FILE on SIGHUP)"
+            );
+        }
+    });
 }

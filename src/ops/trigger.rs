@@ -1,7 +1,8 @@
 //! `rrr trigger`: ask the running `rmirror --loop` of a tree for a pass
 //! now (push, as ftpsync's runmirrors does over ssh). The loop is found
 //! through its trigger pipe in `.rrr/` ([`crate::mirror::trigger_pipe`]); the
-//! holder of the tree's run lock is named when it can be read. Exit 0 when
+//! pid of the tree's run lock holder is named when it can be read (never
+//! its command line). Exit 0 when
 //! a loop was woken, 3 when none runs there, 2 on errors.
 
 use crate::mirror::trigger_pipe::{self, Sent};
@@ -42,14 +43,14 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         let state_dir = root.join(".rrr");
         let sent = trigger_pipe::send(&state_dir)
             .with_context(|| format!("cannot trigger {}", trigger_pipe::trigger_path(&state_dir).display()))?;
-        let holder = (sent == Sent::Woken).then(|| holder(&state_dir)).flatten();
+        let pid = (sent == Sent::Woken).then(|| holder_pid(&state_dir)).flatten();
         if opts.json {
             let v = serde_json::json!({"kind": "trigger", "localroot": root.display().to_string(),
-                                       "woken": sent == Sent::Woken, "holder": holder});
+                                       "woken": sent == Sent::Woken, "pid": pid});
             writeln!(out, "{v}")?;
         } else if sent == Sent::Woken {
-            match &holder {
-                Some(h) => writeln!(out, "woke the loop on {}: {h}", root.display())?,
+            match pid {
+                Some(pid) => writeln!(out, "woke the loop on {} (process {pid})", root.display())?,
                 None => writeln!(out, "woke the loop on {}", root.display())?,
             }
         } else {
@@ -83,8 +84,10 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     crate::config::canonical(a) == crate::config::canonical(b)
 }
 
-/// The holder the tree's run lock records (`process PID (command line)`).
-fn holder(state_dir: &Path) -> Option<String> {
-    let file = std::fs::File::open(state_dir.join("rmirror.flock")).ok()?;
-    crate::store::lock::describe_holder(&file)
+/// The pid of the holder the tree's run lock records: only the pid, not
+/// the loop's command line (whoever may trigger, a remote pusher through
+/// a forced ssh command included, need not see its options and paths).
+fn holder_pid(state_dir: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(state_dir.join("rmirror.flock")).ok()?;
+    text.lines().next()?.trim().parse().ok()
 }

@@ -24,6 +24,15 @@
 //! `remote`, or `root`), the event's own fields, and `message` (the text
 //! line's words). README.mirror documents each kind.
 //!
+//! A message of several lines (a failed rsync's command and stderr at
+//! `-v`) is written as that many text lines, each with the time, level
+//! and tree, so that a line of rsync's never appears without its tree.
+//!
+//! Under systemd's journal (`JOURNAL_STREAM` names our stderr), each line
+//! starts with its syslog priority (`<3>` error, `<4>` warning, `<6>`
+//! info, `<7>` debug and trace), which journald takes and strips:
+//! `journalctl -p warning` then shows warnings and errors only.
+//!
 //! A log stream that cannot be written any more (the reader of a pipe went
 //! away) sets `closed`: the long-running commands look at it at safe
 //! points, save their state and exit 1 so that a supervisor restarts them.
@@ -77,9 +86,35 @@ pub(crate) fn closed() -> bool {
     CLOSED.load(Ordering::SeqCst)
 }
 
+/// Set when stderr is systemd's journal ([`to_journal`]): each line gets
+/// its syslog priority.
+static JOURNAL: AtomicBool = AtomicBool::new(false);
+
+/// Whether stderr is the journal stream systemd connected: `JOURNAL_STREAM`
+/// holds the `device:inode` of that stream, and it must be our stderr
+/// (a child whose stderr went elsewhere inherits the variable).
+fn to_journal() -> bool {
+    use std::os::fd::AsFd;
+    let Some(v) = std::env::var_os("JOURNAL_STREAM") else { return false };
+    let Some((dev, ino)) = v.to_str().and_then(|v| v.split_once(':')) else { return false };
+    let Ok(st) = nix::sys::stat::fstat(std::io::stderr().as_fd()) else { return false };
+    dev.parse::<u64>().ok() == Some(st.st_dev) && ino.parse::<u64>().ok() == Some(st.st_ino)
+}
+
+/// The syslog priority of a level, as journald reads it from `<N>`.
+fn priority(level: Level) -> u8 {
+    match level {
+        Level::ERROR => 3,
+        Level::WARN => 4,
+        Level::INFO => 6,
+        _ => 7,
+    }
+}
+
 /// Install the subscriber (once; a second call changes nothing). A
 /// non-empty `RUST_LOG` takes precedence over `-v`/`-q`.
 pub fn init(s: &Settings) {
+    JOURNAL.store(to_journal(), Ordering::SeqCst);
     let filter = match std::env::var("RUST_LOG") {
         Ok(v) if !v.trim().is_empty() => EnvFilter::try_new(&v).unwrap_or_else(|e| {
             eprintln!("rrr: ignoring RUST_LOG={v:?}: {e}");
@@ -154,7 +189,7 @@ pub(crate) fn emit(level: Level, kind: &str, fields: &Value, message: &str) {
 /// Text whose form another tool dictates (the Perl `rrr-update`'s
 /// `Found file:` dump), written as is on the same stream.
 pub(crate) fn verbatim(text: &str) {
-    write_line(text);
+    write_line(Level::INFO, text);
 }
 
 /// The fields of a span or an event, in order.
@@ -216,19 +251,29 @@ where
             }
         }
         let now = crate::sys::clock::Clock::system().now_f64();
-        let line = match self.format {
-            Format::Text => text_line(now, *event.metadata().level(), &scope, &f),
-            Format::Json => json_line(now, *event.metadata().level(), &scope, &f).to_string(),
+        let level = *event.metadata().level();
+        let text = match self.format {
+            Format::Text => text_line(now, level, &scope, &f),
+            Format::Json => json_line(now, level, &scope, &f).to_string(),
         };
-        write_line(&line);
+        write_line(level, &text);
     }
 }
 
-/// Write one line on stderr (around a progress bar), or note the stream closed.
-fn write_line(line: &str) {
+/// Write `text` on stderr (around a progress bar), each of its lines with
+/// the journal's priority prefix when stderr is the journal; or note the
+/// stream closed.
+fn write_line(level: Level, text: &str) {
+    let prefix = if JOURNAL.load(Ordering::SeqCst) { format!("<{}>", priority(level)) } else { String::new() };
+    let mut bytes = Vec::with_capacity(text.len() + 8);
+    for line in text.split('\n') {
+        bytes.extend_from_slice(prefix.as_bytes());
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+    }
     crate::output::progress::suspend(|| {
         let mut err = std::io::stderr().lock();
-        let ok = err.write_all(line.as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
+        let ok = err.write_all(&bytes).and_then(|()| err.flush());
         if ok.is_err() {
             CLOSED.store(true, Ordering::SeqCst);
         }
@@ -244,7 +289,8 @@ fn words(v: &Value) -> String {
 }
 
 /// `2023-11-14T22:13:20.123Z  WARN rmirror /srv/a: message`: the span
-/// names and field values, innermost last, or `rrr` outside any span.
+/// names and field values, innermost last, or `rrr` outside any span. A
+/// message of several lines gives as many lines, each with that head.
 fn text_line(now: f64, level: Level, scope: &[(String, Vec<(String, Value)>)], f: &Fields) -> String {
     let mut who: Vec<String> = Vec::new();
     for (name, fields) in scope {
@@ -259,7 +305,9 @@ fn text_line(now: f64, level: Level, scope: &[(String, Vec<(String, Value)>)], f
         Some(k) if !msg.starts_with(&k) => format!("{k}: {msg}"),
         _ => msg,
     };
-    format!("{} {:>5} {who}: {msg}", crate::output::human::time_millis(now), level.as_str())
+    let head = format!("{} {:>5} {who}:", crate::output::human::time_millis(now), level.as_str());
+    let lines: Vec<String> = msg.trim_end_matches('\n').split('\n').map(|l| format!("{head} {l}")).collect();
+    lines.join("\n")
 }
 
 /// The flat JSON object of one event (module docs).
@@ -323,6 +371,18 @@ mod tests {
             text_line(1_700_000_000.0, Level::ERROR, &[], &f),
             "2023-11-14T22:13:20.000Z ERROR rrr: cannot read x"
         );
+    }
+
+    #[test]
+    fn every_line_of_a_message_names_its_tree() {
+        let scope = vec![("rmirror".to_string(), vec![("localroot".to_string(), json!("/srv/a"))])];
+        let f = fields(&[("message", json!("fetching: rsync -lt …\nrsync: [sender] change_dir \"x\" failed"))]);
+        assert_eq!(
+            text_line(1_700_000_000.5, Level::DEBUG, &scope, &f),
+            "2023-11-14T22:13:20.500Z DEBUG rmirror /srv/a: fetching: rsync -lt …\n\
+             2023-11-14T22:13:20.500Z DEBUG rmirror /srv/a: rsync: [sender] change_dir \"x\" failed"
+        );
+        assert_eq!([Level::ERROR, Level::WARN, Level::INFO, Level::DEBUG, Level::TRACE].map(priority), [3, 4, 6, 7, 7]);
     }
 
     #[test]

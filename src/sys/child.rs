@@ -21,9 +21,12 @@ pub(crate) const LINE_CAP: u64 = 64 * 1024;
 /// How a child is tied to rrr.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Ties {
-    /// `PR_SET_PDEATHSIG(SIGTERM)`: the kernel sends the child SIGTERM when
-    /// the thread that spawned it dies, so it does not outlive rrr even
-    /// after kill -9 (spawn it from the thread that waits for it).
+    /// The child and every process it forks die with rrr, even after
+    /// kill -9: it runs under a guard process ([`guard`]) that the kernel
+    /// tells when the thread that spawned it dies (`PR_SET_PDEATHSIG`;
+    /// spawn it from the thread that waits for it), and that then sends
+    /// SIGTERM to the child and the child's own children at once. A stop
+    /// passed on to the child (`forward_stop`) reaches them the same way.
     pub die_with_parent: bool,
     /// Its own process group, so that a timeout kills the whole group (a
     /// shell's children too).
@@ -44,19 +47,12 @@ impl Child {
     /// Start `cmd` (its stdio as the caller set it up) with `ties`.
     pub fn spawn(cmd: &mut Command, ties: Ties) -> io::Result<Child> {
         if ties.die_with_parent {
-            let parent = nix::unistd::getpid();
+            let parent = nix::unistd::getpid().as_raw();
             // SAFETY: std has no safe way to run code between fork and
-            // exec; the closure calls only prctl and getppid (no
-            // allocation, no locks), as pre_exec requires. A parent that
-            // died before the prctl is caught by the getppid() check.
+            // exec; `guard::split` makes only async-signal-safe system
+            // calls (no allocation, no locks), as pre_exec requires.
             unsafe {
-                cmd.pre_exec(move || {
-                    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
-                    if nix::unistd::getppid() != parent {
-                        return Err(io::Error::other("rrr exited before the child started"));
-                    }
-                    Ok(())
-                });
+                cmd.pre_exec(move || guard::split(parent));
             }
         }
         if ties.own_group {
@@ -125,6 +121,260 @@ impl Child {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// The guard between rrr and a child that must not outlive it (rsync).
+///
+/// `PR_SET_PDEATHSIG` reaches only the process that set it, and it is not
+/// inherited by the processes that one forks: rsync's receiver, which
+/// rsync forks for a pull, went on writing files from what was in flight
+/// for 0.3 to 0.5 s after rrr was killed (about 190 files of 2 KB at
+/// `--bwlimit=1000`), and after a plain SIGTERM to rsync too. So the
+/// child std forks for the command (C) does not exec it: it forks once
+/// more, the grandchild (R) execs the command, and C stays as the guard.
+/// C has `PR_SET_PDEATHSIG(SIGTERM)` towards rrr's spawning thread, and
+/// its SIGTERM (rrr died, or rrr passed on a stop, or its stall watchdog
+/// stopped the call) goes to R and R's children at once, so the receiver
+/// stops with its generator. R has `PR_SET_PDEATHSIG(SIGKILL)` towards C
+/// (a guard killed outright takes R along). C closes every descriptor
+/// (std's exec-status pipe included: R's exec still reports there), waits
+/// for R and ends as R ended: the same exit code, or the same signal.
+/// After a stop, R's children may linger in their cleanup (rsync's
+/// receiver, now and then, for seconds, writing nothing): C is their
+/// subreaper, waits up to [`LINGER_MS`] for them and kills what is left,
+/// so that when rrr's call returns no rsync of it runs any more. All of
+/// it is async-signal-safe system calls on fixed buffers.
+mod guard {
+    use std::io;
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+    /// R's pid, for C's handler.
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// A stop came (C's SIGTERM), and R's children when it came.
+    static STOPPING: AtomicBool = AtomicBool::new(false);
+    static KIDS: [AtomicI32; 32] = [const { AtomicI32::new(0) }; 32];
+    /// How long R's children may take to end after a stop once R has.
+    const LINGER_MS: u32 = 1000;
+
+    fn check(rc: libc::c_int) -> io::Result<()> {
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Run in std's forked child, before exec: returns `Ok` in R (which
+    /// then execs the command); never returns in C, the guard.
+    ///
+    /// # Safety
+    /// Only between fork and exec (`Command::pre_exec`).
+    pub(super) unsafe fn split(rrr: libc::pid_t) -> io::Result<()> {
+        let mut term: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut term);
+        libc::sigaddset(&mut term, libc::SIGTERM);
+        // Until R's pid is known to the handler.
+        check(libc::sigprocmask(libc::SIG_BLOCK, &term, &mut before))?;
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0))?;
+        if libc::getppid() != rrr {
+            return Err(io::Error::other("rrr exited before the child started"));
+        }
+        let guard = libc::getpid();
+        let r = libc::fork();
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if r == 0 {
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0))?;
+            if libc::getppid() != guard {
+                return Err(io::Error::other("the guard exited before the child started"));
+            }
+            check(libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()))?;
+            return Ok(());
+        }
+        CHILD.store(r, Ordering::SeqCst);
+        // R's children come to C when R is gone, so that C can wait for them.
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_term as extern "C" fn(libc::c_int) as usize;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(libc::SIGTERM, &act, std::ptr::null_mut());
+        close_all();
+        libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        let mut status = 0;
+        loop {
+            let w = libc::waitpid(r, &mut status, 0);
+            if w == r {
+                break;
+            }
+            if w < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if STOPPING.load(Ordering::SeqCst) {
+            reap_lingering();
+        }
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            let mut one: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut one);
+            libc::sigaddset(&mut one, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
+
+    /// After a stop: wait up to [`LINGER_MS`] for R's children (now C's),
+    /// then kill those left and reap them. Only the children R had at the
+    /// stop: anything else that came to C (an ssh master that daemonized)
+    /// is left alone.
+    unsafe fn reap_lingering() {
+        let pending = || KIDS.iter().any(|k| k.load(Ordering::SeqCst) > 0);
+        let forget = |pid: libc::pid_t| {
+            for k in &KIDS {
+                let _ = k.compare_exchange(pid, 0, Ordering::SeqCst, Ordering::SeqCst);
+            }
+        };
+        let step = libc::timespec { tv_sec: 0, tv_nsec: 20_000_000 };
+        let mut waited = 0;
+        while pending() && waited < LINGER_MS {
+            let mut st = 0;
+            let w = libc::waitpid(-1, &mut st, libc::WNOHANG);
+            if w > 0 {
+                forget(w);
+                continue;
+            }
+            if w < 0 && *libc::__errno_location() == libc::ECHILD {
+                return;
+            }
+            libc::nanosleep(&step, std::ptr::null_mut());
+            waited += 20;
+        }
+        for k in &KIDS {
+            let pid = k.swap(0, Ordering::SeqCst);
+            // Unreaped, ours since R died: the pid is still its.
+            if pid > 0 && libc::kill(pid, libc::SIGKILL) == 0 {
+                let mut st = 0;
+                while libc::waitpid(pid, &mut st, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
+            }
+        }
+    }
+
+    /// Close every descriptor of the guard: it needs none, and std's
+    /// exec-status pipe must close for the spawn to return.
+    unsafe fn close_all() {
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) == 0 {
+            return;
+        }
+        for fd in 0..65_536 {
+            libc::close(fd);
+        }
+    }
+
+    /// SIGTERM to the guard: to R's children, then to R.
+    extern "C" fn on_term(_: libc::c_int) {
+        let r = CHILD.load(Ordering::SeqCst);
+        if r <= 0 {
+            return;
+        }
+        // SAFETY: kill(2) and the /proc reads of `children_of` are
+        // async-signal-safe system calls on stack buffers; R is not
+        // reaped before this process's waitpid, so its pid is still its.
+        unsafe {
+            let mut kids = [0 as libc::pid_t; 32];
+            let n = children_of(r, &mut kids);
+            for (k, slot) in kids[..n].iter().zip(&KIDS) {
+                slot.store(*k, Ordering::SeqCst);
+                libc::kill(*k, libc::SIGTERM);
+            }
+            STOPPING.store(true, Ordering::SeqCst);
+            libc::kill(r, libc::SIGTERM);
+        }
+    }
+
+    /// The children of `pid` (`/proc/PID/task/PID/children`), at most
+    /// `out.len()`; how many.
+    unsafe fn children_of(pid: libc::pid_t, out: &mut [libc::pid_t]) -> usize {
+        let mut path = [0u8; 64];
+        let mut len = 0;
+        for part in [&b"/proc/"[..], &[], &b"/task/"[..], &[], &b"/children"[..]] {
+            let digits;
+            let bytes: &[u8] = if part.is_empty() {
+                digits = decimal(pid);
+                &digits.0[..digits.1]
+            } else {
+                part
+            };
+            path[len..len + bytes.len()].copy_from_slice(bytes);
+            len += bytes.len();
+        }
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return 0;
+        }
+        let mut buf = [0u8; 512];
+        let got = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        let mut n = 0;
+        let mut cur: libc::pid_t = 0;
+        for &b in &buf[..got.max(0) as usize] {
+            if b.is_ascii_digit() {
+                cur = cur * 10 + libc::pid_t::from(b - b'0');
+            } else if cur > 0 && n < out.len() {
+                out[n] = cur;
+                n += 1;
+                cur = 0;
+            }
+        }
+        n
+    }
+
+    /// `v` in decimal, in a fixed buffer, and its length.
+    fn decimal(v: libc::pid_t) -> ([u8; 12], usize) {
+        let mut tmp = [0u8; 12];
+        let (mut v, mut i) = (v.max(0) as u32, tmp.len());
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        let mut out = [0u8; 12];
+        out[..tmp.len() - i].copy_from_slice(&tmp[i..]);
+        (out, tmp.len() - i)
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn decimal_and_children() {
+        assert_eq!(decimal(0), (*b"0\0\0\0\0\0\0\0\0\0\0\0", 1));
+        let (d, n) = decimal(4_194_304);
+        assert_eq!(&d[..n], b"4194304");
+        // A shell (one thread) with two children of its own.
+        let mut sh = std::process::Command::new("sh").args(["-c", "sleep 30 & sleep 30 & wait"]).spawn().unwrap();
+        let mut kids = [0; 32];
+        let t = std::time::Instant::now();
+        let mut n = 0;
+        while n < 2 && t.elapsed() < std::time::Duration::from_secs(30) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            // SAFETY: reads /proc into the buffer given.
+            n = unsafe { children_of(sh.id() as libc::pid_t, &mut kids) };
+        }
+        assert_eq!(n, 2, "{:?}", &kids[..n]);
+        for k in &kids[..n] {
+            assert!(crate::sys::proc::cmdline(*k as u32).is_some_and(|w| w[0] == "sleep"), "{k}");
+            // SAFETY: the shell's children, alive until it is killed.
+            unsafe { libc::kill(*k, libc::SIGKILL) };
+        }
+        sh.wait().unwrap();
     }
 }
 

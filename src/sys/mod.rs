@@ -1,9 +1,10 @@
 //! The system layer: what rrr asks of the operating system beyond plain
 //! files, each in one place: reading `/proc` (`proc`), running child
 //! processes (`child`) and rsync (`rsync`), the tree walk and the one
-//! ignore set (`tree`), SIGINT/SIGTERM/SIGUSR1 ([`signals`]), the one
+//! ignore set (`tree`), SIGINT/SIGTERM/SIGUSR1/SIGHUP ([`signals`]), the one
 //! clock ([`clock`], `--now`, and local time as libc breaks it down),
-//! returning freed heap (`memory`) and sd_notify (`notify`).
+//! returning freed heap (`memory`), sd_notify (`notify`) and the bytes
+//! a process received from the network (`netbytes`).
 //!
 //! Every `unsafe` block of rrr is in this layer, each with the reason it
 //! holds; the rest of rrr calls the operating system through std and
@@ -16,6 +17,7 @@
 pub(crate) mod child;
 pub mod clock;
 pub(crate) mod memory;
+pub(crate) mod netbytes;
 pub(crate) mod notify;
 pub(crate) mod proc;
 pub(crate) mod rsync;

@@ -1,8 +1,11 @@
 //! systemd's readiness protocol (`sd_notify`), for `Type=notify` units:
 //! a datagram to the socket named by `NOTIFY_SOCKET`, nothing when it is
-//! unset. `rmirror` says READY once it holds its lock and STATUS after
-//! each pass (`systemctl status` then shows the last pass); `watch` says
-//! READY once every directory is watched. Both say STOPPING on the way out.
+//! unset. `rmirror` says READY as soon as its loop runs (before any
+//! upstream answered: a first start against an unreachable one must not
+//! hit the unit's start timeout) and STATUS after each pass (`systemctl
+//! status` then shows the last pass, or failure, and its tree) and
+//! STOPPING on the way out; `watch` says READY once every directory is
+//! watched.
 
 use std::os::unix::net::UnixDatagram;
 

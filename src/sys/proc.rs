@@ -81,11 +81,6 @@ pub(crate) fn lists_children() -> bool {
     std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
 }
 
-/// The program name of `pid` (`/proc/PID/comm`, at most 15 bytes).
-pub(crate) fn comm(pid: u32) -> Option<String> {
-    Some(fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end_matches('\n').to_string())
-}
-
 /// The command line of `pid`, its words; `None` for a kernel thread or a
 /// zombie (an empty `cmdline`).
 pub(crate) fn cmdline(pid: u32) -> Option<Vec<String>> {
@@ -93,6 +88,18 @@ pub(crate) fn cmdline(pid: u32) -> Option<Vec<String>> {
     let words: Vec<String> =
         raw.split(|b| *b == 0).filter(|w| !w.is_empty()).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
     (!words.is_empty()).then_some(words)
+}
+
+/// The inodes of the sockets `pid` holds open (its `/proc/PID/fd/*`
+/// links read `socket:[INODE]`).
+pub(crate) fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    fds.flatten()
+        .filter_map(|fd| {
+            let link = fs::read_link(fd.path()).ok()?;
+            link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect()
 }
 
 /// Boot time (`btime` of `/proc/stat`).
@@ -131,7 +138,6 @@ mod tests {
         assert!(started <= SystemTime::now() + Duration::from_secs(2));
         assert!(started > SystemTime::now() - Duration::from_secs(24 * 3600), "this test process is young");
         assert!(io_bytes(std::process::id()).is_some());
-        assert_eq!(comm(std::process::id()).map(|c| c.is_empty()), Some(false));
         assert!(cmdline(std::process::id()).is_some_and(|w| !w.is_empty()));
     }
 

@@ -163,10 +163,13 @@ pub fn listing(root: &Path) -> Vec<String> {
 }
 
 /// The tree holds nothing but `.rrr/` with a state that records a failed
-/// attempt and owns nothing (docs/decisions.md#ownership).
+/// attempt and owns nothing (docs/decisions.md#ownership), and a loop's
+/// trigger pipe.
 pub fn only_a_failed_attempt(target: &Path) -> bool {
     let st = state(target);
-    listing(target) == [".rrr/", ".rrr/id", ".rrr/rmirror.flock", ".rrr/state.json"]
+    let mut names = listing(target);
+    names.retain(|n| n != ".rrr/trigger");
+    names == [".rrr/", ".rrr/id", ".rrr/rmirror.flock", ".rrr/state.json"]
         && st["last_outcome"] == "failed"
         && st["filenameroot"].is_null()
         && st["done"].as_object().is_some_and(|d| d.is_empty())

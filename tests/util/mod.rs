@@ -6,6 +6,7 @@ pub mod cmd;
 pub mod fixture;
 pub mod mirror;
 pub mod names;
+pub mod net;
 pub mod rsyncd;
 
 pub use cmd::{Rrr, Running};

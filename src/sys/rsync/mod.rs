@@ -58,4 +58,4 @@ pub use command::Rsync;
 pub use files_from::write_files_from;
 pub use run::{Cause, FailedPath, Output, RsyncError, RsyncFailure, RsyncOutcome};
 pub use stderr::{parse_progress2, unescape};
-pub use watchdog::{received_bytes, stall_limit_works};
+pub use watchdog::stall_limit_works;

@@ -66,7 +66,10 @@ impl Rsync {
         // Stopped (the sender dropped) once rsync has exited, before it is
         // reaped: until then `pid` is rsync's.
         let (stop_watchdog, stopped) = std::sync::mpsc::channel::<()>();
-        let watchdog = self.stall_limit.map(|limit| thread::spawn(move || stall_watchdog(pid, limit, stopped)));
+        // The tree's thread: its line names the tree.
+        let watchdog = self
+            .stall_limit
+            .map(|limit| crate::sys::signals::spawn_in_tree(move || stall_watchdog(pid, limit, stopped)));
         let _stdout = read_stdout(&mut child, quiet, on);
         // The watchdog may signal `pid` until rsync has exited but is not
         // reaped yet, so that its pid cannot have been reused by then.
@@ -105,8 +108,18 @@ impl Rsync {
         // its temp file and stops its own receiver); a stop of rrr is
         // passed on to it.
         let ties = Ties { die_with_parent: true, forward_stop: true, own_group: false };
-        let mut child =
-            Child::spawn(&mut cmd, ties).map_err(|e| self.error(RsyncFailure::NotStarted, e.to_string()))?;
+        let mut child = Child::spawn(&mut cmd, ties).map_err(|e| {
+            let missing = matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied);
+            if !missing {
+                return self.error(RsyncFailure::NotStarted, e.to_string());
+            }
+            // The same on every attempt: say what to do.
+            let hint = format!(
+                "{e}: no runnable {} (install rsync, e.g. apt-get install rsync, put it in PATH, or name it in RRR_RSYNC)",
+                self.program.to_string_lossy()
+            );
+            RsyncError { cause: Some(Cause::NoRsync), ..self.error(RsyncFailure::NotStarted, hint) }
+        })?;
         let stderr = child.take_stderr().expect("stderr is piped");
         match thread::Builder::new().name("rsync-stderr".into()).spawn(move || drain_stderr(stderr)) {
             Ok(t) => Ok((child, t)),
@@ -245,6 +258,13 @@ pub enum Cause {
     NoSpace,
     /// EACCES, EPERM or EROFS on our side (`[receiver]`, `[generator]`).
     LocalPermission,
+    /// rsync itself cannot be run (not installed, not in PATH, not
+    /// executable): the same on every attempt and every pass.
+    NoRsync,
+    /// The source directory does not exist: a wrong path inside a
+    /// correct module (`change_dir "author" (in CPAN) failed: No such file
+    /// or directory`), not a network fault.
+    NoSuchPath,
 }
 
 impl Cause {
@@ -255,6 +275,8 @@ impl Cause {
             Cause::UnknownHost => "unknown_host",
             Cause::NoSpace => "no_space",
             Cause::LocalPermission => "local_permission",
+            Cause::NoSuchPath => "no_such_path",
+            Cause::NoRsync => "no_rsync",
         }
     }
 }

@@ -229,7 +229,12 @@ pub fn classify(line: &str) -> Line {
     let errno = errno_of(rest).map(Errno::from_raw);
     let ours = matches!(role.map(str::to_ascii_lowercase).as_deref(), Some("receiver" | "generator") | None);
     match (role.map(str::to_ascii_lowercase).as_deref(), errno) {
-        // change_dir is the source root itself: the whole source is gone.
+        // change_dir is the source root itself: a path the module (or the
+        // origin's file system) does not have. Deterministic, whatever
+        // the daemon's "Connection reset" after it says.
+        (Some("sender"), Some(Errno::ENOENT | Errno::ENOTDIR)) if rest.starts_with("change_dir") => {
+            Line::Error(Some(Cause::NoSuchPath))
+        }
         (Some("sender"), Some(e)) if !rest.starts_with("change_dir") => match quoted_path(rest) {
             Some(p) if e == Errno::ENOENT => Line::Vanished(p),
             Some(p) if e == Errno::ENAMETOOLONG => Line::TooLong(p),
@@ -385,8 +390,16 @@ mod tests {
             (r#"rsync: [sender] link_stat "lo/ng" (in m) failed: File name too long (36)"#, Line::TooLong(b"lo/ng".to_vec())),
             (r#"rsync: [sender] link_stat "/deep/er/missing" (in m) failed: No such file or directory (2)"#, vanished("/deep/er/missing")),
             (r#"file has vanished: "/tmp/vt/src2/b_small""#, vanished("/tmp/vt/src2/b_small")),
-            // The source root itself is gone: the whole run failed.
-            (r#"rsync: [sender] change_dir "src2" (in mod) failed: No such file or directory (2)"#, Line::Error(None)),
+            // The source root itself is gone (a wrong path inside a correct
+            // module, or the origin removed it): the whole run failed, and
+            // a retry cannot help (the daemon's "Connection reset by peer"
+            // after it is only the hang-up).
+            (r#"rsync: [sender] change_dir "src2" (in mod) failed: No such file or directory (2)"#, Line::Error(Some(NoSuchPath))),
+            (r#"rsync: [sender] change_dir "author" (in CPAN) failed: No such file or directory (2)"#, Line::Error(Some(NoSuchPath))),
+            (r#"rsync: [sender] change_dir "/srv/CPAN/author" failed: No such file or directory (2)"#, Line::Error(Some(NoSuchPath))),
+            (r#"rsync: [sender] change_dir "id/f.txt" (in m) failed: Not a directory (20)"#, Line::Error(Some(NoSuchPath))),
+            // One the origin may not enter: its operator may fix it, retried.
+            (r#"rsync: [sender] change_dir "closed" (in m) failed: Permission denied (13)"#, Line::Error(None)),
             ("IO error encountered -- skipping file deletion", Line::DeletionSkipped),
             ("rsync error: some files/attrs were not transferred (see previous errors) (code 23) at main.c(1956) [generator=3.5.0]", Line::Summary23),
             ("rsync warning: some files vanished before they could be transferred (code 24) at main.c(1394) [sender=3.5.0]", Line::Harmless),

@@ -1,6 +1,7 @@
 //! rrr's own stall timeout for rsync: a watchdog thread that reads what
 //! rsync's processes did from `/proc` and stops rsync when that stays the
-//! same for too long; and the bytes received so far, for progress.
+//! same for too long. (What the network delivered, for progress, is
+//! `sys::netbytes`'s.)
 
 use std::time::Duration;
 
@@ -72,52 +73,11 @@ pub fn stall_limit_works() -> bool {
     *WORKS.get_or_init(|| activity(std::process::id()).is_some() && crate::sys::proc::lists_children())
 }
 
-/// About how many bytes the running rsync `pid` has received: the most
-/// any one of its rsync processes (the client and the receiver it forks)
-/// has read, from `/proc/PID/io` (`rchar`: sockets, pipes and files). An
-/// estimate for a progress line when rsync prints none; `None` where
-/// `/proc` cannot tell.
-pub fn received_bytes(pid: u32) -> Option<u64> {
-    // Not an ssh it runs: that one reads what the receiver reads again.
-    use crate::sys::proc;
-    let is_rsync = |p: &u32| proc::comm(*p).is_some_and(|c| c == "rsync");
-    std::iter::once(pid).chain(proc::children(pid)).filter(is_rsync).filter_map(|p| Some(proc::io_bytes(p)?.0)).max()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{Rsync, RsyncFailure};
     use super::*;
     use std::io::Read;
-    use std::process::Command;
-
-    /// A real rsync, slowed down: what it received so far shows in /proc
-    /// while it runs, and nothing is claimed for a process that is no rsync.
-    #[test]
-    fn received_bytes_of_a_running_rsync() {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(tmp.path().join("big"), vec![b'x'; 2_000_000]).unwrap();
-        let mut child = Command::new("rsync")
-            .args(["--bwlimit=400", "-t"])
-            .arg(tmp.path().join("big"))
-            .arg(tmp.path().join("copy"))
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let mut seen = 0;
-        while seen < 200_000 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-            seen = received_bytes(child.id()).unwrap_or(0);
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(seen >= 200_000, "bytes of a running rsync: {seen}");
-        let mut sleep = Command::new("sleep").arg("10").spawn().unwrap();
-        let other = received_bytes(sleep.id());
-        let _ = sleep.kill();
-        let _ = sleep.wait();
-        assert_eq!(other, None, "sleep is no rsync");
-    }
 
     /// An upstream that accepts the connection and then says nothing (a
     /// hung daemon): rsync alone would wait forever; the watchdog stops it

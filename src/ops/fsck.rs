@@ -39,16 +39,17 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     if opts.json {
         let summary = serde_json::json!({
             "kind": "summary", "disk_files": report.disk_files, "index_files": report.index_files,
-            "findings": report.findings.len(), "repaired": report.repaired,
+            "findings": report.findings.len(), "repaired": report.repaired, "rerecorded": report.rerecorded,
         });
         writeln!(out, "{summary}")?;
     } else {
         tracing::info!(
-            "fsck: {} files on disk, {} in the index, {} findings, {} repaired",
+            "fsck: {} files on disk, {} in the index, {} findings, {} repaired; {} acknowledged events re-recorded so far",
             report.disk_files,
             report.index_files,
             report.findings.len(),
-            report.repaired
+            report.repaired,
+            report.rerecorded
         );
     }
     if let Some(why) = &report.repair_refused {

@@ -82,6 +82,11 @@ pub(crate) fn index(req: &Request, w: &Writer, progress: bool) -> Result<Report>
     let locks = replacement.hold_all_locks_in_place(&lock_paths(&coll, &existing))?;
     origin::ensure_principal_link(&coll)?;
     remove_replaced(&coll, &existing, &principal_path)?;
+    // The acknowledged events of the replaced index: the new one lists
+    // the tree as it is, so none is to be recorded again.
+    if let Err(e) = crate::origin::journal::reset(&coll) {
+        tracing::warn!("{e:#}");
+    }
     drop(locks);
     if req.aggregate {
         crate::origin::aggregate::aggregate(&coll, false, false, w)?;

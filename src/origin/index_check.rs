@@ -39,6 +39,15 @@ pub(crate) enum Finding {
     SkippedEvent { file: String, line: Option<usize>, epoch: String, path: RelPath, reason: String },
     /// A tree entry that cannot be indexed (unreadable, or a name over 4096 bytes).
     Unindexable { path: RelPath, reason: String },
+    /// An event that rrr acknowledged (`.rrr/acknowledged-*.json`) and
+    /// the collection no longer holds: a writer renamed an older copy over
+    /// the principal. `--repair` (and every rrr write) records it again.
+    AcknowledgedMissing {
+        path: RelPath,
+        epoch: Epoch,
+        #[serde(rename = "type")]
+        event_type: EventKind,
+    },
 }
 
 impl Finding {
@@ -76,6 +85,9 @@ impl Finding {
                 esc(path)
             ),
             Finding::Unindexable { path, reason } => format!("unindexable\t{}\t{reason}", esc(path)),
+            Finding::AcknowledgedMissing { path, epoch, event_type } => {
+                format!("acknowledged_missing\t{} {epoch} {}", event_type.as_str(), esc(path))
+            }
         }
     }
 }
@@ -87,6 +99,9 @@ pub(crate) struct Report {
     pub index_files: usize,
     pub findings: Vec<Finding>,
     pub repaired: usize,
+    /// Acknowledged events recorded again since the journal was made
+    /// (by any rrr writer, see [`crate::origin::journal`]).
+    pub rerecorded: u64,
     /// Why `--repair` did nothing although asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_refused: Option<String>,
@@ -318,6 +333,13 @@ pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bo
     let coll = Collection::open(principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
     let mut report = compare(&coll, &ignore, None)?;
+    let journal = crate::origin::journal::read(&coll);
+    report.rerecorded = journal.rerecorded;
+    if let Ok(Some(principal)) = coll.read(coll.principal()) {
+        for e in crate::origin::journal::lost(&coll, &principal, &journal)? {
+            report.findings.push(Finding::AcknowledgedMissing { path: e.path, epoch: e.epoch, event_type: e.kind });
+        }
+    }
     if repair {
         if report.findings.iter().any(|f| matches!(f, Finding::Unreadable { .. })) {
             report.repair_refused =
@@ -325,10 +347,14 @@ pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bo
             return Ok(report);
         }
         let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();
-        if !changes.is_empty() {
-            crate::origin::record::record(&coll, &changes, w)?;
+        let lost = report.findings.iter().any(|f| matches!(f, Finding::AcknowledgedMissing { .. }));
+        if !changes.is_empty() || lost {
+            // Records the acknowledged events that went missing too.
+            let r = crate::origin::record::record(&coll, &changes, w)?;
+            report.repaired = changes.len() + r.rerecorded.len();
+            report.rerecorded += r.rerecorded.len() as u64;
+            r.journal_result()?;
         }
-        report.repaired = changes.len();
     }
     Ok(report)
 }

@@ -14,6 +14,7 @@
 pub(crate) mod aggregate;
 pub mod index;
 pub mod index_check;
+pub(crate) mod journal;
 pub mod record;
 pub mod watch;
 

@@ -63,7 +63,8 @@ impl Daemon<'_> {
         let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
         drop(report);
         if !changes.is_empty() {
-            record(&self.coll, &changes, self.w)?;
+            let r = record(&self.coll, &changes, self.w)?;
+            self.noted(r);
             self.recorded(news, changes.len() - news);
         }
         release_memory();

@@ -5,7 +5,8 @@
 
 use super::{release_memory, Daemon};
 use crate::origin::index_check::{Finding, Index};
-use crate::origin::record::record;
+use crate::origin::journal;
+use crate::origin::record::{record, restore_acknowledged, Recorded};
 use crate::origin::watch::rules::{aggregate_at, Flush, OnDisk};
 use crate::recentfile::{EventKind, RelPath};
 use anyhow::{bail, Result};
@@ -36,7 +37,11 @@ impl Daemon<'_> {
             let now = Instant::now();
             let mut wake = now + SIGNAL_POLL;
             let deadline = if self.flush_allowed() { self.batch.deadline(&self.pace) } else { self.retry_at };
-            for t in [deadline, Some(self.aggregate_at()), Some(self.next_heartbeat())].into_iter().flatten() {
+            let journal_at = self.last_journal_check + crate::origin::journal::CHECK_EVERY;
+            for t in [deadline, Some(self.aggregate_at()), Some(self.next_heartbeat()), Some(journal_at)]
+                .into_iter()
+                .flatten()
+            {
                 wake = wake.min(t);
             }
             if let Some(read) = self.watcher.recv_timeout(wake.saturating_duration_since(now)) {
@@ -83,6 +88,49 @@ impl Daemon<'_> {
             if now >= self.next_heartbeat() {
                 self.heartbeat();
             }
+            if now >= self.last_journal_check + crate::origin::journal::CHECK_EVERY {
+                self.check_acknowledged();
+            }
+        }
+    }
+
+    /// Whether an acknowledged event went missing from the principal (a
+    /// writer renamed an older copy over it, docs/decisions.md#locks):
+    /// looked at only when the principal is no longer the file this daemon
+    /// last wrote or checked; what is missing is recorded again.
+    pub(super) fn check_acknowledged(&mut self) {
+        self.last_journal_check = Instant::now();
+        let path = self.coll.path_of(self.coll.principal());
+        let id = journal::file_id(&path);
+        if id.is_some() && id == self.principal_seen {
+            return;
+        }
+        match restore_acknowledged(&self.coll, self.w) {
+            Ok(None) => self.principal_seen = id,
+            Ok(Some(r)) => self.noted(r),
+            Err(e) => self.log.error(format!("cannot check the acknowledged events: {e:#}")),
+        }
+    }
+
+    /// After a record: remember the principal it left, and say what it
+    /// recorded again and whether its journal could not be written.
+    pub(super) fn noted(&mut self, r: Recorded) {
+        self.principal_seen = r.principal;
+        if !r.rerecorded.is_empty() {
+            let n = r.rerecorded.len();
+            let paths: Vec<serde_json::Value> = r.rerecorded.iter().take(10).map(|c| c.path.to_json()).collect();
+            let shown: Vec<String> = r.rerecorded.iter().take(10).map(|c| c.path.to_string()).collect();
+            self.log.emit("rerecorded", json!({ "count": n, "paths": paths }), || {
+                format!(
+                    "{n} acknowledged events had gone missing from the principal (an older copy renamed over it): \
+                     recorded again: {}{}",
+                    shown.join(", "),
+                    if n > 10 { ", …" } else { "" }
+                )
+            });
+        }
+        if let Some(e) = r.journal_error {
+            self.log.error(format!("{e:#}: the batch is recorded, but not protected against an older copy"));
         }
     }
 
@@ -122,13 +170,17 @@ impl Daemon<'_> {
             crate::origin::aggregate::aggregate(coll, false, keep_deletes, w)
         });
         match cascade {
-            Ok(r) if r.merges > 0 => {
-                let written = r.written.join(" ");
-                self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
-                    format!("{} merges, wrote {written}", r.merges)
-                });
+            Ok(r) => {
+                if let Some(rec) = r.rerecorded {
+                    self.noted(rec);
+                }
+                if r.merges > 0 {
+                    let written = r.written.join(" ");
+                    self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
+                        format!("{} merges, wrote {written}", r.merges)
+                    });
+                }
             }
-            Ok(_) => {}
             Err(e) => self.log.error(format!("aggregate failed: {e:#}")),
         }
         release_memory();
@@ -187,14 +239,18 @@ impl Daemon<'_> {
                 self.indexed_forgotten(&f)?
             };
             let r = f.resolve(|p| self.look(p), &under, t0, self.pace.fresh_wait);
+            let mut written = None;
             if !r.changes.is_empty() {
                 step.set(Step::Record(r.changes.len()));
-                record(&self.coll, &r.changes, self.w)?;
+                written = Some(record(&self.coll, &r.changes, self.w)?);
             }
-            Ok(r)
+            Ok((r, written))
         });
         match res {
-            Ok(r) => {
+            Ok((r, written)) => {
+                if let Some(w) = written {
+                    self.noted(w);
+                }
                 self.retry_at = None;
                 self.batch.keep_fresh(&r, &self.pace);
                 if self.batch.pending() == 0 {

@@ -125,6 +125,10 @@ struct Daemon<'a> {
     limit_reported: bool,
     last_aggregate: Instant,
     retry_at: Option<Instant>,
+    /// The principal as this daemon last wrote or checked it: another
+    /// identity means another writer replaced it (`check_acknowledged`).
+    principal_seen: Option<crate::origin::journal::FileId>,
+    last_journal_check: Instant,
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
@@ -177,6 +181,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         limit_reported: false,
         last_aggregate: now,
         retry_at: None,
+        principal_seen: None,
+        last_journal_check: now,
     };
     d.start(previous)?;
     crate::sys::notify::notify("READY=1");

@@ -39,6 +39,12 @@ pub(crate) enum Finding {
     SkippedEvent { file: String, line: Option<usize>, epoch: String, path: RelPath, reason: String },
     /// A tree entry that cannot be indexed (unreadable, or a name over 4096 bytes).
     Unindexable { path: RelPath, reason: String },
+    /// A file of the tree left out of the index although not rrr's own
+    /// nor excluded by the user: an rsync temp file in flight (named
+    /// `.NAME.XXXXXX` and changed within the last minute), a file under
+    /// rsync's `.~tmp~/`, a `.FRMRecent-*` of the Perl client. Reported so
+    /// that nothing is left out in silence; not a difference (exit 0).
+    NotIndexed { path: RelPath, reason: String },
     /// An event that rrr acknowledged (`.rrr/acknowledged-*.json`) and
     /// the collection no longer holds: a writer renamed an older copy over
     /// the principal. `--repair` (and every rrr write) records it again.
@@ -64,6 +70,12 @@ impl Finding {
         }
     }
 
+    /// Whether it is a difference or a problem (fsck exits 1), not
+    /// information ([`Finding::NotIndexed`]).
+    pub fn is_difference(&self) -> bool {
+        !matches!(self, Finding::NotIndexed { .. })
+    }
+
     /// One plain line.
     pub fn line(&self) -> String {
         let esc = crate::recentfile::escape_path;
@@ -85,6 +97,7 @@ impl Finding {
                 esc(path)
             ),
             Finding::Unindexable { path, reason } => format!("unindexable\t{}\t{reason}", esc(path)),
+            Finding::NotIndexed { path, reason } => format!("not_indexed\t{}\t{reason}", esc(path)),
             Finding::AcknowledgedMissing { path, epoch, event_type } => {
                 format!("acknowledged_missing\t{} {epoch} {}", event_type.as_str(), esc(path))
             }
@@ -313,7 +326,14 @@ pub(crate) fn compare_with(
             ignore,
             enter,
             |e| tree.push(e),
-            |p, why| unindexable.push(Finding::Unindexable { path: RelPath::from(p), reason: why }),
+            |p, why| {
+                unindexable.push(match why {
+                    tree::Skip::Unindexable(reason) => Finding::Unindexable { path: RelPath::from(p), reason },
+                    tree::Skip::NotIndexed(reason) => {
+                        Finding::NotIndexed { path: RelPath::from(p.strip_prefix(&coll.root).unwrap_or(p)), reason }
+                    }
+                })
+            },
         );
         (reader.join(), walked)
     });
@@ -331,7 +351,7 @@ pub(crate) fn compare_with(
 /// differences (refused while a recentfile is unreadable).
 pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bool, w: &Writer) -> Result<Report> {
     let coll = Collection::open(principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock);
     let mut report = compare(&coll, &ignore, None)?;
     let journal = crate::origin::journal::read(&coll);
     report.rerecorded = journal.rerecorded;

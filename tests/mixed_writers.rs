@@ -404,10 +404,17 @@ fn double_break_acknowledged_event_comes_back_with_aggregate() {
 /// another write, and the daemon logs and counts it.
 #[test]
 fn double_break_acknowledged_event_comes_back_under_a_watch() {
-    let (_tmp, root, ours, daemon) = double_break(Some(&[]));
+    let prom = tempfile::tempdir().unwrap();
+    let textfile = prom.path().join("rrr-watch.prom");
+    let (_tmp, root, ours, daemon) = double_break(Some(&["--prometheus", s(&textfile)]));
     let d = daemon.unwrap();
     d.wait_log("\"kind\":\"rerecorded\"");
     assert!(news_paths(&root).contains(&ours), "{}", d.log());
+    // Counted where a monitor reads it.
+    wait_for("the textfile to count the re-record", Duration::from_secs(20), || {
+        fs::read_to_string(&textfile)
+            .is_ok_and(|t| t.lines().any(|l| l.starts_with("rrr_watch_rerecorded_total{") && l.ends_with(" 1")))
+    });
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
 }

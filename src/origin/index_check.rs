@@ -262,6 +262,19 @@ impl Index {
         self.newest.values().filter(|v| v.is_some()).count()
     }
 
+    /// The index after `changes` were recorded at `secs` (whole seconds).
+    pub fn apply(&mut self, changes: &[Change], secs: i64) {
+        for c in changes {
+            let live = (c.kind == EventKind::New).then_some(secs);
+            self.newest.insert(c.path.clone(), live);
+        }
+    }
+
+    /// Whether the index says `path` exists.
+    pub fn is_live(&self, path: &RelPath) -> bool {
+        self.newest.get(path).is_some_and(|v| v.is_some())
+    }
+
     /// The paths the index says exist under `dir`.
     pub fn live_under(&self, dir: impl AsRef<[u8]>) -> Vec<RelPath> {
         let dir = dir.as_ref();

@@ -77,6 +77,10 @@ pub(crate) struct Journal {
     /// The acknowledged events, oldest first.
     #[serde(default)]
     pub events: Vec<Acked>,
+    /// The file this was read from (`None`: none, or unreadable): a writer
+    /// that finds it unchanged under the journal's lock need not read it again.
+    #[serde(skip)]
+    read_as: Option<FileId>,
 }
 
 /// One acknowledged event.
@@ -111,11 +115,15 @@ pub(crate) fn read(coll: &Collection) -> Journal {
 }
 
 fn read_at(path: &Path) -> Journal {
+    let id = file_id(path);
     match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::warn!("ignoring the unreadable journal of acknowledged events {}: {e}", path.display());
-            Journal::default()
-        }),
+        Ok(bytes) => match serde_json::from_slice::<Journal>(&bytes) {
+            Ok(j) => Journal { read_as: id.filter(|id| id.size == bytes.len() as u64), ..j },
+            Err(e) => {
+                tracing::warn!("ignoring the unreadable journal of acknowledged events {}: {e}", path.display());
+                Journal::default()
+            }
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Journal::default(),
         Err(e) => {
             tracing::warn!("cannot read the journal of acknowledged events {}: {e}", path.display());
@@ -198,16 +206,28 @@ pub(crate) fn rerecords(root: &Path, lost: &[Acked], batch: &[Change]) -> Vec<Ch
         .collect()
 }
 
-/// Note `acknowledged` (the events as a write left them in the principal)
+/// Note `acknowledged` (the events as a write left them in `principal`)
 /// and `rerecorded` more re-records in the journal, durably: the caller
-/// acknowledges only after this returns. Entries older than [`KEEP`] go
-/// (every write first re-records what is lost, so they are held now).
-pub(crate) fn acknowledge(coll: &Collection, acknowledged: &[Event], rerecorded: usize) -> Result<()> {
+/// acknowledges only after this returns. `prior` is the journal as the
+/// writer read it before its write (used again if the file is unchanged).
+/// Entries go once they are safe or old (see [`prune`]): the writer first
+/// re-recorded what was lost, so all are held now.
+pub(crate) fn acknowledge(
+    coll: &Collection,
+    prior: Journal,
+    acknowledged: &[Event],
+    rerecorded: usize,
+    principal: &Recentfile,
+) -> Result<()> {
     let path = path_of(coll);
     let dir = coll.root.join(".rrr");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let _lock = flock(&lock_path_of(coll))?;
-    let mut j = read_at(&path);
+    let mut j = match prior.read_as {
+        Some(id) if file_id(&path) == Some(id) => prior,
+        None if !path.exists() => prior,
+        _ => read_at(&path),
+    };
     let now = wall();
     j.events.extend(acknowledged.iter().map(|e| Acked {
         epoch: e.epoch.clone(),
@@ -219,7 +239,7 @@ pub(crate) fn acknowledge(coll: &Collection, acknowledged: &[Event], rerecorded:
         j.rerecorded += rerecorded as u64;
         j.last_rerecorded = Some(Epoch::from_clock(now).into_string());
     }
-    prune(&mut j, now);
+    prune(&mut j, now, principal);
     write(&path, &j)
 }
 
@@ -236,13 +256,22 @@ pub(crate) fn reset(coll: &Collection) -> Result<()> {
     write(&path, &j)
 }
 
-/// Drop entries older than [`KEEP`], all but the newest of each path, and
-/// the oldest past [`MAX_ENTRIES`].
-fn prune(j: &mut Journal, now: f64) {
+/// Drop all but the newest entry of each path, entries older than
+/// [`KEEP`], those the cascade has taken over, and the oldest past
+/// [`MAX_ENTRIES`]. Taken over: the principal holds the event and has
+/// merged past it, so the merge, which takes every event of the principal,
+/// copied it into the next file, which Perl's `update` never writes (a
+/// dirty insert below that point resets `merged`).
+fn prune(j: &mut Journal, now: f64, principal: &Recentfile) {
     let keep_after = now - KEEP.as_secs_f64();
+    let merged = principal.meta.merged.epoch();
+    let in_principal = newest_by_path(principal);
+    let taken_over = |e: &Acked| {
+        merged.is_some_and(|m| e.epoch <= *m) && in_principal.get(&e.path).is_some_and(|x| x.epoch >= e.epoch)
+    };
     let mut newest: HashMap<RelPath, Acked> = HashMap::with_capacity(j.events.len());
     for e in j.events.drain(..) {
-        if e.at < keep_after {
+        if e.at < keep_after || taken_over(&e) {
             continue;
         }
         match newest.get(&e.path) {
@@ -266,10 +295,14 @@ fn prune(j: &mut Journal, now: f64) {
 }
 
 fn write(path: &Path, j: &Journal) -> Result<()> {
-    let bytes = serde_json::to_vec(j).context("cannot serialize the journal")?;
-    crate::store::write_atomic(path, &bytes, None)
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("cannot write the journal of acknowledged events {}", path.display()))
+    // Streamed: a storm's journal is never in memory twice.
+    crate::store::write_atomic_with(path, None, |out| {
+        let mut out = std::io::BufWriter::new(out);
+        serde_json::to_writer(&mut out, j).map_err(std::io::Error::other)?;
+        std::io::Write::flush(&mut out)
+    })
+    .map_err(anyhow::Error::from)
+    .with_context(|| format!("cannot write the journal of acknowledged events {}", path.display()))
 }
 
 /// The newest entry of each path.
@@ -326,8 +359,16 @@ pub(crate) struct FileId {
 
 /// The identity of the file at `path` (following a symlink); `None` when it cannot be read.
 pub(crate) fn file_id(path: &Path) -> Option<FileId> {
+    id_of(&fs::metadata(path).ok()?)
+}
+
+/// The identity of an open file.
+pub(crate) fn file_id_of(file: &fs::File) -> Option<FileId> {
+    id_of(&file.metadata().ok()?)
+}
+
+fn id_of(m: &fs::Metadata) -> Option<FileId> {
     use std::os::unix::fs::MetadataExt;
-    let m = fs::metadata(path).ok()?;
     Some(FileId {
         dev: m.dev(),
         ino: m.ino(),
@@ -354,12 +395,24 @@ mod tests {
                 acked("200.5", "b", EventKind::New, now - 1.0),
                 acked("300.5", "b", EventKind::Delete, now),
                 acked("150.5", "c", EventKind::New, now),
+                acked("120.5", "merged", EventKind::New, now),
+                acked("125.5", "lost", EventKind::New, now),
             ],
             ..Journal::default()
         };
-        prune(&mut j, now);
+        // The principal merged up to 130.5: `merged` went on with it, `lost` did not.
+        let mut principal = Recentfile::from_events(vec![
+            Event::new(Epoch::parse("150.5").unwrap(), "c", EventKind::New),
+            Event::new(Epoch::parse("120.5").unwrap(), "merged", EventKind::New),
+        ]);
+        principal.meta.merged = crate::recentfile::Merged::Into {
+            epoch: Some(Epoch::parse("130.5").unwrap()),
+            into_interval: Some("6h".into()),
+            time: None,
+        };
+        prune(&mut j, now, &principal);
         let got: Vec<(&str, &str)> = j.events.iter().map(|e| (e.path.to_str().unwrap(), e.epoch.as_str())).collect();
-        assert_eq!(got, [("c", "150.5"), ("b", "300.5")]);
+        assert_eq!(got, [("lost", "125.5"), ("c", "150.5"), ("b", "300.5")]);
     }
 
     #[test]
@@ -373,6 +426,7 @@ mod tests {
                 path: RelPath::from(b"a/\xff\n".as_slice()),
                 at: 3.0,
             }],
+            read_as: None,
         };
         let text = serde_json::to_string(&j).unwrap();
         assert!(text.contains(r#""type":"delete""#), "{text}");

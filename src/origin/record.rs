@@ -36,8 +36,15 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
     // The event each change last went in as; `None`: not yet recorded.
     let mut recorded: Vec<Option<Event>> = vec![None; changes.len()];
     let mut identity = None;
+    let mut written = Recentfile::default();
+    let mut before = None;
+    let mut attempts = 0;
     for attempt in 1..=MAX_TAKEOVERS + 1 {
+        attempts = attempt;
         let mut loaded = origin::load(coll, &principal, w)?;
+        if attempt == 1 {
+            before = loaded.seen_id();
+        }
         if attempt == 1 && crate::sys::signals::wait_interrupted() {
             return Err(anyhow::Error::new(crate::sys::signals::Interrupted).context("nothing was recorded"));
         }
@@ -70,6 +77,7 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
             if missing.is_empty() {
                 tracing::info!("every event of this batch is in {}", loaded.path.display());
                 identity = journal::file_id(&loaded.path);
+                written = std::mem::take(&mut loaded.rf);
                 break;
             }
             tracing::warn!(
@@ -91,11 +99,13 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
         }
         if !done.write {
             identity = journal::file_id(&loaded.path);
+            written = std::mem::take(&mut loaded.rf);
             break;
         }
         match loaded.save(coll, w) {
             Ok(()) => {
                 identity = journal::file_id(&loaded.path);
+                written = std::mem::take(&mut loaded.rf);
                 break;
             }
             Err(e) if e.downcast_ref::<origin::TakenOver>().is_some() => {
@@ -118,8 +128,8 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
     }
     origin::ensure_principal_link(coll)?;
     let acknowledged: Vec<Event> = recorded.into_iter().flatten().collect();
-    let journal = journal::acknowledge(coll, &acknowledged, rerecorded.len()).err();
-    Ok(Recorded { rerecorded, principal: identity, journal_error: journal })
+    let journal = journal::acknowledge(coll, journal, &acknowledged, rerecorded.len(), &written).err();
+    Ok(Recorded { rerecorded, principal: identity, before: before.filter(|_| attempts == 1), journal_error: journal })
 }
 
 /// What [`record`] did.
@@ -131,6 +141,10 @@ pub(crate) struct Recorded {
     /// The principal as the record left it, for the watch daemon's
     /// re-check ([`journal::CHECK_EVERY`]).
     pub principal: Option<journal::FileId>,
+    /// The principal this record found under its lock, when it wrote it
+    /// in one go (no take-over): the caller that knew that file knows the
+    /// new one as it plus the batch and the re-records.
+    pub before: Option<journal::FileId>,
     /// The batch is recorded, but the journal of acknowledged events could
     /// not be written: a Perl writer's overwrite would not be undone.
     pub journal_error: Option<anyhow::Error>,

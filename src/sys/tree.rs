@@ -134,6 +134,62 @@ pub enum Skip {
     NotIndexed(String),
 }
 
+/// The longest path the kernel takes in one piece (`PATH_MAX` without
+/// its NUL).
+const PATH_MAX: usize = 4095;
+
+/// A path under the root that the kernel takes, whatever the length of
+/// `root/rel`: itself when short enough, else `/proc/self/fd/N/<last
+/// component>`, N being the parent directory opened one component at a
+/// time (a relative path may be 4096 bytes, so the root joined to it can
+/// pass `PATH_MAX`). Valid while this value lives.
+pub struct Reach {
+    path: std::path::PathBuf,
+    _parent: Option<std::os::fd::OwnedFd>,
+}
+
+impl Reach {
+    /// The path to give to the kernel.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// `root/rel` as a path the kernel takes (see [`Reach`]). A symlink on the
+/// way down is refused (`ELOOP`), as the walk never follows one.
+pub fn reach(root: &Path, rel: impl AsRef<[u8]>) -> std::io::Result<Reach> {
+    use nix::fcntl::{open, openat, OFlag};
+    use nix::sys::stat::Mode;
+    use std::os::fd::AsRawFd;
+    let rel = rel.as_ref();
+    let direct = if rel.is_empty() { root.to_path_buf() } else { root.join(std::ffi::OsStr::from_bytes(rel)) };
+    if direct.as_os_str().len() <= PATH_MAX {
+        return Ok(Reach { path: direct, _parent: None });
+    }
+    let (parent, last) = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&rel[..0], rel),
+    };
+    let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+    let mut fd = open(root, flags, Mode::empty())?;
+    for comp in parent.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+        fd = openat(&fd, std::ffi::OsStr::from_bytes(comp), flags | OFlag::O_NOFOLLOW, Mode::empty())?;
+    }
+    let path = Path::new("/proc/self/fd").join(fd.as_raw_fd().to_string()).join(std::ffi::OsStr::from_bytes(last));
+    Ok(Reach { path, _parent: Some(fd) })
+}
+
+/// `lstat` of `root/rel`, whatever its length.
+pub fn lstat(root: &Path, rel: impl AsRef<[u8]>) -> std::io::Result<std::fs::Metadata> {
+    std::fs::symlink_metadata(reach(root, rel)?.path())
+}
+
+/// The listing of the directory `root/rel`, whatever its length (the
+/// entries' metadata is read relative to it).
+pub fn read_dir(root: &Path, rel: impl AsRef<[u8]>) -> std::io::Result<std::fs::ReadDir> {
+    std::fs::read_dir(reach(root, rel)?.path())
+}
+
 /// One file (or symlink) of the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -180,6 +236,9 @@ pub fn walk_with(
     use std::os::unix::fs::MetadataExt;
     let io_error =
         |p: &Path, e: std::io::Error| Skip::Unindexable(format!("IO error for operation on {}: {e}", p.display()));
+    // What a message shows of `rel` (the walk reads deep directories
+    // through `reach`, whose paths mean nothing to the reader).
+    let shown = |rel: &[u8]| root.join(std::ffi::OsStr::from_bytes(rel));
     // Open directories, innermost last, each with its path relative to the root.
     let mut stack: Vec<(std::fs::ReadDir, Vec<u8>)> = Vec::new();
     enter(&RelPath::default());
@@ -198,7 +257,7 @@ pub fn walk_with(
         let de = match next {
             Ok(de) => de,
             Err(e) => {
-                let p = root.join(std::ffi::OsStr::from_bytes(prefix));
+                let p = shown(prefix);
                 skipped(&p, io_error(&p, e));
                 continue;
             }
@@ -212,40 +271,48 @@ pub fn walk_with(
         let file_type = match de.file_type() {
             Ok(t) => t,
             Err(e) => {
-                skipped(&de.path(), io_error(&de.path(), e));
+                let p = shown(rel.as_bytes());
+                skipped(&p, io_error(&p, e));
                 continue;
             }
         };
         match ignore.why_ignored(&rel, file_type.is_dir()) {
             None => {}
             Some(Ignored::Foreign(why)) => {
-                skipped(&de.path(), Skip::NotIndexed(why.to_string()));
+                skipped(&shown(rel.as_bytes()), Skip::NotIndexed(why.to_string()));
                 continue;
             }
             Some(_) => continue,
         }
         if file_type.is_dir() {
             enter(&rel);
-            match std::fs::read_dir(de.path()) {
+            match read_dir(root, &rel) {
                 Ok(rd) => stack.push((rd, rel.into_bytes())),
-                Err(e) => skipped(&de.path(), io_error(&de.path(), e)),
+                // Gone since it was listed (renamed or removed): nothing to index.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    let p = shown(rel.as_bytes());
+                    skipped(&p, io_error(&p, e));
+                }
             }
             continue;
         }
         if let Err(why) = crate::recentfile::check_relative_path(&rel) {
-            skipped(&de.path(), Skip::Unindexable(why));
+            skipped(&shown(rel.as_bytes()), Skip::Unindexable(why));
             continue;
         }
         match de.metadata() {
+            // Gone since it was listed.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Ok(m) if ignore.in_flight(name.as_bytes(), m.ctime()) => skipped(
-                &de.path(),
+                &shown(rel.as_bytes()),
                 Skip::NotIndexed(format!(
                     "an rsync temp file in flight (named .NAME.XXXXXX and changed within {} s)",
                     RSYNC_TEMP_YOUNG.as_secs()
                 )),
             ),
             Ok(m) => each(Entry { rel, mtime: m.mtime(), ctime: m.ctime() }),
-            Err(e) => skipped(&de.path(), Skip::Unindexable(e.to_string())),
+            Err(e) => skipped(&shown(rel.as_bytes()), Skip::Unindexable(e.to_string())),
         }
     }
     Ok(())

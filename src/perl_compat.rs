@@ -134,6 +134,12 @@ fn specs(tool: &str) -> &'static [Spec] {
     }
 }
 
+/// The options `tool` takes, by their Perl names (`contains_path`,
+/// `dry-run`, …), for its man page and shell completion.
+pub fn option_names(tool: &str) -> Vec<&'static str> {
+    specs(tool).iter().map(|s| s.name).collect()
+}
+
 fn norm(s: &str) -> String {
     s.to_ascii_lowercase().replace('_', "-")
 }

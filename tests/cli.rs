@@ -95,7 +95,7 @@ fn completions_and_man_pages() {
     let rmirror = fs::read_to_string(dir.path().join("rrr-rmirror.1")).unwrap();
     assert!(rmirror.contains(".SH EXAMPLES") && rmirror.contains("\\-\\-full\\-every 7d"), "{rmirror}");
     assert!(fs::read_to_string(dir.path().join("rrr-client.1")).unwrap().contains("\\-\\-source"));
-    assert!(fs::read_to_string(dir.path().join("rrr-news.1")).unwrap().contains(".SH \"AS rrr-news\""));
+    assert!(fs::read_to_string(dir.path().join("rrr-news.1")).unwrap().contains(".SH \"OPTIONS OF rrr\\-news\""));
     // --help: examples and exit codes for each command; no empty descriptions.
     for cmd in ["init", "update", "aggregate", "news", "overview", "fsck", "rmirror", "status", "check", "watch"] {
         let help = ok(&[cmd, "--help"]);

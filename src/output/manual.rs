@@ -121,7 +121,7 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "trigger" => &[
             ("Wake the loop mirroring into /srv/CPAN (e.g. an ssh forced command from the upstream)", "rrr trigger --localroot /srv/CPAN"),
-            ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
+            ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key rrr-push@mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
             ("Wake every loop of a config", "rrr trigger --config /etc/rrr/mirror.toml"),
         ],
         "completions" => &[("Bash completion", "rrr completions bash > /etc/bash_completion.d/rrr")],
@@ -146,9 +146,18 @@ pub fn after_help(command: &str) -> String {
     s
 }
 
-/// Escape text for roff.
-fn roff(s: &str) -> String {
-    let s = s.replace('\\', "\\e").replace('-', "\\-");
+/// Where the package installs the operator manual (SEE ALSO).
+pub const README_MIRROR: &str = "/usr/share/doc/rrr/README.mirror";
+
+/// Escape text for roff (non-ASCII characters as `\\[uXXXX]`, which
+/// groff reads whatever the input encoding).
+pub fn roff(s: &str) -> String {
+    let s: String = s
+        .replace('\\', "\\e")
+        .replace('-', "\\-")
+        .chars()
+        .map(|c| if c.is_ascii() { c.to_string() } else { format!("\\[u{:04X}]", u32::from(c)) })
+        .collect();
     if s.starts_with(['.', '\'']) {
         format!("\\&{s}")
     } else {
@@ -163,6 +172,41 @@ fn tagged(out: &mut String, rows: &[(&str, &str)], bold: bool) {
     }
 }
 
+/// A synopsis written as plain text (`rrr-fsck [-n|--dry-run] PRINCIPAL`)
+/// in roff: option names bold, their arguments (upper-case words) italic.
+pub fn synopsis_roff(text: &str) -> String {
+    let mut out = String::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.is_empty() {
+            return;
+        }
+        let w = std::mem::take(word);
+        let is_arg = w.chars().any(|c| c.is_ascii_uppercase())
+            && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if w.starts_with('-') || w.starts_with("rrr") {
+            out.push_str(&format!("\\fB{}\\fR", roff(&w)));
+        } else if is_arg {
+            out.push_str(&format!("\\fI{}\\fR", roff(&w)));
+        } else {
+            out.push_str(&roff(&w));
+        }
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            if c == '.' && (out.is_empty() || out.ends_with('\n')) {
+                out.push_str("\\&");
+            }
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 /// The roff sections rrr adds to a man page: EXAMPLES, EXIT STATUS,
 /// FILES, ENVIRONMENT, SEE ALSO. `page` is the page's name (`rrr`,
 /// `rrr-news`, …), `command` the subcommand it documents (`rrr` for the
@@ -170,9 +214,10 @@ fn tagged(out: &mut String, rows: &[(&str, &str)], bold: bool) {
 pub fn man_sections(page: &str, command: &str, all_pages: &[String]) -> String {
     let mut out = String::new();
     let ex = examples(command);
-    if !ex.is_empty() {
+    let perl = perl_entry(page).map_or(&[][..], |e| e.examples);
+    if !ex.is_empty() || !perl.is_empty() {
         out.push_str(".SH EXAMPLES\n");
-        for (what, cmd) in ex {
+        for (what, cmd) in perl.iter().chain(ex) {
             out.push_str(&format!("{}:\n.PP\n.RS\n.nf\n{}\n.fi\n.RE\n.PP\n", roff(what), roff(cmd)));
         }
     }
@@ -186,35 +231,298 @@ pub fn man_sections(page: &str, command: &str, all_pages: &[String]) -> String {
     let others: Vec<String> =
         all_pages.iter().filter(|p| p.as_str() != page).map(|p| format!("\\fB{}\\fR(1)", roff(p))).collect();
     out.push_str(&others.join(", "));
-    out.push_str(", \\fBrsync\\fR(1), \\fBrsyncd.conf\\fR(5); README.mirror in the rrr sources.\n");
-    out
-}
-
-/// The page of a Perl entry point (`rrr-client`, …): what it runs, and the
-/// Perl script's own usage.
-pub fn perl_entry_page(tool: &str, runs: &str, usage: &str, all_pages: &[String]) -> String {
-    let mut out = format!(".TH {} 1 \"\" \"rrr\" \"rrr\"\n", roff(&tool.to_uppercase()));
-    out.push_str(&format!(".SH NAME\n{} \\- File::Rsync::Mirror::Recent's {} on rrr\n", roff(tool), roff(tool)));
     out.push_str(&format!(
-        ".SH DESCRIPTION\nThe Perl tool's entry point: \\fB{}\\fR takes the options of the Perl script \
-         (Getopt::Long spellings, unique abbreviations) and runs {}. Options rrr has no use for are \
-         accepted with a one-line warning.\n.SH \"PERL USAGE\"\n",
-        roff(tool),
-        roff(runs)
+        ", \\fBrsync\\fR(1), \\fBrsyncd.conf\\fR(5).\n.PP\nThe operator manual: \\fI{}\\fR \
+         (README.mirror in the sources): running an origin and a mirror, the units, monitoring, \
+         the differences from the Perl tools, the \\-\\-json schemas.\n",
+        roff(README_MIRROR)
     ));
-    out.push_str(&perl_entry_section(tool, usage));
-    out.push_str(&man_sections(tool, "", all_pages));
     out
 }
 
-/// What a page says about the Perl entry point `tool`: the script's own usage.
-pub fn perl_entry_section(tool: &str, usage: &str) -> String {
-    format!(
-        "Invoked as \\fB{}\\fR (a symlink or wrapper named so), rrr takes the Perl script's options \
-         and behaves as the script does (README.mirror, section 12). The script's usage:\n.PP\n.nf\n{}\n.fi\n",
-        roff(tool),
-        roff(usage.trim_end())
-    )
+/// A Perl tool's entry point as rrr runs it: what its man page says.
+pub struct PerlEntry {
+    /// The program name, `rrr-fsck`.
+    pub tool: &'static str,
+    /// What it does, for the NAME line.
+    pub summary: &'static str,
+    /// The command line, as plain text (rendered by [`synopsis_roff`]).
+    pub synopsis: &'static str,
+    /// What it runs and how it differs from the `rrr` command, paragraphs.
+    pub description: &'static [&'static str],
+    /// Each option the Perl script documents (its spellings and argument),
+    /// and what rrr does with it.
+    pub options: &'static [(&'static str, &'static str)],
+    /// (what it does, the command line).
+    pub examples: &'static [(&'static str, &'static str)],
+}
+
+/// What every entry point's page says about its command line.
+const PERL_COMMON: &str = "Options are read as the Perl script reads them (Getopt::Long): \
+    -x and --x, --x=VALUE and --x VALUE, unique abbreviations, any case, _ and - alike. \
+    An option rrr has no use for is accepted with a one-line warning that it is ignored; \
+    an unknown one is a usage error (exit 2), as in Perl. -h, --help prints the Perl \
+    script's own usage. Arguments must be UTF-8 (use the rrr command for other names). \
+    README.mirror, section 12, has the details.";
+
+/// The Perl tools' entry points: one page each, `rrr-init` … `rrr-client`.
+/// Kept in step with `crate::perl_compat` (a test checks that every
+/// option the parser knows is documented here).
+pub const PERL_ENTRIES: &[PerlEntry] = &[
+    PerlEntry {
+        tool: "rrr-init",
+        summary: "index an existing tree (the Perl rrr-init's command line)",
+        synopsis: "rrr-init [--aggregator LIST] [--serializer_suffix SUFFIX] [-f|--force] [-v|--verbose] DIRECTORY",
+        description: &[
+            "Runs rrr init: writes the principal recentfile of DIRECTORY and the symlink RECENT.recent, \
+             as the Perl script does; it does not aggregate (run rrr-aggregate or rrr aggregate next, \
+             or use rrr init --aggregate).",
+            "Differs from rrr init in its default intervals: 1h,1d,1M,1Y,Z (rrr init: 1h and \
+             6h,1d,1W,1M,1Q,1Y,Z).",
+        ],
+        options: &[
+            ("--aggregator=LIST", "The intervals, comma-separated, the principal's first (default 1h,1d,1M,1Y,Z): rrr init --interval FIRST --aggregator REST."),
+            ("--serializer_suffix=SUFFIX", ".yaml (the default) or .json: rrr init --format; any other suffix is refused."),
+            ("-f, --force", "Replace an existing collection (rrr init --force)."),
+            ("-v, --verbose", "Ignored, with a warning (rrr shows a progress bar on a terminal)."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[("Index a tree as the Perl tool does", "rrr-init /srv/CPAN && rrr-aggregate /srv/CPAN/RECENT.recent")],
+    },
+    PerlEntry {
+        tool: "rrr-update",
+        summary: "record one new or delete event (the Perl rrr-update's command line)",
+        synopsis: "rrr-update [--add|--delete] [--epoch EPOCH] [-n|--dry-run] [-v|--verbose] PRINCIPAL FILE",
+        description: &[
+            "Runs rrr update on the principal only, keeping the Perl script's behaviour where it differs \
+             from rrr update: the disk is not looked at (a new event for a missing file is recorded), a \
+             FILE outside the tree's root is a warning, not an error, and nothing is aggregated unless \
+             --epoch is given.",
+            "With --epoch the event gets that (dirty) epoch, then aggregate runs twice with force, as in \
+             the Perl script; if an aggregate fails after the event is recorded, rrr-update says so and \
+             exits 1. A --delete of a path the collection does not list fails (exit 2) as the script dies: \
+             \"Didn't find '...' in this recentfile collection, giving up.\"",
+        ],
+        options: &[
+            ("--add", "Record a new event (the default), showing the path's event as indexed before, as the script does."),
+            ("--delete", "Record a delete event."),
+            ("--epoch=EPOCH", "The event's epoch instead of the current time (marks the collection dirty: every mirror starts over), then two forced aggregates. A future epoch is replaced by the clock."),
+            ("-n, --dry-run", "Print the rrr command it would run; change nothing."),
+            ("-v, --verbose", "Ignored, with a warning."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[("Record an upload the Perl way", "rrr-update /srv/CPAN/RECENT.recent authors/id/A/AB/ABC/Foo-1.0.tar.gz")],
+    },
+    PerlEntry {
+        tool: "rrr-aggregate",
+        summary: "cascade events into the larger recentfiles (the Perl rrr-aggregate's command line)",
+        synopsis: "rrr-aggregate [--locktimeout SECONDS] [--dry-run] [-v|--verbose] PRINCIPAL",
+        description: &["Runs rrr aggregate PRINCIPAL: merges what is due into the larger recentfiles (cheap when nothing is due)."],
+        options: &[
+            ("--locktimeout=SECONDS", "Seconds to wait for a recentfile's lock held by another process (then exit 75)."),
+            ("--dry-run, --no-dry-run", "Do nothing, saying so (the Perl script's is \"to be done\" too)."),
+            ("-v, --verbose", "Ignored, with a warning."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[("From cron, as the tree's owner", "* * * * *  cpan  rrr-aggregate /srv/CPAN/RECENT.recent")],
+    },
+    PerlEntry {
+        tool: "rrr-news",
+        summary: "list the newest events of a collection (the Perl rrr-news's command line and output)",
+        synopsis: "rrr-news (--local PRINCIPAL | --remote SRC [--localroot DIR] | PRINCIPAL) [--after EPOCH] [--before EPOCH] [--max N] [--skip-deletes] [--contains_path PATH] [--contains_epoch EPOCH] [--contains_type TYPE] [--rsync_options KEY=VALUE]... [-v|--verbose]",
+        description: &[
+            "Runs rrr news and prints the Perl script's lines: each path once, newest first, as the local \
+             time of its event and the path (\"Tue Nov 14 22:20:00 2023 authors/id/...\"); rrr news has \
+             --json instead.",
+            "A --contains_* filter without --max shows at most one line, as in the script.",
+        ],
+        options: &[
+            ("--local=PRINCIPAL", "A local principal (RECENT.recent or a recentfile); a lone argument means the same."),
+            ("--remote=SRC", "A remote principal (rrr rmirror's SRC forms): its recentfiles are fetched first."),
+            ("--localroot=DIR", "With --remote: fetch into a hidden directory under DIR/.rrr instead of a temporary one."),
+            ("--after=EPOCH, --before=EPOCH", "Only events strictly newer, or older, than EPOCH."),
+            ("--max=N", "At most N lines."),
+            ("--skip-deletes, --no-skip-deletes", "Leave out paths whose newest event is a delete."),
+            ("--contains_path=PATH, --contains_epoch=EPOCH, --contains_type=TYPE", "Only that path, that epoch, that type (new or delete); together, all of them; imply --max=1."),
+            ("--rsync_options=KEY=VALUE, --rsync=KEY=VALUE", "Ignored, with a warning (rrr uses its own rsync options)."),
+            ("--dry-run", "Refused (exit 2), as the Perl script dies on it."),
+            ("-v, --verbose", "Ignored, with a warning."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[("The ten newest changes", "rrr-news -max 10 -local /srv/CPAN/RECENT.recent")],
+    },
+    PerlEntry {
+        tool: "rrr-overview",
+        summary: "show the table of a collection's recentfiles (the Perl rrr-overview's command line and table)",
+        synopsis: "rrr-overview [-v|--verbose] [PRINCIPAL]",
+        description: &["Runs rrr overview and prints the Perl script's table. PRINCIPAL defaults to ./RECENT.recent, as in the script."],
+        options: &[
+            ("-v, --verbose", "More detail (the dirtymark and times), as the script's --verbose."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[("The table", "rrr-overview /srv/CPAN/RECENT.recent")],
+    },
+    PerlEntry {
+        tool: "rrr-fsck",
+        summary: "compare the index with the tree and repair it (the Perl rrr-fsck's command line)",
+        synopsis: "rrr-fsck [-n|--dry-run] [--remoteroot SRC] [-y|--yes] [-v|--verbose] PRINCIPAL",
+        description: &[
+            "Repairs by default, as the Perl script does: runs rrr fsck --repair PRINCIPAL, which records \
+             every difference between the index and the tree as an event at the current time (files \
+             missing from the index as new, index entries without a file as deleted). With -n it only \
+             compares (rrr fsck without --repair). rrr fsck, the other way round, only compares unless \
+             --repair is given.",
+            "Files of the tree are never deleted or fetched.",
+        ],
+        options: &[
+            ("-n, --dry-run", "Only compare and list the differences; record nothing."),
+            ("--remoteroot=SRC", "Ignored, with a warning: fetching missing files is rrr rmirror's job."),
+            ("-y, --yes", "Ignored, with a warning: rrr fsck never asks, and never unlinks files of the tree."),
+            ("-v, --verbose", "Ignored, with a warning (every finding is listed anyway)."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[
+            ("Record every difference (the default)", "rrr-fsck /srv/CPAN/RECENT.recent"),
+            ("Only look", "rrr-fsck -n /srv/CPAN/RECENT.recent"),
+        ],
+    },
+    PerlEntry {
+        tool: "rrr-server",
+        summary: "keep an origin's recentfiles current (the Perl rrr-server's command line)",
+        synopsis: "rrr-server [-v|--verbose] PRINCIPAL",
+        description: &[
+            "Runs rrr watch PRINCIPAL: the inotify daemon that records every change of the tree in its \
+             recentfiles and runs the cascade (aggregate) itself. See rrr-watch(1) for what it does, its \
+             heartbeat and its signals.",
+        ],
+        options: &[
+            ("-v, --verbose", "Ignored, with a warning (rrr watch logs one line per batch)."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[("The origin's daemon", "rrr-server /srv/CPAN/RECENT.recent")],
+    },
+    PerlEntry {
+        tool: "rrr-client",
+        summary: "mirror a remote collection forever (the Perl rrr-client's command line)",
+        synopsis: "rrr-client --source SRC --target DIR [--user USER] [--password PASSWORD] [--skip-deletes] [--adopt] [--tmpdir DIR] [--runstatusfile FILE] [--verbose] [--verboselog FILE]",
+        description: &[
+            "Runs rrr rmirror --loop --remote SRC --localroot DIR: one pass every 20 seconds, each fetching \
+             the small principal and transferring only what changed. See rrr-rmirror(1) for the passes, \
+             the state in DIR/.rrr/ and which trees rrr may write and delete in.",
+            "A tree made by the Perl rrr-client (its principal names the same collection) is adopted \
+             without a flag; a non-empty directory that is not a mirror of SRC is refused unless --adopt.",
+        ],
+        options: &[
+            ("--source=SRC", "The remote principal, e.g. cpan-rsync.perl.org::CPAN/RECENT.recent (required)."),
+            ("--target=DIR", "The local tree (required)."),
+            ("--user=USER", "The rsync daemon user: SRC becomes USER@HOST::... or rsync://USER@HOST/..."),
+            ("--password=PASSWORD", "The rsync daemon password, passed to rsync as RSYNC_PASSWORD (visible in ps: prefer the variable)."),
+            ("--skip-deletes, --no-skip-deletes", "Do not apply delete events."),
+            ("--adopt", "(rrr's own) Make an existing directory that is not yet a mirror of SRC one: files SRC lacks are deleted."),
+            ("--tmpdir=DIR", "Ignored, with a warning: rrr keeps its temporary files hidden in the target."),
+            ("--runstatusfile=FILE", "Ignored, with a warning: rrr keeps its state in DIR/.rrr/state.json."),
+            ("--verbose, --no-verbose", "Ignored, with a warning (rrr rmirror logs one line per pass)."),
+            ("--verboselog=FILE", "Ignored, with a warning: the log goes to stderr."),
+            ("-h, --help", "The Perl script's usage."),
+        ],
+        examples: &[(
+            "Mirror CPAN's authors tree",
+            "rrr-client --source cpan-rsync.perl.org::CPAN/authors/RECENT.recent --target /srv/CPAN/authors",
+        )],
+    },
+];
+
+/// The page text of the Perl entry point `tool`, if it is one.
+pub fn perl_entry(tool: &str) -> Option<&'static PerlEntry> {
+    PERL_ENTRIES.iter().find(|e| e.tool == tool)
+}
+
+impl PerlEntry {
+    /// The entry point's DESCRIPTION paragraphs (roff).
+    pub fn description_roff(&self) -> String {
+        let mut out = String::new();
+        for p in self.description.iter().chain([&PERL_COMMON]) {
+            out.push_str(&format!(".PP\n{}\n", roff(p)));
+        }
+        out
+    }
+
+    /// The entry point's options (roff `.TP` items, no heading).
+    pub fn options_roff(&self) -> String {
+        let mut out = String::new();
+        for (opt, what) in self.options {
+            out.push_str(&format!(".TP\n{}\n{}\n", synopsis_roff(opt), roff(what)));
+        }
+        out
+    }
+}
+
+/// The page of an entry point with no `rrr` subcommand of its name
+/// (`rrr-client`, `rrr-server`): NAME, SYNOPSIS, DESCRIPTION, OPTIONS
+/// and the common sections.
+pub fn perl_entry_page(e: &PerlEntry, version: &str, all_pages: &[String]) -> String {
+    let mut out = format!(".TH {} 1 \"\" \"rrr {}\" \"rrr\"\n", roff(&e.tool.to_uppercase()), roff(version));
+    out.push_str(&format!(".SH NAME\n{} \\- {}\n", roff(e.tool), roff(e.summary)));
+    out.push_str(&format!(".SH SYNOPSIS\n{}\n", synopsis_roff(e.synopsis)));
+    out.push_str(".SH DESCRIPTION\n");
+    out.push_str(&e.description_roff());
+    out.push_str(".SH OPTIONS\n");
+    out.push_str(&e.options_roff());
+    out.push_str(&man_sections(e.tool, "", all_pages));
+    out
+}
+
+/// The rmirror config file's keys: (key = VALUE, meaning and default).
+/// A test checks the list against the config reader's keys.
+pub const CONFIG_KEYS: &[(&str, &str)] = &[
+    ("remote = \"SRC\"", "[[tree]] only, required: the remote principal (rmirror's --remote forms)."),
+    ("localroot = \"DIR\"", "[[tree]] only, required: the mirror's tree; relative to the config file's directory."),
+    ("state = \"FILE\"", "[[tree]] only: the state file (default LOCALROOT/.rrr/state.json)."),
+    ("interval = SECONDS", "Seconds between pass starts with --loop (default 20, at least 1)."),
+    ("skip_deletes = true|false", "Do not apply delete events (default false)."),
+    ("max_delete = N", "Deletes one run may apply; the rest stays pending (default unlimited)."),
+    ("max_files_per_connection = N", "Paths per rsync call (default 20000)."),
+    (
+        "rsync_options = [\"OPT\", ...]",
+        "Passed to every rsync call, in order; a tree's list replaces the top-level one.",
+    ),
+    (
+        "password_file = \"FILE\"",
+        "rsync's --password-file for daemon sources; relative to the config file's directory.",
+    ),
+    ("max_recentfile_size = BYTES", "Remote recentfiles larger than this are refused unread (default 512 MiB)."),
+    (
+        "exclude = [\"PATTERN\", ...]",
+        "rsync --exclude patterns: not transferred, deleted or republished; a tree's list replaces the top-level one.",
+    ),
+    ("on_pass = \"CMD\"", "Run through /bin/sh -c after a pass that changed something or failed (RRR_* variables)."),
+    ("on_pass_timeout = SECONDS", "Seconds an on_pass hook may run (default 600)."),
+    ("timeout = SECONDS", "Seconds an rsync may move no data before it is stopped (default 300; 0: never)."),
+    ("full_every = \"DURATION\"", "A whole-tree pass when the last one is this old (7d, 1W)."),
+];
+
+/// The CONFIGURATION FILE section of rrr-rmirror(1).
+pub fn config_section() -> String {
+    let mut out = String::from(
+        ".SH \"CONFIGURATION FILE\"\n\
+         rrr rmirror \\-\\-config FILE (and status, check and trigger with \\-\\-config) reads a TOML file: \
+         one [[tree]] table per tree, and top-level keys that are defaults for every tree. A tree's \
+         option comes from the command line, else its [[tree]] table, else the top-level key, else the \
+         built-in default. Unknown keys are errors. Every tree runs on its own thread, with its own \
+         lock, schedule and backoff; nested or overlapping trees are refused. By convention the file \
+         is /etc/rrr/mirror.toml; an example is /usr/share/doc/rrr/examples/mirror.toml.\n\
+         .PP\n.RS\n.nf\n\
+         interval = 20                 # top level: every tree\n\
+         [[tree]]\n\
+         remote = \"rsync://cpan\\-rsync.perl.org/CPAN/authors/RECENT.recent\"\n\
+         localroot = \"/srv/CPAN/authors\"\n\
+         max_delete = 1000\n\
+         .fi\n.RE\n.PP\nThe keys:\n",
+    );
+    for (key, what) in CONFIG_KEYS {
+        out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(key), roff(what)));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -259,6 +567,58 @@ mod tests {
             s.contains("\\fBRRR_RSYNC\\fR") && s.contains("\\fBrrr\\fR(1)") && !s.contains("\\fBrrr\\-news\\fR(1)")
         );
         assert!(s.contains("rrr news \\-\\-max 10"), "{s}");
+        assert!(s.contains("/usr/share/doc/rrr/README.mirror"), "SEE ALSO names the installed manual: {s}");
         assert_eq!(roff(".x-y"), "\\&.x\\-y");
+        assert_eq!(roff("a … b"), "a \\[u2026] b");
+    }
+
+    #[test]
+    fn synopsis_marks_options_and_arguments() {
+        assert_eq!(
+            synopsis_roff("rrr-fsck [-n|--dry-run] PRINCIPAL"),
+            "\\fBrrr\\-fsck\\fR [\\fB\\-n\\fR|\\fB\\-\\-dry\\-run\\fR] \\fIPRINCIPAL\\fR"
+        );
+        assert_eq!(synopsis_roff("[--x KEY=VALUE]..."), "[\\fB\\-\\-x\\fR \\fIKEY\\fR=\\fIVALUE\\fR]...");
+        assert_eq!(synopsis_roff("...x"), "\\&...x");
+    }
+
+    /// Every Perl entry point has its page text, and the text names every
+    /// option the entry point's parser takes.
+    #[test]
+    fn perl_entry_pages_document_every_option() {
+        for tool in crate::perl_compat::TOOLS {
+            let e = perl_entry(tool).unwrap_or_else(|| panic!("{tool} has no page"));
+            assert!(e.synopsis.starts_with(&format!("{tool} ")), "{tool}: {}", e.synopsis);
+            for name in crate::perl_compat::option_names(tool) {
+                let spelled = if name.len() == 1 { format!("-{name}") } else { format!("--{name}") };
+                let documented = e.options.iter().any(|(tag, _)| tag.split([',', ' ', '=']).any(|w| w == spelled));
+                assert!(documented, "{tool}: option {spelled} is not on its page");
+                assert!(
+                    e.synopsis.contains(&spelled) || name == "help" || name == "dry-run",
+                    "{tool}: {spelled} not in the synopsis"
+                );
+            }
+        }
+        let fsck = perl_entry("rrr-fsck").unwrap();
+        assert!(fsck.description[0].starts_with("Repairs by default"), "{}", fsck.description[0]);
+    }
+
+    /// The config section lists exactly the keys the config reader takes.
+    #[test]
+    fn config_section_lists_every_key() {
+        let err = crate::config::MirrorConfig::parse(
+            "no_such_key = 1\n[[tree]]\nremote = \"/o/RECENT.recent\"\nlocalroot = \"/m\"\n",
+            std::path::Path::new("/etc/rrr/mirror.toml"),
+        )
+        .unwrap_err();
+        let expected = err.split("expected one of").nth(1).unwrap_or_else(|| panic!("{err}"));
+        let mut read: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        read.extend(["remote", "localroot", "state"]);
+        read.sort_unstable();
+        let mut documented: Vec<&str> = CONFIG_KEYS.iter().map(|(k, _)| k.split(' ').next().unwrap()).collect();
+        documented.sort_unstable();
+        assert_eq!(documented, read, "{err}");
+        let section = config_section();
+        assert!(section.contains("\\fBfull_every = \"DURATION\"\\fR"), "{section}");
     }
 }

@@ -183,16 +183,23 @@ def main():
         daemon.wait()
     longest = max(silences) if silences else 0
     batches = rescans = 0
+    news = deletes = 0
     for line in open(log_path):
         try:
-            kind = json.loads(line).get("kind")
+            obj = json.loads(line)
         except ValueError:
             continue
+        kind = obj.get("kind")
         batches += kind == "batch"
         rescans += kind == "rescan"
+        if kind in ("batch", "rescan", "start"):
+            news += obj.get("new", 0)
+            deletes += obj.get("delete", 0)
     print("daemon: %s, exit %s" % ("alive at the end" if alive else "DIED during the run", daemon.returncode))
     print("peak RSS (VmHWM): %.1f MiB" % (peak[0] / 2**20))
     print("longest silence in the log: %.1f s; %d batches, %d rescans" % (longest, batches, rescans))
+    touched = per * a.writers + a.hot
+    print("events recorded: %d new, %d delete (%.1f per file touched: %d written + %d in hot/)" % (news, deletes, (news + deletes) / max(touched, 1), per * a.writers, a.hot))
     print("fsck clean: %s" % ("%.1f s after the storm" % clean_after if clean_after is not None else "NO"))
     print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     if a.keep:

@@ -160,18 +160,40 @@ fn not_a_recentfile(path: &Path, name: &str, meta: &fs::Metadata) -> String {
     }
 }
 
-/// `RECENT.recent`, `RECENT-<ival><suffix>` and their `.lock`/`.new` companions, at the top level.
+/// The collection's own names, exactly, at the top level: `RECENT.recent`
+/// and the link's temp name `RECENT.recent.<pid>`; `RECENT-<ival><suffix>`
+/// (a valid interval, `.yaml` or `.json`), its lock directory
+/// `….lock` and what is inside it, the Perl writers' shared temp file
+/// `….new` and rrr's own `….<pid>.new`. Anything else that merely starts
+/// like them (`RECENT-1h.yaml.backup`, `RECENT-notes.txt`) is an ordinary
+/// file.
 pub fn is_recentfile_name(rel: &str, filenameroot: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let Some(rest) = rel.strip_prefix(filenameroot) else { return false };
-    if rest == ".recent" || rest.starts_with(".recent.") {
+    if rest == ".recent" {
         return true;
     }
+    if let Some(pid) = rest.strip_prefix(".recent.") {
+        return digits(pid);
+    }
     let Some(rest) = rest.strip_prefix('-') else { return false };
-    let base = rest.split('/').next().unwrap_or("");
-    let base = base.strip_suffix(".lock").unwrap_or(base);
-    let base = base.strip_suffix(".new").unwrap_or(base);
-    match base.find('.') {
-        Some(i) => Interval::parse(&base[..i]).is_ok() && !rest[..i].contains('/'),
+    let base = match rest.split_once('/') {
+        // Inside a lock directory.
+        Some((dir, _)) => match dir.strip_suffix(".lock") {
+            Some(base) => base,
+            None => return false,
+        },
+        None => match (rest.strip_suffix(".lock"), rest.strip_suffix(".new")) {
+            (Some(base), _) => base,
+            (None, Some(base)) => match base.rsplit_once('.') {
+                Some((file, pid)) if digits(pid) => file,
+                _ => base,
+            },
+            (None, None) => rest,
+        },
+    };
+    match base.rfind('.') {
+        Some(i) => Interval::parse(&base[..i]).is_ok() && Format::from_suffix(&base[i..]).is_some(),
         None => false,
     }
 }
@@ -191,5 +213,11 @@ mod tests {
         assert!(is_recentfile_name("RECENT.recent", "RECENT"));
         assert!(!is_recentfile_name("RECENT-notes.txt", "RECENT"));
         assert!(!is_recentfile_name("id/RECENT-1h.yaml", "RECENT"));
+        assert!(is_recentfile_name("RECENT-1h.yaml.4242.new", "RECENT"));
+        assert!(is_recentfile_name("RECENT-1h.yaml.lock", "RECENT"));
+        assert!(is_recentfile_name("RECENT.recent.4242", "RECENT"));
+        for no in ["RECENT-1h.yaml.backup", "RECENT-1h.yaml.x.new", "RECENT-1h.txt", "RECENT-1h.yaml.lockx/a"] {
+            assert!(!is_recentfile_name(no, "RECENT"), "{no}");
+        }
     }
 }

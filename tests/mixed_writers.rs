@@ -306,3 +306,115 @@ fn perl_takeover_while_watch_records_a_batch() {
     assert_eq!(code, 0, "{log}");
     assert!(log.contains("\"kind\":\"batch\""), "the batch is logged once recorded:\n{log}");
 }
+
+/// The double break (issue 31): a writer died holding the principal's
+/// lock; two Perl writers judge it stale together and both go ahead, the
+/// second one slow (it reads, then waits before its write). The first
+/// writes and unlocks; `rrr update` then takes a fresh lock, records,
+/// checks and exits 0; and the second Perl writer, still believing it
+/// holds the lock, renames its older copy over the principal. rrr cannot
+/// stop that rename (it happens after rrr exited), so its event is gone
+/// from the principal for a moment; the journal of acknowledged events
+/// (`.rrr/acknowledged-RECENT.json`) lets the next rrr writer put it back.
+/// Returns the tempdir, the root and rrr's acknowledged path.
+fn double_break(watch: Option<&[&str]>) -> (tempfile::TempDir, PathBuf, String, Option<crate::watch::Daemon>) {
+    let t = Takeover::new();
+    let (root, rfile, lock) = (t.root.clone(), t.rfile.clone(), t.lock.clone());
+    let ours = "d/acknowledged".to_string();
+    // Before a watch starts: the daemon would record it (and break the
+    // planted lock) itself.
+    fs::write(root.join(&ours), "x").unwrap();
+    let daemon = watch.map(|extra| {
+        let d = crate::watch::Daemon::start(&root, extra);
+        d.wait_log("\"kind\":\"aggregate\"");
+        d
+    });
+    // The writer that died holding the lock.
+    fs::create_dir(&lock).unwrap();
+    fs::write(lock.join("process"), format!("{}\n", dead_pid())).unwrap();
+    let (ma, mb) = (t.tmp.path().join("marks-a"), t.tmp.path().join("marks-b"));
+    fs::create_dir(&ma).unwrap();
+    fs::create_dir(&mb).unwrap();
+    let mut a = perl_writer(&rfile, "perl/a", Some(&ma)).stderr(Stdio::null()).spawn().unwrap();
+    let mut b = perl_writer(&rfile, "perl/b", Some(&mb)).stderr(Stdio::null()).spawn().unwrap();
+    wait_for("both Perl writers to judge the lock stale", Duration::from_secs(20), || {
+        ma.join("breaking").exists() && mb.join("breaking").exists()
+    });
+    // A goes ahead and reads; then B (the slow one) writes its pid and reads the same file.
+    fs::write(ma.join("wake"), "").unwrap();
+    wait_for("Perl writer A to read", Duration::from_secs(20), || ma.join("read").exists());
+    fs::write(mb.join("wake"), "").unwrap();
+    wait_for("Perl writer B to read", Duration::from_secs(20), || mb.join("read").exists());
+    // A writes and unlocks (removing the lock directory B believes it holds).
+    fs::write(ma.join("go"), "").unwrap();
+    assert!(a.wait().unwrap().success(), "Perl writer A failed");
+    assert!(!lock.exists(), "A removed the lock");
+    // rrr takes a fresh lock, records and acknowledges.
+    Rrr::new().args(["update", &principal(&root), s(&root.join(&ours))]).assert_ok();
+    assert!(news_paths(&root).contains(&ours));
+    // B renames its older copy over the principal.
+    fs::write(mb.join("go"), "").unwrap();
+    assert!(b.wait().unwrap().success(), "Perl writer B failed");
+    (t.tmp, root, ours, daemon)
+}
+
+/// The acknowledged count in `fsck --json`'s summary.
+fn rerecorded_total(root: &Path) -> u64 {
+    let out = Rrr::new().args(["fsck", "--json", &principal(root)]).output();
+    let summary = stdout(&out).lines().last().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).unwrap();
+    summary["rerecorded"].as_u64().unwrap_or_else(|| panic!("no rerecorded count in {summary}"))
+}
+
+/// After the double break, the next `rrr update` (of another file) puts
+/// the acknowledged event back, with a fresh epoch, and fsck counts it.
+#[test]
+fn double_break_acknowledged_event_comes_back_with_the_next_update() {
+    let (_tmp, root, ours, _) = double_break(None);
+    let got = news_paths(&root);
+    assert!(got.contains(&"perl/b".to_string()), "{got:?}");
+    if got.contains(&ours) {
+        panic!("the double break did not hide rrr's event (the scenario no longer happens?): {got:?}");
+    }
+    write(&root, "d/next", "y");
+    let out = Rrr::new().args(["update", &principal(&root), s(&root.join("d/next"))]).assert_ok();
+    let got = news_paths(&root);
+    assert!(
+        got.contains(&ours),
+        "the next rrr write did not put the acknowledged event back: {got:?}\n{}",
+        stderr(&out)
+    );
+    assert!(got.contains(&"d/next".to_string()));
+    assert!(stderr(&out).contains("re-recorded"), "the re-record is logged: {}", stderr(&out));
+    assert_eq!(rerecorded_total(&root), 1);
+    // Idempotent: the next write has nothing to put back.
+    ok(&["aggregate", &principal(&root)]);
+    assert_eq!(rerecorded_total(&root), 1);
+}
+
+/// `rrr aggregate` is a later rrr write too.
+#[test]
+fn double_break_acknowledged_event_comes_back_with_aggregate() {
+    let (_tmp, root, ours, _) = double_break(None);
+    assert!(!news_paths(&root).contains(&ours));
+    ok(&["aggregate", &principal(&root)]);
+    assert!(news_paths(&root).contains(&ours), "aggregate did not put the acknowledged event back");
+}
+
+/// Under a running watch the event comes back within seconds, without
+/// another write, and the daemon logs and counts it.
+#[test]
+fn double_break_acknowledged_event_comes_back_under_a_watch() {
+    let prom = tempfile::tempdir().unwrap();
+    let textfile = prom.path().join("rrr-watch.prom");
+    let (_tmp, root, ours, daemon) = double_break(Some(&["--prometheus", s(&textfile)]));
+    let d = daemon.unwrap();
+    d.wait_log("\"kind\":\"rerecorded\"");
+    assert!(news_paths(&root).contains(&ours), "{}", d.log());
+    // Counted where a monitor reads it.
+    wait_for("the textfile to count the re-record", Duration::from_secs(20), || {
+        fs::read_to_string(&textfile)
+            .is_ok_and(|t| t.lines().any(|l| l.starts_with("rrr_watch_rerecorded_total{") && l.ends_with(" 1")))
+    });
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}

@@ -456,10 +456,13 @@ fn init_refuses_existing_collection_and_ignores_own_files() {
     let (_tmp, root) = small_origin(2);
     fs::create_dir_all(root.join(".rrr")).unwrap();
     fs::write(root.join(".rrr/state.json"), "{}").unwrap();
-    fs::write(root.join("d/.f0.AbC123"), "rsync temp").unwrap();
+    fs::create_dir_all(root.join("RECENT-1h.yaml.lock")).unwrap();
+    fs::write(root.join("RECENT-1h.yaml.lock/process"), "1\n").unwrap();
+    fs::write(root.join("RECENT-6h.yaml.4242.new"), "a writer's temp file").unwrap();
     let o = rrr(&["init", root.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    fs::remove_dir_all(root.join("RECENT-1h.yaml.lock")).unwrap();
     ok(&["--now", "1700000500.5", "init", "--force", root.to_str().unwrap()]);
     let news = ok(&["news", "--local", &principal(&root)]);
     let paths: Vec<&str> = news.lines().map(|l| l.split('\t').nth(2).unwrap()).collect();
@@ -497,4 +500,68 @@ fn init_of_2000_same_mtime_files_writes_distinct_decimal_epochs() {
     assert!(keys.windows(2).all(|w| w[0] > w[1]));
     assert_eq!(rf.events.last().unwrap().epoch.as_str(), "1700000000.0");
     assert!(rf.events.iter().take(20).all(|e| e.epoch.as_str().starts_with("1700000200.")), "{:?}", &rf.events[..3]);
+}
+
+/// No name is special by accident (issue 31): ordinary files that look
+/// like rsync's temp files (`.env.sample`: a dot, a name, a dot and six
+/// characters) or start like rrr's own are indexed, updated and checked
+/// like any other. Only a file of that shape that changed within the last
+/// minute (an rsync transfer in flight) is left out, and never in silence:
+/// init warns and fsck names it (`not_indexed`, exit 0), as it names the
+/// working files of other tools (`.~tmp~/`, `.FRMRecent-*`).
+#[test]
+fn names_that_only_look_special_are_indexed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("origin");
+    let temp_shaped = [".env.sample", "www/.htaccess.backup", ".bashrc.custom"];
+    let near_ours = ["RECENT-1h.yaml.backup", "RECENT-notes.txt", "notes.new", "www/x.lock/process"];
+    for n in temp_shaped.iter().chain(&near_ours).chain(&["d/f"]) {
+        touch(&root, n, Some(1_699_990_000));
+    }
+    touch(&root, "a/.~tmp~/partial", None);
+    touch(&root, ".FRMRecent-RECENT-1h.yaml-abcd.yaml", None);
+    // Just written: each of the three may be an rsync temp file in flight.
+    let o = Rrr::new().args(["init", s(&root)]).assert_ok();
+    for n in temp_shaped {
+        assert!(stderr(&o).contains(&format!("not indexed: {}", root.join(n).display())), "{n}: {}", stderr(&o));
+    }
+    let paths = |root: &Path| -> Vec<String> {
+        let news = ok(&["news", "--local", &principal(root)]);
+        let mut v: Vec<String> = news.lines().map(|l| l.split('\t').nth(2).unwrap().to_string()).collect();
+        v.sort();
+        v
+    };
+    let mut want: Vec<String> = near_ours.iter().chain(&["d/f"]).map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(paths(&root), want);
+    let o = rrr(&["fsck", "--json", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(0), "files in flight are no difference: {}", stdout(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let not_indexed: Vec<&str> =
+        lines.iter().filter(|v| v["kind"] == "not_indexed").map(|v| v["path"].as_str().unwrap()).collect();
+    for n in temp_shaped.iter().chain(&["a/.~tmp~", ".FRMRecent-RECENT-1h.yaml-abcd.yaml"]) {
+        assert!(not_indexed.contains(n), "{n} not reported: {not_indexed:?}");
+    }
+    assert_eq!(lines.last().unwrap()["not_indexed"], 5, "{:?}", lines.last());
+    // Two minutes later (the clock pinned there) they are ordinary files.
+    let later = (std::time::SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 120).to_string();
+    let o = rrr(&["--now", &later, "fsck", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(1));
+    for n in temp_shaped {
+        assert!(stdout(&o).contains(&format!("missing_in_index\t{n}")), "{n}: {}", stdout(&o));
+    }
+    ok(&["--now", &later, "init", "--force", s(&root)]);
+    let mut want: Vec<String> = temp_shaped.iter().chain(&near_ours).chain(&["d/f"]).map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(paths(&root), want);
+    // update takes them as any file; rrr's own names it still refuses.
+    ok(&["update", &principal(&root), ".env.sample", "RECENT-1h.yaml.backup"]);
+    fs::remove_file(root.join(".bashrc.custom")).unwrap();
+    ok(&["update", "--delete", &principal(&root), ".bashrc.custom"]);
+    fs::write(root.join("RECENT-1h.yaml.4242.new"), "x").unwrap();
+    let o = rrr(&["update", &principal(&root), "RECENT-1h.yaml.4242.new"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    fs::remove_file(root.join("RECENT-1h.yaml.4242.new")).unwrap();
+    let o = rrr(&["--now", &later, "fsck", &principal(&root)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }

@@ -109,11 +109,13 @@ fn dirtymark_change_resyncs() {
 fn a_whole_tree_pass_deletes_rsync_temp_files_a_killed_transfer_left() {
     // The whole-tree rsync writes its temp files beside their files (much
     // faster than --temp-dir for many small files); one that an rsync
-    // killed outright left is gone after the next whole-tree pass.
+    // killed outright left is gone after the next whole-tree pass, as a
+    // file the remote does not have. The remote's files are all mirrored,
+    // whatever they are named: `.NAME.XXXXXX` is also `.env.sample`.
     let t = Setup::new(5);
-    write(&t.origin, "id/A/.upload.tar.gz.Q1w2E3", "the origin's own temp file\n");
+    write(&t.origin, "id/A/.upload.tar.gz.Q1w2E3", "the origin's own file\n");
     pass(&t.src(), &t.target, &[], 0);
-    assert!(!t.target.join("id/A/.upload.tar.gz.Q1w2E3").exists(), "an rsync temp file was mirrored");
+    assert!(t.target.join("id/A/.upload.tar.gz.Q1w2E3").exists(), "a file of the remote was not mirrored");
     write(&t.target, "id/B/.f001.txt.Ab12Cd", "half a file\n");
     write(&t.target, "id/B/.keep.txt", "not a temp name\n");
     pass(&t.src(), &t.target, &["--skip-deletes", "--full"], 0);
@@ -121,7 +123,6 @@ fn a_whole_tree_pass_deletes_rsync_temp_files_a_killed_transfer_left() {
     let v = pass(&t.src(), &t.target, &["--full"], 0);
     assert!(!t.target.join("id/B/.f001.txt.Ab12Cd").exists(), "a leftover temp file stayed: {v}");
     assert!(!t.target.join("id/B/.keep.txt").exists(), "not at the origin, so deleted as before");
-    fs::remove_file(t.origin.join("id/A/.upload.tar.gz.Q1w2E3")).unwrap();
     assert_same_tree(&t.origin, &t.target);
 }
 
@@ -241,4 +242,37 @@ fn an_ssh_port_through_rsync_rsh_or_the_rsh_option() {
     let calls = fs::read_to_string(&calls).unwrap();
     assert!(calls.lines().any(|l| l.starts_with("-p 2222 mirror.example.org rsync --server")), "{calls}");
     assert!(calls.lines().any(|l| l.starts_with("-p 2223 mirror.example.org rsync --server")), "{calls}");
+}
+
+/// No name is special by accident (issue 31): an origin's `.env.sample`,
+/// `.htaccess.backup` and `.bashrc.custom` (named like rsync's temp
+/// files) are indexed, reach the mirror by the bootstrap and by events,
+/// and a `--full` pass keeps them.
+#[test]
+fn files_named_like_rsync_temp_files_are_mirrored_and_kept() {
+    let names = [".env.sample", "www/.htaccess.backup", ".bashrc.custom"];
+    let o = crate::util::fixture::Origin::new(
+        names.iter().map(|n| (n.to_string(), format!("{n}\n"))).chain([("d/f".to_string(), "f\n".to_string())]),
+        &["init", "--aggregate"],
+    );
+    // Just written, init left them out as possible transfers in flight;
+    // update takes any file.
+    let mut args = vec!["update".to_string(), principal(&o.root)];
+    args.extend(names.iter().map(|n| n.to_string()));
+    Rrr::new().args(&args).assert_ok();
+    let m = o.mirror();
+    m.pass(&[], 0);
+    for n in names {
+        assert!(m.root.join(n).exists(), "{n} was not mirrored");
+    }
+    m.pass(&["--full"], 0);
+    write(&o.root, "www/.profile.custom", "by event\n");
+    ok(&["update", &principal(&o.root), "www/.profile.custom"]);
+    m.pass(&[], 0);
+    assert!(m.root.join("www/.profile.custom").exists(), "an event's file named like a temp file was not fetched");
+    m.pass(&["--full"], 0);
+    for n in names.iter().chain(&["www/.profile.custom"]) {
+        assert!(m.root.join(n).exists(), "--full deleted {n}");
+    }
+    assert_same_tree(&o.root, &m.root);
 }

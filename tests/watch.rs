@@ -179,15 +179,14 @@ fn create_modify_delete_rename_and_ignore_set() {
     wait_kind(&root, "renamed.txt", "new");
     wait_kind(&root, "a/new.txt", "delete");
 
-    // The ignore set: --exclude, rsync temp files, rrr's own files.
+    // The ignore set: --exclude, rrr's own files.
     write(&root, "skip.tmp", "x");
-    write(&root, "a/.partial.AbC123", "x");
     write(&root, "RECENT-1h.yaml.new", "x");
     fs::remove_file(root.join("RECENT-1h.yaml.new")).unwrap();
     write(&root, "marker", "x");
     wait_kind(&root, "marker", "new");
     let n = news(&root);
-    for p in ["skip.tmp", "a/.partial.AbC123", "RECENT-1h.yaml.new"] {
+    for p in ["skip.tmp", "RECENT-1h.yaml.new"] {
         assert!(!n.contains_key(p), "{p} recorded");
     }
     // Attribute-only changes are ignored.
@@ -533,4 +532,23 @@ fn a_closed_log_stops_the_daemon_with_1() {
     };
     assert_eq!(status.code(), Some(1), "{status:?}");
     assert_eq!(kind_of(&root, "after-close").as_deref(), Some("new"), "recorded before it stopped");
+}
+
+/// No name is special by accident (issue 31): files named like rsync's
+/// temp files (`.env.sample`) or near rrr's own are recorded like any.
+#[test]
+fn names_that_only_look_special_are_recorded() {
+    let (_tmp, root) = tree(&["keep"]);
+    let d = Daemon::start(&root, &[]);
+    let names = [".env.sample", "www/.htaccess.backup", ".bashrc.custom", "RECENT-1h.yaml.backup", "notes.new"];
+    for n in names {
+        write(&root, n, "x");
+    }
+    for n in names {
+        wait_kind(&root, n, "new");
+    }
+    fs::remove_file(root.join(".env.sample")).unwrap();
+    wait_kind(&root, ".env.sample", "delete");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
 }

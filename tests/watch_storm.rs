@@ -116,3 +116,131 @@ fn a_long_record_logs_its_progress() {
     let batch = lines.iter().position(|l| l.contains("\"kind\":\"batch\"")).expect("the batch is logged");
     assert!(progress < batch, "the progress line comes while the record runs, before its batch line:\n{log}");
 }
+
+/// The events the daemon's log says it recorded (batches and rescans): (new, delete).
+fn recorded(log: &str) -> (u64, u64) {
+    let (mut new, mut delete) = (0, 0);
+    for line in log.lines() {
+        let v: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        if v["kind"] == "batch" || v["kind"] == "rescan" {
+            new += v["new"].as_u64().unwrap_or(0);
+            delete += v["delete"].as_u64().unwrap_or(0);
+        }
+    }
+    (new, delete)
+}
+
+/// A rename storm over an indexed tree (issue 31): 20 directories of 50
+/// files renamed back and forth 100 times each within one batch window,
+/// then half of them moved for good. The batch records each path's net
+/// change: the files moved, once each (a delete and a new), not every
+/// file of every directory renamed back into place.
+#[test]
+fn a_rename_storm_records_each_paths_net_change() {
+    let names: Vec<String> = (0..20).flat_map(|d| (0..50).map(move |f| format!("d{d:02}/f{f:02}"))).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (_tmp, root) = tree(&refs);
+    // One window for the whole storm: recorded once it is quiet for 2 s.
+    let d = Daemon::start(&root, &["--batch-delay", "20000"]);
+    let before = recorded(&d.log());
+    for _ in 0..100 {
+        for i in 0..20 {
+            let a = root.join(format!("d{i:02}"));
+            fs::rename(&a, root.join(format!("d{i:02}.x"))).unwrap();
+            fs::rename(root.join(format!("d{i:02}.x")), &a).unwrap();
+        }
+    }
+    for i in (0..20).step_by(2) {
+        fs::rename(root.join(format!("d{i:02}")), root.join(format!("moved{i:02}"))).unwrap();
+    }
+    wait_fsck_clean(&root);
+    let n = news(&root);
+    assert_eq!(n["moved00/f00"].1, "new");
+    assert_eq!(n["d00/f00"].1, "delete");
+    assert_eq!(n["d01/f49"].1, "new");
+    let after = recorded(&d.log());
+    let (new, delete) = (after.0 - before.0, after.1 - before.1);
+    // 500 files moved: 500 deletes and 500 news.
+    assert!(
+        new + delete <= 1100,
+        "{new} new and {delete} delete events for a net change of 1000 (500 files moved):\n{}",
+        d.log()
+    );
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+/// Make `dirs` (each a component) below `root` and write `files` into the
+/// last one, through open directories: the whole path may be longer than
+/// the kernel takes in one piece (PATH_MAX).
+fn write_deep(root: &std::path::Path, dirs: &[String], files: &[String]) {
+    use nix::fcntl::{open, openat, OFlag};
+    use nix::sys::stat::{mkdirat, Mode};
+    let mut fd = open(root, OFlag::O_DIRECTORY | OFlag::O_RDONLY, Mode::empty()).unwrap();
+    for d in dirs {
+        let _ = mkdirat(&fd, d.as_str(), Mode::from_bits_truncate(0o755));
+        fd = openat(&fd, d.as_str(), OFlag::O_DIRECTORY | OFlag::O_RDONLY, Mode::empty()).unwrap();
+    }
+    for f in files {
+        let file = openat(&fd, f.as_str(), OFlag::O_WRONLY | OFlag::O_CREAT, Mode::from_bits_truncate(0o644)).unwrap();
+        nix::unistd::write(&file, b"deep\n").unwrap();
+    }
+}
+
+/// Names at the limits, written while directories are renamed back and
+/// forth (issue 31): a 255-byte component is indexed; a path of exactly
+/// 4096 bytes (past PATH_MAX once joined to the root, so the daemon must
+/// reach it relative to an open directory) is indexed; one of 4097 bytes
+/// cannot be, and is reported by the daemon's log and by fsck.
+#[test]
+fn names_at_the_limits_during_a_storm() {
+    let names: Vec<String> = (0..10).flat_map(|d| (0..20).map(move |f| format!("d{d}/f{f:02}"))).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (_tmp, root) = tree(&refs);
+    let d = Daemon::start(&root, &[]);
+    let long = "é".repeat(127) + "x";
+    assert_eq!(long.len(), 255);
+    // "deep/" and 16 components of 254 bytes: 4085 bytes before the file name.
+    let dirs: Vec<String> = std::iter::once("deep".to_string())
+        .chain((0..16).map(|i| format!("{i:x}").repeat(254).chars().take(254).collect()))
+        .collect();
+    let fits = "f".repeat(11);
+    let too_long = "g".repeat(12);
+    let rel_fits = format!("{}/{fits}", dirs.join("/"));
+    assert_eq!(rel_fits.len(), 4096);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                for i in 0..10 {
+                    let a = root.join(format!("d{i}"));
+                    fs::rename(&a, root.join(format!("d{i}.x"))).unwrap();
+                    fs::rename(root.join(format!("d{i}.x")), &a).unwrap();
+                }
+            }
+        });
+        write(&root, &format!("names/{long}"), "x");
+        write_deep(&root, &dirs, &[fits.clone(), too_long.clone()]);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    wait_for("the 255-byte name and the 4096-byte path in the index", WAIT, || {
+        let n = news(&root);
+        n.contains_key(&format!("names/{long}")) && n.contains_key(&rel_fits)
+    });
+    // Named (shortened: the log shows the length) with the reason.
+    d.wait_log("(4097 bytes): path is 4097 bytes long (limit 4096)");
+    // The storm's renames net to nothing: the index converges on the tree.
+    let mut out = String::new();
+    let converged = poll_until(WAIT, || {
+        out = stdout(&rrr(&["fsck", "--json", root.to_str().unwrap()]));
+        !out.contains("missing_in_index") && !out.contains("missing_on_disk")
+    });
+    assert!(converged, "{out}\n{}", d.log());
+    assert!(out.contains("\"kind\":\"unindexable\"") && out.contains(&too_long), "{out}");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}

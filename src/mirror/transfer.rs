@@ -176,6 +176,13 @@ impl<'a> Mirror<'a> {
     /// `--delete` within `--max-delete` unless `--skip-deletes`; what it
     /// did is read from `--stats` (a dry run lists it with [`OUT_FORMAT`]).
     ///
+    /// No rule names rsync's temp files (`.NAME.XXXXXX`): that is also the
+    /// name of an operator's `.env.sample`, which must be mirrored and
+    /// never deleted (docs/decisions.md#ignore-set). A leftover of a
+    /// transfer killed here is extraneous to the remote and goes with
+    /// `--delete`; a temp file in flight on the remote may be copied and
+    /// goes with the next whole-tree pass.
+    ///
     /// Its temp files go beside their files, as rsync's own default: with
     /// `--temp-dir` every new file's inode was allocated near one directory
     /// and renamed out of it, which made a first mirror of many small files
@@ -215,12 +222,8 @@ impl<'a> Mirror<'a> {
                 let left = n.saturating_sub(self.deletes_this_run);
                 r.arg(format!("--max-delete={left}"));
             }
-            r.arg(format!("--filter=H {RSYNC_TEMP_PATTERN}"));
-        } else {
-            if let Some(t) = temp_dir {
-                r.arg(format!("--temp-dir={}", t.display()));
-            }
-            r.arg(format!("--exclude={RSYNC_TEMP_PATTERN}"));
+        } else if let Some(t) = temp_dir {
+            r.arg(format!("--temp-dir={}", t.display()));
         }
         for x in bootstrap_excludes(&layout.filenameroot)
             .iter()
@@ -1241,11 +1244,6 @@ fn rsync_literal(path: &[u8]) -> Vec<u8> {
     }
     out
 }
-
-/// rsync's temp file names, `.NAME.XXXXXX`: never sent, and (unlike the
-/// other excludes) deleted by a whole-tree pass with `--delete`, which is
-/// how the leftovers of a transfer killed without `--temp-dir` go.
-pub(crate) const RSYNC_TEMP_PATTERN: &str = ".*.[a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9][a-zA-Z0-9]";
 
 #[cfg(test)]
 mod tests {

@@ -24,9 +24,12 @@ pub struct Options {
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     crate::sys::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
-    let report = aggregate(&coll, opts.force, opts.keep_deletes, &ctx.writer)?;
+    let mut report = aggregate(&coll, opts.force, opts.keep_deletes, &ctx.writer)?;
     if opts.json {
         writeln!(ctx.out(), "{}", serde_json::to_string(&report)?)?;
+    }
+    if let Some(r) = report.rerecorded.take() {
+        r.journal_result()?;
     }
     Ok(Exit::Ok)
 }

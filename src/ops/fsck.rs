@@ -22,13 +22,13 @@ pub struct Options {
     pub json: bool,
 }
 
-/// Check (and with `repair`, repair), print one line per finding and the
-/// summary; exit 1 when there were findings.
 /// Check (and with `--repair` record the differences), print the findings
-/// and the summary; [`Exit::Differences`] when anything was found.
+/// and the summary; [`Exit::Differences`] when anything but files left
+/// out in flight (`not_indexed`) was found.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let report = check(&opts.principal, &opts.excludes, opts.repair, &ctx.writer)?;
     let mut out = ctx.out();
+    let not_indexed = report.findings.iter().filter(|f| !f.is_difference()).count();
     for f in &report.findings {
         if opts.json {
             writeln!(out, "{}", serde_json::to_string(f)?)?;
@@ -39,21 +39,23 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     if opts.json {
         let summary = serde_json::json!({
             "kind": "summary", "disk_files": report.disk_files, "index_files": report.index_files,
-            "findings": report.findings.len(), "repaired": report.repaired,
+            "findings": report.findings.len(), "repaired": report.repaired, "rerecorded": report.rerecorded,
+            "not_indexed": not_indexed,
         });
         writeln!(out, "{summary}")?;
     } else {
         tracing::info!(
-            "fsck: {} files on disk, {} in the index, {} findings, {} repaired",
+            "fsck: {} files on disk, {} in the index, {} findings, {} repaired; {} acknowledged events re-recorded so far",
             report.disk_files,
             report.index_files,
             report.findings.len(),
-            report.repaired
+            report.repaired,
+            report.rerecorded
         );
     }
     if let Some(why) = &report.repair_refused {
         out.flush()?;
         anyhow::bail!("{why}");
     }
-    Ok(if report.findings.is_empty() { Exit::Ok } else { Exit::Differences })
+    Ok(if report.findings.iter().any(|f| f.is_difference()) { Exit::Differences } else { Exit::Ok })
 }

@@ -229,7 +229,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let coll = Collection::open(&opts.principal)?;
     let changes = changes(opts, &coll, &ctx.writer.clock.now())?;
     if !changes.is_empty() {
-        record(&coll, &changes, &ctx.writer)?;
+        record(&coll, &changes, &ctx.writer)?.journal_result()?;
     }
     Ok(Exit::Ok)
 }

@@ -15,11 +15,20 @@ use anyhow::Result;
 pub(crate) struct Report {
     pub written: Vec<String>,
     pub merges: usize,
+    /// Acknowledged events recorded again before the cascade (see
+    /// [`crate::origin::journal`]); `--json` prints their count.
+    #[serde(rename = "rerecorded", serialize_with = "count")]
+    pub rerecorded: Option<crate::origin::record::Recorded>,
+}
+
+fn count<S: serde::Serializer>(r: &Option<crate::origin::record::Recorded>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(r.as_ref().map_or(0, |r| r.rerecorded.len() as u64))
 }
 
 /// Merge each due file into the next larger one; the intervals written.
 pub(crate) fn aggregate(coll: &Collection, force: bool, keep_deletes: bool, w: &Writer) -> Result<Report> {
-    let mut report = Report::default();
+    // What a writer's older copy of the principal took away goes back first.
+    let mut report = Report { rerecorded: crate::origin::record::restore_acknowledged(coll, w)?, ..Report::default() };
     let ivs = &coll.intervals;
     let now = w.clock.now();
     let last = ivs.len() - 1;

@@ -18,7 +18,7 @@ use crate::origin::{self, Writer};
 use crate::output::progress;
 use crate::recentfile::{EventKind, Format, Recentfile};
 use crate::store::{self, Lock};
-use crate::sys::tree::{self, IgnoreSet};
+use crate::sys::tree::{self, IgnoreSet, Skip};
 use crate::update::{batch_update, Change};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -50,6 +50,8 @@ pub(crate) struct Report {
     pub principal: PathBuf,
     pub files: usize,
     pub skipped: usize,
+    /// Another tool's files in flight (rsync temp files) left out.
+    pub not_indexed: usize,
     /// Events recorded in the old principal during the walk, carried over.
     pub carried: usize,
 }
@@ -67,7 +69,7 @@ pub(crate) fn index(req: &Request, w: &Writer, progress: bool) -> Result<Report>
     // What `update` records in the old principal from now on is carried over.
     // (An unreadable old principal is what init --force repairs: nothing to carry then.)
     let before = store::read_file(&principal_path).ok();
-    let (changes, skipped) = walk_tree(req, progress)?;
+    let Walked { changes, skipped, not_indexed } = walk_tree(req, &w.clock, progress)?;
     let (rf, build) = build_principal(&coll, w, &changes, &state_dir)?;
     let mut replacement = Replacement {
         coll: &coll,
@@ -82,11 +84,16 @@ pub(crate) fn index(req: &Request, w: &Writer, progress: bool) -> Result<Report>
     let locks = replacement.hold_all_locks_in_place(&lock_paths(&coll, &existing))?;
     origin::ensure_principal_link(&coll)?;
     remove_replaced(&coll, &existing, &principal_path)?;
+    // The acknowledged events of the replaced index: the new one lists
+    // the tree as it is, so none is to be recorded again.
+    if let Err(e) = crate::origin::journal::reset(&coll) {
+        tracing::warn!("{e:#}");
+    }
     drop(locks);
     if req.aggregate {
         crate::origin::aggregate::aggregate(&coll, false, false, w)?;
     }
-    Ok(Report { principal: principal_path, files: changes.len(), skipped, carried: replacement.carried })
+    Ok(Report { principal: principal_path, files: changes.len(), skipped, not_indexed, carried: replacement.carried })
 }
 
 /// The collection `req` describes and its files already in the root,
@@ -115,28 +122,51 @@ fn collection_to_replace(req: &Request) -> Result<(Collection, Vec<PathBuf>)> {
 }
 
 /// Every file of the tree as a `new` change at its mtime, and how many
-/// could not be indexed (each named in a warning). Reads only: a kill or a
-/// signal here leaves the old index as it was.
-fn walk_tree(req: &Request, progress: bool) -> Result<(Vec<Change>, usize)> {
-    let ignore = IgnoreSet::new(&req.filenameroot, &req.excludes);
+/// could not be indexed or were left out (each named in a warning). Reads
+/// only: a kill or a signal here leaves the old index as it was.
+fn walk_tree(req: &Request, clock: &crate::sys::clock::Clock, progress: bool) -> Result<Walked> {
+    let ignore = IgnoreSet::new(&req.filenameroot, &req.excludes).with_clock(clock);
     let pb = progress::spinner(progress, "indexing");
-    let mut changes = Vec::new();
-    let mut skipped = 0usize;
+    let mut walked = Walked::default();
     tree::walk(
         &req.root,
         &ignore,
         |e| {
-            changes.push(Change { path: e.rel, kind: EventKind::New, epoch: Some(Epoch::from_whole_seconds(e.mtime)) });
+            walked.changes.push(Change {
+                path: e.rel,
+                kind: EventKind::New,
+                epoch: Some(Epoch::from_whole_seconds(e.mtime)),
+            });
             pb.inc(1);
         },
         |p, why| {
-            skipped += 1;
-            tracing::warn!("not indexed: {}: {why}", crate::recentfile::escape_path(p.as_os_str().as_encoded_bytes()));
+            let shown = crate::recentfile::escape_path(p.as_os_str().as_encoded_bytes());
+            match why {
+                Skip::Unindexable(why) => {
+                    walked.skipped += 1;
+                    tracing::warn!("not indexed: {shown}: {why}");
+                }
+                Skip::NotIndexed(why) => {
+                    walked.not_indexed += 1;
+                    tracing::warn!("not indexed: {shown}: {why} (fsck reports it while it stays)");
+                }
+            }
         },
     )
     .map_err(|e| interrupted_or(e, &req.root))?;
     pb.finish();
-    Ok((changes, skipped))
+    Ok(walked)
+}
+
+/// What the walk of `init` found.
+#[derive(Default)]
+struct Walked {
+    /// Every file, as a `new` at its mtime.
+    changes: Vec<Change>,
+    /// Entries that cannot be indexed (each named in a warning).
+    skipped: usize,
+    /// Another tool's files in flight left out (each named in a warning).
+    not_indexed: usize,
 }
 
 /// The new principal, built beside the old one under an ignored name

@@ -39,6 +39,21 @@ pub(crate) enum Finding {
     SkippedEvent { file: String, line: Option<usize>, epoch: String, path: RelPath, reason: String },
     /// A tree entry that cannot be indexed (unreadable, or a name over 4096 bytes).
     Unindexable { path: RelPath, reason: String },
+    /// A file of the tree left out of the index although not rrr's own
+    /// nor excluded by the user: an rsync temp file in flight (named
+    /// `.NAME.XXXXXX` and changed within the last minute), a file under
+    /// rsync's `.~tmp~/`, a `.FRMRecent-*` of the Perl client. Reported so
+    /// that nothing is left out in silence; not a difference (exit 0).
+    NotIndexed { path: RelPath, reason: String },
+    /// An event that rrr acknowledged (`.rrr/acknowledged-*.json`) and
+    /// the collection no longer holds: a writer renamed an older copy over
+    /// the principal. `--repair` (and every rrr write) records it again.
+    AcknowledgedMissing {
+        path: RelPath,
+        epoch: Epoch,
+        #[serde(rename = "type")]
+        event_type: EventKind,
+    },
 }
 
 impl Finding {
@@ -53,6 +68,12 @@ impl Finding {
             }
             _ => None,
         }
+    }
+
+    /// Whether it is a difference or a problem (fsck exits 1), not
+    /// information ([`Finding::NotIndexed`]).
+    pub fn is_difference(&self) -> bool {
+        !matches!(self, Finding::NotIndexed { .. })
     }
 
     /// One plain line.
@@ -76,6 +97,10 @@ impl Finding {
                 esc(path)
             ),
             Finding::Unindexable { path, reason } => format!("unindexable\t{}\t{reason}", esc(path)),
+            Finding::NotIndexed { path, reason } => format!("not_indexed\t{}\t{reason}", esc(path)),
+            Finding::AcknowledgedMissing { path, epoch, event_type } => {
+                format!("acknowledged_missing\t{} {epoch} {}", event_type.as_str(), esc(path))
+            }
         }
     }
 }
@@ -87,6 +112,9 @@ pub(crate) struct Report {
     pub index_files: usize,
     pub findings: Vec<Finding>,
     pub repaired: usize,
+    /// Acknowledged events recorded again since the journal was made
+    /// (by any rrr writer, see [`crate::origin::journal`]).
+    pub rerecorded: u64,
     /// Why `--repair` did nothing although asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_refused: Option<String>,
@@ -234,6 +262,19 @@ impl Index {
         self.newest.values().filter(|v| v.is_some()).count()
     }
 
+    /// The index after `changes` were recorded at `secs` (whole seconds).
+    pub fn apply(&mut self, changes: &[Change], secs: i64) {
+        for c in changes {
+            let live = (c.kind == EventKind::New).then_some(secs);
+            self.newest.insert(c.path.clone(), live);
+        }
+    }
+
+    /// Whether the index says `path` exists.
+    pub fn is_live(&self, path: &RelPath) -> bool {
+        self.newest.get(path).is_some_and(|v| v.is_some())
+    }
+
     /// The paths the index says exist under `dir`.
     pub fn live_under(&self, dir: impl AsRef<[u8]>) -> Vec<RelPath> {
         let dir = dir.as_ref();
@@ -298,7 +339,14 @@ pub(crate) fn compare_with(
             ignore,
             enter,
             |e| tree.push(e),
-            |p, why| unindexable.push(Finding::Unindexable { path: RelPath::from(p), reason: why }),
+            |p, why| {
+                unindexable.push(match why {
+                    tree::Skip::Unindexable(reason) => Finding::Unindexable { path: RelPath::from(p), reason },
+                    tree::Skip::NotIndexed(reason) => {
+                        Finding::NotIndexed { path: RelPath::from(p.strip_prefix(&coll.root).unwrap_or(p)), reason }
+                    }
+                })
+            },
         );
         (reader.join(), walked)
     });
@@ -316,8 +364,15 @@ pub(crate) fn compare_with(
 /// differences (refused while a recentfile is unreadable).
 pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bool, w: &Writer) -> Result<Report> {
     let coll = Collection::open(principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock);
     let mut report = compare(&coll, &ignore, None)?;
+    let journal = crate::origin::journal::read(&coll);
+    report.rerecorded = journal.rerecorded;
+    if let Ok(Some(principal)) = coll.read(coll.principal()) {
+        for e in crate::origin::journal::lost(&coll, &principal, &journal)? {
+            report.findings.push(Finding::AcknowledgedMissing { path: e.path, epoch: e.epoch, event_type: e.kind });
+        }
+    }
     if repair {
         if report.findings.iter().any(|f| matches!(f, Finding::Unreadable { .. })) {
             report.repair_refused =
@@ -325,10 +380,14 @@ pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bo
             return Ok(report);
         }
         let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();
-        if !changes.is_empty() {
-            crate::origin::record::record(&coll, &changes, w)?;
+        let lost = report.findings.iter().any(|f| matches!(f, Finding::AcknowledgedMissing { .. }));
+        if !changes.is_empty() || lost {
+            // Records the acknowledged events that went missing too.
+            let r = crate::origin::record::record(&coll, &changes, w)?;
+            report.repaired = changes.len() + r.rerecorded.len();
+            report.rerecorded += r.rerecorded.len() as u64;
+            r.journal_result()?;
         }
-        report.repaired = changes.len();
     }
     Ok(report)
 }

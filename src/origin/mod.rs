@@ -14,6 +14,7 @@
 pub(crate) mod aggregate;
 pub mod index;
 pub mod index_check;
+pub(crate) mod journal;
 pub mod record;
 pub mod watch;
 
@@ -144,6 +145,11 @@ pub(crate) fn blank(coll: &Collection, iv: &Interval) -> Recentfile {
 }
 
 impl Loaded {
+    /// The identity of the file as read under the lock (`None`: there was none).
+    pub fn seen_id(&self) -> Option<journal::FileId> {
+        self.seen.as_ref().and_then(journal::file_id_of)
+    }
+
     /// Write the file atomically (the lock is held); see [`write_file`].
     ///
     /// A Perl writer may take the lock over while rrr holds it

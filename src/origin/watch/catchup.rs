@@ -6,6 +6,7 @@
 //! adds the missing watches on its walk and drops those of directories
 //! gone.
 
+use super::daemon::{with_progress, Step};
 use super::{release_memory, Daemon};
 use crate::epoch::Epoch;
 use crate::origin::index_check::{compare_with, Finding};
@@ -32,14 +33,19 @@ impl Daemon<'_> {
     pub(super) fn reconcile(&mut self, since: Option<i64>, fatal_limit: bool) -> Result<(usize, usize)> {
         let mut seen: HashSet<RelPath> = HashSet::new();
         let mut failed: Vec<(RelPath, AddError)> = Vec::new();
-        let watcher = &mut self.watcher;
-        let report = compare_with(&self.coll, &self.ignore, since, |dir| {
-            if !watcher.is_watched(dir) {
-                if let Err(e) = watcher.add(dir) {
-                    failed.push((dir.clone(), e));
+        let (watcher, coll, ignore) = (&mut self.watcher, &self.coll, &self.ignore);
+        // A line every few seconds while the tree is compared (a large
+        // tree, or one that a storm keeps changing, takes a while).
+        let report = with_progress(0, |step| {
+            step.set(Step::Compare);
+            compare_with(coll, ignore, since, |dir| {
+                if !watcher.is_watched(dir) {
+                    if let Err(e) = watcher.add(dir) {
+                        failed.push((dir.clone(), e));
+                    }
                 }
-            }
-            seen.insert(dir.clone());
+                seen.insert(dir.clone());
+            })
         })?;
         for (dir, e) in failed {
             self.watch_failed(&dir, e, fatal_limit)?;
@@ -63,7 +69,12 @@ impl Daemon<'_> {
         let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
         drop(report);
         if !changes.is_empty() {
-            record(&self.coll, &changes, self.w)?;
+            let (coll, w) = (&self.coll, self.w);
+            let r = with_progress(changes.len(), |step| {
+                step.set(Step::Record(changes.len()));
+                record(coll, &changes, w)
+            })?;
+            self.noted(r, &changes);
             self.recorded(news, changes.len() - news);
         }
         release_memory();
@@ -112,6 +123,10 @@ impl Daemon<'_> {
         let floor = self.rescan_floor.map_or(self.last_marker, |f| f.min(self.last_marker));
         let since = (floor - CLOCK_SLACK).floor() as i64;
         self.flush();
+        // Directories moved meanwhile are found by the walk, which reads the
+        // index itself: the kept one goes (memory).
+        self.settle_moves_out();
+        self.index_cache = None;
         self.degraded = false;
         self.batch.clear_in_flight();
         let (news, deletes) = match self.reconcile(Some(since), false) {

@@ -5,12 +5,12 @@
 
 use super::{release_memory, Daemon};
 use crate::origin::index_check::{Finding, Index};
-use crate::origin::record::record;
-use crate::origin::watch::rules::{aggregate_at, Flush, OnDisk};
-use crate::recentfile::{EventKind, RelPath};
+use crate::origin::journal;
+use crate::origin::record::{record, restore_acknowledged, Recorded};
+use crate::origin::watch::rules::{aggregate_at, OnDisk};
+use crate::recentfile::{shown_path, EventKind, RelPath};
 use anyhow::{bail, Result};
 use serde_json::json;
-use std::fs;
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,10 +36,19 @@ impl Daemon<'_> {
             let now = Instant::now();
             let mut wake = now + SIGNAL_POLL;
             let deadline = if self.flush_allowed() { self.batch.deadline(&self.pace) } else { self.retry_at };
-            for t in [deadline, Some(self.aggregate_at()), Some(self.next_heartbeat())].into_iter().flatten() {
+            let journal_at = self.last_journal_check + crate::origin::journal::CHECK_EVERY;
+            for t in [deadline, Some(self.aggregate_at()), Some(self.next_heartbeat()), Some(journal_at)]
+                .into_iter()
+                .flatten()
+            {
                 wake = wake.min(t);
             }
-            if let Some(read) = self.watcher.recv_timeout(wake.saturating_duration_since(now)) {
+            let read = self.watcher.recv_timeout(wake.saturating_duration_since(now));
+            if read.is_none() {
+                // Nothing more came: a move out still unpaired left the tree.
+                self.settle_moves_out();
+            }
+            if let Some(read) = read {
                 self.on_read(read)?;
                 // While a backlog is read, only the delay flushes: each record
                 // rewrites the whole principal, so a daemon that fell behind
@@ -83,6 +92,62 @@ impl Daemon<'_> {
             if now >= self.next_heartbeat() {
                 self.heartbeat();
             }
+            if now >= self.last_journal_check + crate::origin::journal::CHECK_EVERY {
+                self.check_acknowledged();
+            }
+        }
+    }
+
+    /// Whether an acknowledged event went missing from the principal (a
+    /// writer renamed an older copy over it, docs/decisions.md#locks):
+    /// looked at only when the principal is no longer the file this daemon
+    /// last wrote or checked; what is missing is recorded again.
+    pub(super) fn check_acknowledged(&mut self) {
+        self.last_journal_check = Instant::now();
+        let path = self.coll.path_of(self.coll.principal());
+        let id = journal::file_id(&path);
+        if id.is_some() && id == self.principal_seen {
+            return;
+        }
+        match restore_acknowledged(&self.coll, self.w) {
+            Ok(None) => self.principal_seen = id,
+            Ok(Some(r)) => self.noted(r, &[]),
+            Err(e) => self.log.error(format!("cannot check the acknowledged events: {e:#}")),
+        }
+    }
+
+    /// After a record: remember the principal it left, and say what it
+    /// recorded again and whether its journal could not be written.
+    pub(super) fn noted(&mut self, r: Recorded, changes: &[crate::update::Change]) {
+        self.principal_seen = r.principal;
+        // The kept index follows this record when the principal it found
+        // was the one the index was read from; otherwise it is read again.
+        match &mut self.index_cache {
+            Some(c) if r.before.is_some() && c.ids.first() == Some(&r.before) => {
+                let secs = crate::sys::clock::Clock::system().now_f64() as i64;
+                c.index.apply(&r.rerecorded, secs);
+                c.index.apply(changes, secs);
+                c.ids[0] = r.principal;
+            }
+            _ => self.index_cache = None,
+        }
+        if !r.rerecorded.is_empty() {
+            // The next heartbeat (and textfile) comes soon.
+            self.active = true;
+            let n = r.rerecorded.len();
+            let paths: Vec<serde_json::Value> = r.rerecorded.iter().take(10).map(|c| c.path.to_json()).collect();
+            let shown: Vec<String> = r.rerecorded.iter().take(10).map(|c| c.path.to_string()).collect();
+            self.log.emit("rerecorded", json!({ "count": n, "paths": paths }), || {
+                format!(
+                    "{n} acknowledged events had gone missing from the principal (an older copy renamed over it): \
+                     recorded again: {}{}",
+                    shown.join(", "),
+                    if n > 10 { ", …" } else { "" }
+                )
+            });
+        }
+        if let Some(e) = r.journal_error {
+            self.log.error(format!("{e:#}: the batch is recorded, but not protected against an older copy"));
         }
     }
 
@@ -116,27 +181,51 @@ impl Daemon<'_> {
 
     pub(super) fn aggregate(&mut self) {
         self.last_aggregate = Instant::now();
+        // The cascade rewrites the larger files: the kept index is read
+        // again when next needed (and its memory goes back meanwhile).
+        self.index_cache = None;
         let (coll, keep_deletes, w) = (&self.coll, self.opts.keep_deletes, self.w);
         let cascade = with_progress(0, |step| {
             step.set(Step::Aggregate);
             crate::origin::aggregate::aggregate(coll, false, keep_deletes, w)
         });
         match cascade {
-            Ok(r) if r.merges > 0 => {
-                let written = r.written.join(" ");
-                self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
-                    format!("{} merges, wrote {written}", r.merges)
-                });
+            Ok(r) => {
+                if let Some(rec) = r.rerecorded {
+                    self.noted(rec, &[]);
+                }
+                if r.merges > 0 {
+                    let written = r.written.join(" ");
+                    self.log.emit("aggregate", json!({ "written": r.written, "merges": r.merges }), || {
+                        format!("{} merges, wrote {written}", r.merges)
+                    });
+                }
             }
-            Ok(_) => {}
             Err(e) => self.log.error(format!("aggregate failed: {e:#}")),
         }
         release_memory();
     }
 
-    /// The live indexed paths that a flush's moved-away directories
-    /// delete: one pass over the index, whatever the number of moves.
-    pub(super) fn indexed_forgotten(&self, f: &Flush) -> Result<Vec<RelPath>> {
+    /// Each recentfile's identity now, smallest first.
+    fn recentfile_ids(&self) -> Vec<Option<journal::FileId>> {
+        self.coll.intervals.iter().map(|iv| journal::file_id(&self.coll.path_of(iv))).collect()
+    }
+
+    /// Whether the kept index was read from the recentfiles as they are.
+    fn index_current(&self) -> bool {
+        self.index_cache.as_ref().is_some_and(|c| c.ids == self.recentfile_ids())
+    }
+
+    /// The index, for a flush whose directories moved away: one pass over
+    /// it, whatever the number of moves, kept between flushes while no
+    /// recentfile changed but by this daemon's own records (each file's
+    /// identity is compared), so that a storm of moves reads it once.
+    pub(super) fn refresh_index(&mut self) -> Result<()> {
+        if self.index_current() {
+            return Ok(());
+        }
+        let ids = self.recentfile_ids();
+        self.index_cache = None;
         let mut findings = Vec::new();
         let index = Index::read(&self.coll, &mut findings);
         if let Some(Finding::Unreadable { file, error }) =
@@ -144,15 +233,14 @@ impl Daemon<'_> {
         {
             bail!("cannot read recentfile {file}: {error}");
         }
-        let mut live = index.live_under(RelPath::default());
-        live.retain(|p| f.forgets(p));
-        Ok(live)
+        self.index_cache = Some(super::CachedIndex { index, ids });
+        Ok(())
     }
 
     /// What the disk shows of a created file that saw no write.
     pub(super) fn look(&self, rel: &RelPath) -> OnDisk {
         use std::os::unix::fs::MetadataExt;
-        match fs::symlink_metadata(self.abs(rel)) {
+        match crate::sys::tree::lstat(&self.root, rel) {
             Err(_) => OnDisk::Gone,
             Ok(m) => {
                 let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
@@ -170,6 +258,7 @@ impl Daemon<'_> {
     /// Record the pending batch (one update, one lock). On failure the
     /// batch is kept and retried.
     pub(super) fn flush(&mut self) {
+        self.settle_moves_out();
         let t0 = Instant::now();
         let f = self.batch.take(t0);
         if f.is_empty() {
@@ -180,21 +269,41 @@ impl Daemon<'_> {
             return;
         }
         let res: Result<_> = with_progress(f.pending(), |step| {
-            let under = if f.forgotten.is_empty() {
-                Vec::new()
-            } else {
+            // Directories moved in: watched and listed now, once each. One
+            // not there (the disk is ahead of the events read) waits for the
+            // events that say where it went.
+            let mut listed = Vec::new();
+            for (seq, dir, tries) in &f.to_list {
+                if crate::sys::tree::lstat(&self.root, dir).is_ok_and(|m| m.is_dir()) {
+                    listed.extend(self.list_tree(dir)?.into_iter().map(|p| (*seq, p)));
+                } else if !self.batch.relist(dir.clone(), *tries, t0) {
+                    tracing::debug!("directory {} to list is gone", shown_path(dir));
+                }
+            }
+            if !f.forgotten.is_empty() {
                 step.set(Step::Index);
-                self.indexed_forgotten(&f)?
-            };
-            let r = f.resolve(|p| self.look(p), &under, t0, self.pace.fresh_wait);
+                self.refresh_index()?;
+            } else if self.index_cache.is_some() && !self.index_current() {
+                self.index_cache = None;
+            }
+            let index = self.index_cache.as_ref().map(|c| &c.index);
+            let mut under = index.map(|i| i.live_under(RelPath::default())).unwrap_or_default();
+            under.retain(|p| f.forgets(p));
+            let live = index.map(|i| move |p: &RelPath| i.is_live(p));
+            let live = live.as_ref().map(|l| l as &dyn Fn(&RelPath) -> bool);
+            let r = f.resolve(|p| self.look(p), &listed, &under, live, t0, self.pace.fresh_wait);
+            let mut written = None;
             if !r.changes.is_empty() {
                 step.set(Step::Record(r.changes.len()));
-                record(&self.coll, &r.changes, self.w)?;
+                written = Some(record(&self.coll, &r.changes, self.w)?);
             }
-            Ok(r)
+            Ok((r, written))
         });
         match res {
-            Ok(r) => {
+            Ok((r, written)) => {
+                if let Some(w) = written {
+                    self.noted(w, &r.changes);
+                }
                 self.retry_at = None;
                 self.batch.keep_fresh(&r, &self.pace);
                 if self.batch.pending() == 0 {
@@ -276,6 +385,8 @@ pub(super) enum Step {
     Record(usize),
     /// Cascading the principal into the larger files.
     Aggregate,
+    /// Comparing the tree with the index (start-up, rescan).
+    Compare,
 }
 
 /// The step a record is at, shared with its progress thread.
@@ -296,7 +407,7 @@ impl StepCell {
 /// of a storm's batch reads the whole index and rewrites a large
 /// principal, and a daemon silent for that long looks hung to whoever
 /// reads its log.
-fn with_progress<T>(pending: usize, work: impl FnOnce(&StepCell) -> T) -> T {
+pub(super) fn with_progress<T>(pending: usize, work: impl FnOnce(&StepCell) -> T) -> T {
     let step = StepCell(Mutex::new(Step::Resolve));
     let span = tracing::Span::current();
     let (done, wait) = channel::<()>();
@@ -314,6 +425,7 @@ fn with_progress<T>(pending: usize, work: impl FnOnce(&StepCell) -> T) -> T {
                     }
                     Step::Record(n) => ("record", n, format!("writing {n} changes into the principal")),
                     Step::Aggregate => ("aggregate", 0, "cascading into the larger recentfiles".to_string()),
+                    Step::Compare => ("compare", 0, "comparing the tree with the index".to_string()),
                 };
                 let fields = json!({ "step": name, "changes": changes, "seconds": seconds });
                 crate::output::log::emit(

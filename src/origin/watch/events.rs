@@ -15,6 +15,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Instant;
 
+/// Directories moved out whose other half is awaited, at most (past it
+/// they are taken as moved out of the tree).
+const MAX_PENDING_OUT: usize = 1000;
+
 impl Daemon<'_> {
     /// Directories of the tree (not ignored), for the limit message.
     pub(super) fn count_dirs(&self) -> usize {
@@ -61,19 +65,32 @@ impl Daemon<'_> {
 
     /// Watch `rel` and every directory below it (those not watched yet),
     /// listing each after its watch exists, and record the files found as
-    /// new (a directory made or moved in).
+    /// new (a directory made).
     pub(super) fn watch_tree(&mut self, rel: &RelPath) -> Result<()> {
-        let mut stack = vec![rel.clone()];
         let now = Instant::now();
+        for f in self.list_tree(rel)? {
+            self.batch.record(&f, EventKind::New, now);
+        }
+        Ok(())
+    }
+
+    /// Watch `rel` and every directory below it (those not watched yet),
+    /// listing each after its watch exists: the files found (a file
+    /// created meanwhile is listed or seen by its watch).
+    pub(super) fn list_tree(&mut self, rel: &RelPath) -> Result<Vec<RelPath>> {
+        let mut stack = vec![rel.clone()];
+        let mut files = Vec::new();
         while let Some(dir) = stack.pop() {
             if !self.watcher.is_watched(&dir) {
                 if let Err(e) = self.watcher.add(&dir) {
                     self.watch_failed(&dir, e, false)?;
                 }
             }
-            let rd = match fs::read_dir(self.abs(&dir)) {
+            let rd = match crate::sys::tree::read_dir(&self.root, &dir) {
                 Ok(rd) => rd,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                    continue
+                }
                 Err(e) => {
                     self.log.error(format!("cannot list {dir:?}: {e}"));
                     continue;
@@ -87,14 +104,14 @@ impl Daemon<'_> {
                 match ent.file_type() {
                     Ok(ft) if ft.is_dir() => stack.push(child),
                     Ok(_) => match check_relative_path(&child) {
-                        Ok(()) => self.batch.record(&child, EventKind::New, now),
+                        Ok(()) => files.push(child),
                         Err(why) => self.log.warn(format!("cannot index {}: {why}", shown_path(&child))),
                     },
                     Err(_) => {}
                 }
             }
         }
-        Ok(())
+        Ok(files)
     }
 
     pub(super) fn on_events(&mut self, read: Read) -> Result<()> {
@@ -102,37 +119,114 @@ impl Daemon<'_> {
         for ev in events {
             self.on_event(ev)?;
         }
+        // Moves out whose other half is overdue: they left the tree.
+        if self.pending_out.len() > MAX_PENDING_OUT {
+            self.settle_moves_out();
+        }
         Ok(())
+    }
+
+    /// Directories moved out whose move in (same cookie) has not come:
+    /// they left the tree. Called before a batch is taken, when no event
+    /// is waiting, and when too many wait (the kernel queues the two
+    /// halves of a rename together; other events may come between them).
+    pub(super) fn settle_moves_out(&mut self) {
+        let now = Instant::now();
+        for (_, from) in std::mem::take(&mut self.pending_out) {
+            self.moved_out_of_tree(&from, now);
+        }
     }
 
     pub(super) fn on_event(&mut self, ev: RawEvent) -> Result<()> {
         self.batch.events += 1;
         let Some(h) = classify(ev.mask) else { return Ok(()) };
+        let target = self.target(&ev, h)?;
+        // A directory's move out waits for its move in elsewhere in the
+        // tree, with the same cookie (see `settle_moves_out`).
+        let paired = match h {
+            Happening::MovedIn { dir: true } if ev.cookie != 0 => self.pending_out.remove(&ev.cookie),
+            _ => None,
+        };
+        let Some(rel) = target else {
+            if let Some(from) = paired {
+                // Moved into an ignored place: out of the tree.
+                self.moved_out_of_tree(&from, Instant::now());
+            }
+            return Ok(());
+        };
+        // Anything else at or around a place whose move out is unpaired
+        // (a directory made again where one moved away): that move was
+        // out of the tree, before this event's path is watched or listed.
+        let around: Vec<u32> =
+            self.pending_out.iter().filter(|(_, a)| is_under(&rel, a) || is_under(a, &rel)).map(|(c, _)| *c).collect();
+        for c in around {
+            if let Some(from) = self.pending_out.remove(&c) {
+                self.moved_out_of_tree(&from, Instant::now());
+            }
+        }
+        self.active = true;
+        let now = Instant::now();
+        match h {
+            Happening::Created { dir: true } => self.watch_tree(&rel)?,
+            Happening::MovedIn { dir: true } => match paired {
+                Some(from) => {
+                    self.watcher.rename_under(&from, &rel);
+                    self.batch.dir_moved(Some(&from), Some(&rel), now);
+                }
+                // Listed (and watched) at the flush, once however often it comes.
+                None => self.batch.dir_moved(None, Some(&rel), now),
+            },
+            Happening::MovedOut { dir: true } => {
+                if let Some(earlier) = self.pending_out.insert(ev.cookie, rel) {
+                    self.moved_out_of_tree(&earlier, now);
+                }
+            }
+            // Its subdirectories were deleted first, each with its own event.
+            Happening::Deleted { dir: true } => {
+                self.watcher.remove(&rel);
+                self.batch.dir_removed(&rel);
+            }
+            _ => self.file_event(h, &rel, now),
+        }
+        Ok(())
+    }
+
+    /// A directory left the tree: its watches go, and its indexed files
+    /// are deletes at the flush.
+    fn moved_out_of_tree(&mut self, from: &RelPath, now: Instant) {
+        self.watcher.remove_under(from);
+        self.batch.dir_moved(Some(from), None, now);
+    }
+
+    /// The tree path `ev` is about, if the index cares about it; the
+    /// events about the watch itself (a lost queue, an unmount, a removed
+    /// watch, the root's fate, the heartbeat's marker) are handled here.
+    fn target(&mut self, ev: &RawEvent, h: Happening) -> Result<Option<RelPath>> {
         match h {
             Happening::Overflow => {
                 self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
                 self.pin_rescan_floor();
-                return Ok(());
+                return Ok(None);
             }
             Happening::Unmounted => {
                 self.rescan.get_or_insert_with(|| "a filesystem under the tree was unmounted".into());
                 self.pin_rescan_floor();
-                return Ok(());
+                return Ok(None);
             }
             Happening::WatchGone => {
                 self.watcher.forget(ev.wd);
-                return Ok(());
+                return Ok(None);
             }
             _ => {}
         }
         // Events still queued for a watch removed since are dropped.
-        let Some(dir) = self.watcher.dir_of(ev.wd) else { return Ok(()) };
+        let Some(dir) = self.watcher.dir_of(ev.wd) else { return Ok(None) };
         let Some(name) = &ev.name else {
             // The watched directory itself: only the root's fate matters.
             if dir.is_empty() && matches!(h, Happening::MovedSelf | Happening::DeletedSelf) {
                 bail!("the root {} was moved or deleted", self.root.display());
             }
-            return Ok(());
+            return Ok(None);
         };
         let rel = join(dir, name.as_bytes());
         if is_under(&rel, ".rrr") {
@@ -141,24 +235,12 @@ impl Daemon<'_> {
             } else if rel == ".rrr" && matches!(h, Happening::MovedOut { .. } | Happening::Deleted { .. }) {
                 self.watcher.remove(&RelPath::from(".rrr"));
             }
-            return Ok(());
+            return Ok(None);
         }
         if self.ignore.is_ignored(&rel) {
-            return Ok(());
+            return Ok(None);
         }
-        self.active = true;
-        let now = Instant::now();
-        match h {
-            Happening::Created { dir: true } | Happening::MovedIn { dir: true } => self.watch_tree(&rel)?,
-            Happening::MovedOut { dir: true } => {
-                self.watcher.remove_under(&rel);
-                self.batch.forget_dir(&rel, now);
-            }
-            // Its subdirectories were deleted first, each with its own event.
-            Happening::Deleted { dir: true } => self.watcher.remove(&rel),
-            _ => self.file_event(h, &rel, now),
-        }
-        Ok(())
+        Ok(Some(rel))
     }
 
     /// Events were lost here: the rescan must look back to the last
@@ -171,7 +253,7 @@ impl Daemon<'_> {
 
     pub(super) fn file_event(&mut self, h: Happening, rel: &RelPath, now: Instant) {
         if let Err(why) = check_relative_path(rel) {
-            if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. }) {
+            if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. } | Happening::Created { .. }) {
                 self.log.warn(format!("cannot index {}: {why}", shown_path(rel)));
             }
             return;

@@ -62,6 +62,13 @@ fn prometheus(root: &str, log: &Log, hb: &Heartbeat, watches: usize, pending: us
     ];
     metric(&mut out, "rrr_watch_changes_total", "counter", "Changes recorded (batches, rescans, start-up).", &changes);
     metric(&mut out, "rrr_watch_rescans_total", "counter", "Rescans of the tree.", &one(log.rescans.get() as f64));
+    metric(
+        &mut out,
+        "rrr_watch_rerecorded_total",
+        "counter",
+        "Acknowledged events that had gone missing from the principal (an older copy renamed over it) and were recorded again.",
+        &one(log.rerecorded.get() as f64),
+    );
     let problems = vec![
         (format!("{l},level=\"warning\""), log.warnings.get() as f64),
         (format!("{l},level=\"error\""), log.errors.get() as f64),

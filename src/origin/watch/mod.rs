@@ -125,6 +125,22 @@ struct Daemon<'a> {
     limit_reported: bool,
     last_aggregate: Instant,
     retry_at: Option<Instant>,
+    /// The principal as this daemon last wrote or checked it: another
+    /// identity means another writer replaced it (`check_acknowledged`).
+    principal_seen: Option<crate::origin::journal::FileId>,
+    last_journal_check: Instant,
+    /// Directories moved out, by the cookie of the rename, waiting for
+    /// the other half to tell a rename within the tree.
+    pending_out: std::collections::HashMap<u32, RelPath>,
+    /// The index as last read, kept between the flushes of a storm.
+    index_cache: Option<CachedIndex>,
+}
+
+/// The index, and the identity of each recentfile it was read from (the
+/// principal's as this daemon's last record left it).
+struct CachedIndex {
+    index: crate::origin::index_check::Index,
+    ids: Vec<Option<crate::origin::journal::FileId>>,
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
@@ -132,7 +148,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     ensure!(opts.batch_size > 0, "--batch-size must be at least 1");
     let w = &ctx.writer;
     let coll = Collection::open(&opts.principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
+    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
     let log = Log::default();
     let span = tracing::info_span!("watch", root = %root.display());
@@ -177,6 +193,10 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         limit_reported: false,
         last_aggregate: now,
         retry_at: None,
+        principal_seen: None,
+        last_journal_check: now,
+        pending_out: std::collections::HashMap::new(),
+        index_cache: None,
     };
     d.start(previous)?;
     crate::sys::notify::notify("READY=1");
@@ -220,15 +240,6 @@ impl Daemon<'_> {
     fn recorded(&self, new: usize, delete: usize) {
         if let (Some(hook), true) = (&self.on_batch, new + delete > 0) {
             hook.trigger(Recorded { batches: 1, new: new as u64, delete: delete as u64 });
-        }
-    }
-
-    /// The absolute path of `rel` ("" is the root).
-    fn abs(&self, rel: &RelPath) -> PathBuf {
-        if rel.is_empty() {
-            self.root.clone()
-        } else {
-            self.root.join(rel.as_path())
         }
     }
 }

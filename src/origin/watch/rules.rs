@@ -20,10 +20,16 @@
 //!   within [`Pace::fresh_wait`] it is recorded anyway (an open with no
 //!   write, or a link whose other name went away in the same clock tick);
 //! - `delete` on delete or moved out; a rename is a delete plus a new;
-//! - a directory moved out deletes every indexed file under it;
+//! - a directory's moves cost one entry each, whatever their number
+//!   ([`Batch::dir_moved`]): one renamed within the tree carries its
+//!   pending changes (and, in the runner, its watches) along, so one that
+//!   comes back where it began costs nothing; one that ends elsewhere, or
+//!   came from outside, is listed once at the flush; the place its content
+//!   left deletes its indexed files unless a later event lists them again;
 //! - attribute-only changes are ignored;
 //! - within a batch the last word on a path wins, and batch order is event
-//!   order (so epochs follow the events).
+//!   order (so epochs follow the events); a delete of a path the index does
+//!   not list says nothing (when the runner read the index).
 //!
 //! When a batch is recorded ([`Pace`], [`Batch::due`]): every record
 //! rewrites the whole principal, which a burst makes large, so the pace
@@ -39,7 +45,7 @@
 use crate::recentfile::{EventKind, RelPath};
 use crate::update::Change;
 use inotify::{EventMask, WatchMask};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 /// What the daemon asks inotify for on every directory: creations, data
@@ -199,15 +205,24 @@ struct Created {
 #[derive(Debug, Default)]
 pub struct Batch {
     seq: u64,
-    changes: HashMap<RelPath, (u64, EventKind)>,
+    /// Paths touched, with the sequence number and kind of the last event.
+    changes: BTreeMap<RelPath, (u64, EventKind)>,
     /// Created, and neither written nor closed since.
-    created: HashMap<RelPath, Created>,
+    created: BTreeMap<RelPath, Created>,
     /// Files with data written and not yet closed: the marker time current
     /// when the first write was seen (a lower bound of the file's mtime).
-    writing: HashMap<RelPath, f64>,
-    /// Directories that moved away, each with the sequence number of its
-    /// latest move: one entry per directory however often it moves.
+    writing: BTreeMap<RelPath, f64>,
+    /// Where directories were when the batch began, whose content has
+    /// left since (moved elsewhere or out of the tree), each with the
+    /// sequence number of the latest such move: their indexed files that
+    /// the disk no longer shows are deletes. One entry per directory
+    /// however often it moves.
     forgotten: HashMap<RelPath, u64>,
+    /// Directories moved within the batch, by where they are now: where
+    /// each was when the batch began (`None`: outside the tree) and the
+    /// sequence number of its last move. One that is not back where it
+    /// began is listed at the flush.
+    moved: BTreeMap<RelPath, Moved>,
     /// When the oldest pending change arrived.
     since: Option<Instant>,
     /// When the newest change arrived.
@@ -218,17 +233,36 @@ pub struct Batch {
     pub events: usize,
 }
 
+/// A directory moved within a batch (see [`Batch::dir_moved`]).
+#[derive(Clone, Debug, PartialEq)]
+struct Moved {
+    /// Where it was when the batch began; `None`: outside the tree.
+    origin: Option<RelPath>,
+    seq: u64,
+    /// Flushes that could not list it (see [`Batch::relist`]).
+    tries: u8,
+}
+
+/// Flushes that find a directory of [`Flush::to_list`] missing before it
+/// is given up (the events that say where it went are read by then).
+const RELIST_TRIES: u8 = 3;
+
 /// What a flush must record, before the runner resolves it against the disk
 /// and the index.
 #[derive(Debug, Default, PartialEq)]
 pub struct Flush {
+    /// Paths touched: the last event's sequence number and kind.
     changes: Vec<(u64, RelPath, EventKind)>,
     /// Created and neither written nor closed since, with their creation time.
     unwritten: Vec<(u64, RelPath, Instant)>,
-    /// Directories moved away (with the sequence number of the latest
-    /// move): their indexed files, and the changes made under them before
-    /// the move, are deletes.
+    /// Where directories were whose content left (with the sequence
+    /// number of the latest move): their indexed files that the disk no
+    /// longer shows are deletes.
     pub forgotten: HashMap<RelPath, u64>,
+    /// Directories to list (and watch) before resolving: moved in from
+    /// outside the tree or from another place in it, with the sequence
+    /// number of their last move.
+    pub to_list: Vec<(u64, RelPath, u8)>,
     pub since: Option<Instant>,
     pub events: usize,
 }
@@ -280,29 +314,89 @@ impl Batch {
         }
     }
 
-    /// A directory moved away: at flush, every indexed file under it and
-    /// every pending change under it older than the move is a delete
-    /// ([`moved_away_at`]). A directory moved back and forth a thousand
-    /// times in one batch costs one entry, not a thousand, and the pending
-    /// changes are not rewritten here (a storm of moves would rewrite them
-    /// all at each move).
-    pub fn forget_dir(&mut self, dir: impl AsRef<[u8]>, now: Instant) {
-        let dir = dir.as_ref();
+    /// A directory moved: `from` where it was (`None`: outside the tree),
+    /// `to` where it is now (`None`: out of the tree). Nothing is listed
+    /// here: a storm of moves costs one entry per directory, and the
+    /// listing happens once, at the flush, of the directories that are not
+    /// back where the batch found them ([`Flush::to_list`]).
+    ///
+    /// Within the tree (the runner paired the two halves of the rename by
+    /// their cookie, and keeps the directory's watches), the pending
+    /// changes under it move with it, so a directory renamed away and back
+    /// (`a` → `a.x` → `a`) records only what changed in it meanwhile,
+    /// never its whole content twice. The place it began at is forgotten:
+    /// its indexed files that the disk no longer shows at the flush are
+    /// deletes. Out of the tree, its pending changes go with it (its
+    /// indexed files are deletes through the forgotten place).
+    pub fn dir_moved(&mut self, from: Option<&RelPath>, to: Option<&RelPath>, now: Instant) {
         let seq = self.next(now);
-        self.created.retain(|p, _| !is_under(p, dir));
-        self.writing.retain(|p, _| !is_under(p, dir));
-        self.forgotten.insert(RelPath::from(dir), seq);
+        let origin = from.map(|a| self.origin_of(a));
+        if let Some(Some(o)) = &origin {
+            self.forgotten.insert(o.clone(), seq);
+        }
+        match (from, to) {
+            (Some(a), Some(b)) => {
+                move_keys(&mut self.changes, a, b, |old, new| old.0 > new.0);
+                move_keys(&mut self.created, a, b, |old, new| old.seq > new.seq);
+                move_keys(&mut self.writing, a, b, |_, _| false);
+                move_keys(&mut self.moved, a, b, |old, new| old.seq > new.seq);
+                let origin = origin.flatten();
+                if origin.as_ref() == Some(b) {
+                    // Back where it began: its content is as the index has it,
+                    // but for the pending changes, which came back with it.
+                    self.moved.remove(b);
+                    self.forgotten.remove(b);
+                } else {
+                    self.moved.insert(b.clone(), Moved { origin, seq, tries: 0 });
+                }
+            }
+            (Some(a), None) => {
+                for keys in [keys_under(&self.changes, a), keys_under(&self.created, a), keys_under(&self.writing, a)] {
+                    for k in keys {
+                        self.changes.remove(&k);
+                        self.created.remove(&k);
+                        self.writing.remove(&k);
+                    }
+                }
+                for k in keys_under(&self.moved, a) {
+                    self.moved.remove(&k);
+                }
+            }
+            (None, Some(b)) => {
+                self.moved.insert(b.clone(), Moved { origin: None, seq, tries: 0 });
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Where the directory now at `path` was when the batch began (`None`:
+    /// outside the tree), through the moves of it or of a directory above it.
+    fn origin_of(&self, path: &RelPath) -> Option<RelPath> {
+        let bytes = path.as_bytes();
+        let mut end = bytes.len();
+        loop {
+            if let Some(m) = self.moved.get(&bytes[..end]) {
+                return m.origin.as_ref().map(|o| RelPath::from([o.as_bytes(), &bytes[end..]].concat()));
+            }
+            match bytes[..end].iter().rposition(|&b| b == b'/') {
+                Some(slash) => end = slash,
+                None => return Some(path.clone()),
+            }
+        }
     }
 
     /// Changes waiting to be recorded (created files not known to be
     /// fresh included).
     pub fn pending(&self) -> usize {
-        self.changes.len() + self.created.values().filter(|c| c.fresh_until.is_none()).count() + self.forgotten.len()
+        self.changes.len()
+            + self.created.values().filter(|c| c.fresh_until.is_none()).count()
+            + self.forgotten.len()
+            + self.moved.len()
     }
 
     /// Everything the batch holds in memory (see [`MAX_BATCH_ENTRIES`]).
     pub fn entries(&self) -> usize {
-        self.changes.len() + self.created.len() + self.writing.len() + self.forgotten.len()
+        self.changes.len() + self.created.len() + self.writing.len() + self.forgotten.len() + self.moved.len()
     }
 
     /// Drop everything the batch holds, for a rescan that finds it again
@@ -388,12 +482,37 @@ impl Batch {
         for (_, p, _) in &un {
             self.created.remove(p);
         }
+        let changes = std::mem::take(&mut self.changes).into_iter().map(|(p, (s, k))| (s, p, k)).collect();
+        let to_list = std::mem::take(&mut self.moved).into_iter().map(|(p, m)| (m.seq, p, m.tries)).collect();
         Flush {
-            changes: self.changes.drain().map(|(p, (s, k))| (s, p, k)).collect(),
+            changes,
             unwritten: un,
             forgotten: std::mem::take(&mut self.forgotten),
+            to_list,
             since: self.since.take(),
             events: std::mem::take(&mut self.events),
+        }
+    }
+
+    /// A directory of [`Flush::to_list`] that could not be listed at its
+    /// flush (the disk is ahead of the events read: it moved on meanwhile):
+    /// it stays to be listed, followed by the moves still to be read. Its
+    /// origin is forgotten: what the flush recorded may differ from where it
+    /// began, so coming back there is no reason not to list it.
+    /// After [`RELIST_TRIES`] flushes it is given up (false).
+    pub fn relist(&mut self, dir: RelPath, tries: u8, now: Instant) -> bool {
+        if tries + 1 >= RELIST_TRIES {
+            return false;
+        }
+        let seq = self.next(now);
+        self.moved.entry(dir).or_insert(Moved { origin: None, seq, tries: tries + 1 });
+        true
+    }
+
+    /// A directory was deleted: nothing is left to list there.
+    pub fn dir_removed(&mut self, dir: &RelPath) {
+        for k in keys_under(&self.moved, dir) {
+            self.moved.remove(&k);
         }
     }
 
@@ -421,6 +540,11 @@ impl Batch {
             let e = self.forgotten.entry(d).or_insert(s);
             *e = (*e).max(s);
         }
+        // Listed again at the next flush (the origin no longer matters:
+        // its place is among the forgotten).
+        for (s, d, tries) in f.to_list {
+            self.moved.entry(d).or_insert(Moved { origin: None, seq: s, tries });
+        }
         self.since = match (self.since, f.since) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -432,11 +556,11 @@ impl Batch {
 impl Flush {
     /// The changes, created files and moved-away directories it holds.
     pub fn pending(&self) -> usize {
-        self.changes.len() + self.unwritten.len() + self.forgotten.len()
+        self.changes.len() + self.unwritten.len() + self.forgotten.len() + self.to_list.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.changes.is_empty() && self.unwritten.is_empty() && self.forgotten.is_empty()
+        self.changes.is_empty() && self.unwritten.is_empty() && self.forgotten.is_empty() && self.to_list.is_empty()
     }
 
     /// Whether the indexed file `path` is deleted by a directory moved away.
@@ -466,49 +590,88 @@ fn moved_away_at(path: impl AsRef<[u8]>, forgotten: &HashMap<RelPath, u64>) -> O
 
 impl Flush {
     /// The changes to record, in event order, and the fresh files to keep.
-    /// `look`: what the disk shows of an unwritten path; `indexed`: live
-    /// indexed paths, at least those under a forgotten directory (see
-    /// [`Flush::forgets`]); `now` and `fresh_wait` decide whether a fresh
-    /// file waited long enough.
+    ///
+    /// Each path touched is recorded once, by its last event; a file
+    /// created and not written since by what `look` shows of it.
+    /// `listed`: the files found under [`Flush::to_list`] (each with its
+    /// directory's sequence number: a later event of the path wins);
+    /// `indexed`: live indexed paths, at least those under a forgotten
+    /// place (see [`Flush::forgets`]), which are deletes unless a later
+    /// event or listing says otherwise; `live`, when the runner read the
+    /// index: a delete of a path it does not list is left out (a file made
+    /// and removed within the batch says nothing). `now` and `fresh_wait`
+    /// decide whether a fresh file waited long enough.
     pub fn resolve(
         &self,
         look: impl Fn(&RelPath) -> OnDisk,
+        listed: &[(u64, RelPath)],
         indexed: &[RelPath],
+        live: Option<&dyn Fn(&RelPath) -> bool>,
         now: Instant,
         fresh_wait: Duration,
     ) -> Resolved {
         let mut last: HashMap<&RelPath, (u64, EventKind)> = HashMap::new();
+        let mut put = |p, s: u64, k: EventKind| {
+            let e = last.entry(p).or_insert((s, k));
+            if e.0 <= s {
+                *e = (s, k);
+            }
+        };
         let mut fresh = Vec::new();
-        let mut unwritten = Vec::new();
         for (s, p, at) in &self.unwritten {
             match look(p) {
                 OnDisk::Gone => {}
                 OnDisk::Fresh if now < *at + fresh_wait => fresh.push((*s, p.clone(), *at)),
-                OnDisk::Linked | OnDisk::Fresh => unwritten.push((s, p, &EventKind::New)),
+                OnDisk::Linked | OnDisk::Fresh => put(p, *s, EventKind::New),
             }
         }
-        for (s, p, k) in self.changes.iter().map(|(s, p, k)| (s, p, k)).chain(unwritten) {
-            // A change older than a move of a directory above it: that
-            // path is gone with the directory.
-            let (s, k) = match moved_away_at(p, &self.forgotten) {
-                Some(m) if m > *s => (m, EventKind::Delete),
-                _ => (*s, *k),
-            };
-            if last.get(p).is_none_or(|(s0, _)| *s0 < s) {
-                last.insert(p, (s, k));
-            }
+        for (s, p, k) in &self.changes {
+            put(p, *s, *k);
+        }
+        for (s, p) in listed {
+            put(p, *s, EventKind::New);
         }
         for p in indexed {
             if let Some(seq) = moved_away_at(p, &self.forgotten) {
-                if last.get(p).is_none_or(|(s0, _)| *s0 < seq) {
-                    last.insert(p, (seq, EventKind::Delete));
-                }
+                put(p, seq, EventKind::Delete);
             }
         }
-        let mut v: Vec<(u64, &RelPath, EventKind)> = last.into_iter().map(|(p, (s, k))| (s, p, k)).collect();
+        let mut v: Vec<(u64, &RelPath, EventKind)> = last
+            .into_iter()
+            .filter(|(p, (_, k))| *k == EventKind::New || live.is_none_or(|live| live(p)))
+            .map(|(p, (s, k))| (s, p, k))
+            .collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         let changes = v.into_iter().map(|(_, p, k)| Change { path: p.clone(), kind: k, epoch: None }).collect();
         Resolved { changes, fresh }
+    }
+}
+
+/// The keys of `map` that are `dir` or lie below it (a range of the
+/// ordered map: `dir/` sorts right after `dir` and before `dir0`).
+fn keys_under<V>(map: &BTreeMap<RelPath, V>, dir: &RelPath) -> Vec<RelPath> {
+    let lo = RelPath::from([dir.as_bytes(), b"/"].concat());
+    let hi = RelPath::from([dir.as_bytes(), b"0"].concat());
+    let mut keys: Vec<RelPath> = map.range(lo..hi).map(|(k, _)| k.clone()).collect();
+    if map.contains_key(dir) {
+        keys.push(dir.clone());
+    }
+    keys
+}
+
+/// Move the entries of `map` under `from` to the same places under `to`;
+/// where `to` already has an entry, the moved one replaces it only if
+/// `newer(moved, there)`.
+fn move_keys<V>(map: &mut BTreeMap<RelPath, V>, from: &RelPath, to: &RelPath, newer: impl Fn(&V, &V) -> bool) {
+    for k in keys_under(map, from) {
+        let Some(v) = map.remove(&k) else { continue };
+        let dest = RelPath::from([to.as_bytes(), &k.as_bytes()[from.len()..]].concat());
+        match map.get(&dest) {
+            Some(there) if !newer(&v, there) => {}
+            _ => {
+                map.insert(dest, v);
+            }
+        }
     }
 }
 
@@ -585,7 +748,7 @@ mod tests {
                 OnDisk::Gone
             }
         };
-        let r = f.resolve(look, &under, now, PACE.fresh_wait);
+        let r = f.resolve(look, &[], &under, None, now, PACE.fresh_wait);
         b.keep_fresh(&r, &PACE);
         r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect()
     }
@@ -679,7 +842,7 @@ mod tests {
         b.on_file(Happening::Created { dir: false }, "upload", 0.0, t);
         b.on_file(Happening::ClosedWrite, "other", 0.0, t);
         let t1 = t + Duration::from_secs(1);
-        assert_eq!(flush_at(&mut b, t1, &[], &["upload"], &[]), s(&[("other", New)]));
+        assert_eq!(flush_at(&mut b, t1, &["other"], &["upload"], &[]), s(&[("other", New)]));
         // Kept, but not pending: it neither blocks synced-to nor triggers.
         assert_eq!(b.pending(), 0);
         assert!(!b.due(t + Duration::from_secs(5), &PACE));
@@ -689,7 +852,7 @@ mod tests {
         assert_eq!(b.deadline(&PACE), None);
         assert!(!b.due(t + Duration::from_secs(60), &PACE));
         b.on_file(Happening::ClosedWrite, "upload", 0.0, t1);
-        assert_eq!(changes(&mut b, &[], &[]), s(&[("upload", New)]));
+        assert_eq!(changes(&mut b, &["upload"], &[]), s(&[("upload", New)]));
     }
 
     #[test]
@@ -725,7 +888,23 @@ mod tests {
         let mut b = Batch::default();
         b.on_file(Happening::Created { dir: false }, "f", 0.0, t);
         b.on_file(Happening::Deleted { dir: false }, "f", 0.0, t);
-        assert_eq!(changes(&mut b, &["f"], &[]), s(&[("f", Delete)]));
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("f", Delete)]));
+    }
+
+    #[test]
+    fn a_path_made_and_removed_within_a_batch_says_nothing_the_index_does_not_list() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.on_file(Happening::ClosedWrite, "gone", 0.0, t);
+        b.on_file(Happening::Deleted { dir: false }, "gone", 0.0, t);
+        b.on_file(Happening::Deleted { dir: false }, "old", 0.0, t);
+        let f = b.take(t);
+        let r = f.resolve(|_| OnDisk::Gone, &[], &[], None, t, PACE.fresh_wait);
+        assert_eq!(r.changes.len(), 2, "without the index, both deletes: {:?}", r.changes);
+        let only_old = |p: &RelPath| p == "old";
+        let r = f.resolve(|_| OnDisk::Gone, &[], &[], Some(&only_old), t, PACE.fresh_wait);
+        let got: Vec<_> = r.changes.iter().map(|c| (c.path.to_str().unwrap(), c.kind)).collect();
+        assert_eq!(got, [("old", Delete)]);
     }
 
     #[test]
@@ -738,34 +917,30 @@ mod tests {
         b.on_file(Happening::MovedIn { dir: false }, "c", 0.0, t);
         b.on_file(Happening::Deleted { dir: false }, "b", 0.0, t);
         b.on_file(Happening::ClosedWrite, "b", 0.0, t);
-        assert_eq!(changes(&mut b, &[], &[]), s(&[("a", Delete), ("c", New), ("b", New)]));
+        assert_eq!(changes(&mut b, &["c", "b"], &[]), s(&[("a", Delete), ("c", New), ("b", New)]));
+    }
+
+    fn p(s: &str) -> RelPath {
+        RelPath::from(s)
     }
 
     #[test]
-    fn forgotten_directory_deletes_indexed_files_but_not_later_news() {
+    fn a_directory_moved_out_deletes_its_indexed_files_but_not_later_news() {
         let t = Instant::now();
         let mut b = Batch::default();
         b.on_file(Happening::ClosedWrite, "d/new", 0.0, t);
         b.on_file(Happening::ClosedWrite, "dx/keep", 0.0, t);
-        b.forget_dir("d", t);
+        b.dir_moved(Some(&p("d")), None, t);
         b.on_file(Happening::MovedIn { dir: false }, "d/back", 0.0, t);
         let f = b.take(t);
         assert_eq!(f.forgotten.keys().collect::<Vec<_>>(), ["d"]);
         let under = ["d/old", "d/back", "dx/other"].map(RelPath::from);
-        let r = f.resolve(|_| OnDisk::Linked, &under, t, PACE.fresh_wait);
+        let on_disk =
+            |q: &RelPath| if ["dx/keep", "d/back"].iter().any(|x| q == x) { OnDisk::Linked } else { OnDisk::Gone };
+        let r = f.resolve(on_disk, &[], &under, None, t, PACE.fresh_wait);
         let got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
-        assert_eq!(got.len(), 4, "{got:?}");
-        assert_eq!(got[0], ("dx/keep".to_string(), New));
-        let mut middle: Vec<&str> = got[1..3]
-            .iter()
-            .map(|(p, k)| {
-                assert_eq!(*k, Delete, "{p}");
-                p.as_str()
-            })
-            .collect();
-        middle.sort();
-        assert_eq!(middle, ["d/new", "d/old"]);
-        assert_eq!(got[3], ("d/back".to_string(), New), "a later move-in wins over the forgotten directory");
+        // d/new went with its directory and was never indexed: nothing to say.
+        assert_eq!(got, s(&[("dx/keep", New), ("d/old", Delete), ("d/back", New)]));
     }
 
     #[test]
@@ -774,34 +949,87 @@ mod tests {
         let mut b = Batch::default();
         b.on_file(Happening::ClosedWrite, "a", 0.0, t);
         b.on_file(Happening::Created { dir: false }, "l", 0.0, t);
-        b.forget_dir("d", t);
+        b.dir_moved(Some(&p("d")), None, t);
+        b.dir_moved(None, Some(&p("in")), t);
         let f = b.take(t);
+        assert_eq!(f.to_list, [(4, p("in"), 0)]);
         b.restore(f);
-        assert_eq!(b.pending(), 3);
+        assert_eq!(b.pending(), 4);
         let under = vec!["d/x".to_string()];
-        assert_eq!(changes(&mut b, &["l"], &under), s(&[("a", New), ("l", New), ("d/x", Delete)]));
+        assert_eq!(changes(&mut b, &["a", "l"], &under), s(&[("a", New), ("l", New), ("d/x", Delete)]));
     }
 
     #[test]
-    fn a_directory_moved_back_and_forth_is_one_entry() {
+    fn a_directory_renamed_away_and_back_records_only_what_changed_in_it() {
         let t = Instant::now();
         let mut b = Batch::default();
-        b.on_file(Happening::ClosedWrite, "d/sub/early", 0.0, t);
+        b.on_file(Happening::ClosedWrite, "area/d1/f", 0.0, t);
         for _ in 0..1000 {
-            b.forget_dir("d", t);
-            b.forget_dir("e", t);
+            b.dir_moved(Some(&p("area")), Some(&p("area.x")), t);
+            b.dir_moved(Some(&p("area.x")), Some(&p("area")), t);
         }
-        b.forget_dir("d/sub", t);
-        b.on_file(Happening::ClosedWrite, "d/late", 0.0, t);
-        assert_eq!(b.pending(), 5, "two files and three directories, however often they moved");
-        let under = ["d/sub/old", "e/x", "f/y"].map(String::from);
-        let got = changes(&mut b, &[], &under);
-        let kind = |p: &str| got.iter().find(|(q, _)| q == p).map(|(_, k)| *k);
-        assert_eq!(kind("d/sub/early"), Some(Delete), "written before its directory moved away");
-        assert_eq!(kind("d/sub/old"), Some(Delete));
-        assert_eq!(kind("e/x"), Some(Delete));
-        assert_eq!(kind("f/y"), None, "not under a moved directory");
-        assert_eq!(got.last(), Some(&("d/late".to_string(), New)), "written after the last move");
+        b.dir_moved(Some(&p("area")), Some(&p("area.x")), t);
+        // Written while it was away: the watch follows the directory.
+        b.on_file(Happening::ClosedWrite, "area.x/d1/g", 0.0, t);
+        b.on_file(Happening::Deleted { dir: false }, "area.x/d1/old", 0.0, t);
+        b.dir_moved(Some(&p("area.x")), Some(&p("area")), t);
+        assert_eq!(b.pending(), 3, "three files, however often their directory moved");
+        let f = b.take(t);
+        assert!(f.to_list.is_empty(), "back where it began: nothing to list: {:?}", f.to_list);
+        // The index lists area/d1/old and area/d1/kept; the disk shows f, g and kept.
+        let under = ["area/d1/old", "area/d1/kept"].map(RelPath::from);
+        let on_disk = |q: &RelPath| {
+            if ["area/d1/f", "area/d1/g", "area/d1/kept"].iter().any(|x| q == x) {
+                OnDisk::Linked
+            } else {
+                OnDisk::Gone
+            }
+        };
+        let r = f.resolve(on_disk, &[], &under, None, t, PACE.fresh_wait);
+        let mut got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got, s(&[("area/d1/f", New), ("area/d1/g", New), ("area/d1/old", Delete)]));
+    }
+
+    #[test]
+    fn a_directory_moved_elsewhere_is_listed_once_and_its_place_forgotten() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.on_file(Happening::ClosedWrite, "a/f", 0.0, t);
+        for _ in 0..1000 {
+            b.dir_moved(Some(&p("a")), Some(&p("b")), t);
+            b.dir_moved(Some(&p("b")), Some(&p("a")), t);
+        }
+        b.dir_moved(Some(&p("a")), Some(&p("c")), t);
+        // A directory from outside, moved about: listed where it ends.
+        b.dir_moved(None, Some(&p("in")), t);
+        b.dir_moved(Some(&p("in")), Some(&p("c/in")), t);
+        // One moved out of the tree and made again: its place is forgotten.
+        b.dir_moved(Some(&p("hot")), None, t);
+        let f = b.take(t);
+        let mut listed: Vec<&RelPath> = f.to_list.iter().map(|(_, d, _)| d).collect();
+        listed.sort();
+        assert_eq!(listed, [&p("c"), &p("c/in")]);
+        let mut forgotten: Vec<&RelPath> = f.forgotten.keys().collect();
+        forgotten.sort();
+        // Only where content was when the batch began: `b` never held any.
+        assert_eq!(forgotten, [&p("a"), &p("hot")]);
+        // The pending change moved with its directory.
+        assert_eq!(f.changes.iter().map(|c| &c.1).collect::<Vec<_>>(), [&p("c/f")]);
+    }
+
+    #[test]
+    fn a_subdirectory_that_leaves_a_moved_directory_forgets_where_it_began() {
+        let t = Instant::now();
+        let mut b = Batch::default();
+        b.dir_moved(Some(&p("a")), Some(&p("x")), t);
+        b.dir_moved(Some(&p("x/sub")), Some(&p("y")), t);
+        b.dir_moved(Some(&p("y")), None, t);
+        let f = b.take(t);
+        let mut forgotten: Vec<&RelPath> = f.forgotten.keys().collect();
+        forgotten.sort();
+        assert_eq!(forgotten, [&p("a"), &p("a/sub")]);
+        assert_eq!(f.to_list, [(1, p("x"), 0)]);
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub(super) struct Log {
     pub(super) news: Cell<u64>,
     pub(super) deletes: Cell<u64>,
     pub(super) rescans: Cell<u64>,
+    /// Acknowledged events recorded again (`rerecorded` lines).
+    pub(super) rerecorded: Cell<u64>,
     pub(super) warnings: Cell<u64>,
     pub(super) errors: Cell<u64>,
     pub(super) last_batch: Cell<Option<f64>>,
@@ -40,6 +42,7 @@ impl Log {
                 self.last_batch.set(Some(wall()));
             }
             "rescan" => self.rescans.set(self.rescans.get() + 1),
+            "rerecorded" => add(&self.rerecorded, "count"),
             "aggregate" => self.last_aggregate.set(Some(wall())),
             _ => {}
         }

@@ -10,10 +10,10 @@
 //! hold a storm's events in memory without limit.
 //!
 //! Directories are relative to the root, "" being the root itself. An
-//! event names its directory by watch descriptor; a directory that moved
-//! has its watches removed by the caller and added again under the new
-//! name, so a descriptor always names the directory it was added for, and
-//! events still queued for a removed descriptor are dropped.
+//! event names its directory by watch descriptor. A directory renamed
+//! within the tree keeps its watches, which the caller renames with it
+//! ([`Watcher::rename_under`]); one that left the tree has its watches
+//! removed, and events still queued for a removed descriptor are dropped.
 
 use super::rules::MASK;
 use crate::recentfile::RelPath;
@@ -36,6 +36,8 @@ pub const READS_QUEUED: usize = 128;
 pub struct RawEvent {
     pub wd: i32,
     pub mask: EventMask,
+    /// Pairs the two halves of a rename (`IN_MOVED_FROM`, `IN_MOVED_TO`); 0 otherwise.
+    pub cookie: u32,
     /// The entry's name in the watched directory; `None` for an event on
     /// the directory itself (and for a queue overflow).
     pub name: Option<OsString>,
@@ -78,6 +80,7 @@ impl Watcher {
                         .map(|e| RawEvent {
                             wd: e.wd.get_watch_descriptor_id(),
                             mask: e.mask,
+                            cookie: e.cookie,
                             name: e.name.map(|n| n.to_os_string()),
                         })
                         .collect()),
@@ -93,18 +96,12 @@ impl Watcher {
         Ok(Watcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: HashMap::new() })
     }
 
-    fn abs(&self, rel: &RelPath) -> PathBuf {
-        if rel.is_empty() {
-            self.root.clone()
-        } else {
-            self.root.join(rel.as_path())
-        }
-    }
-
     /// Watch directory `rel` (again: the same inode gives the same
     /// descriptor, which then names `rel`).
     pub fn add(&mut self, rel: &RelPath) -> Result<(), AddError> {
-        match self.watches.add(self.abs(rel), MASK) {
+        // Whatever the length of root/rel (a relative path may be 4096 bytes).
+        let added = crate::sys::tree::reach(&self.root, rel).and_then(|r| self.watches.add(r.path(), MASK));
+        match added {
             Ok(wd) => {
                 let id = wd.get_watch_descriptor_id();
                 if let Some((_, old)) = self.by_wd.insert(id, (wd, rel.clone())) {
@@ -133,6 +130,28 @@ impl Watcher {
             self.by_dir.keys().filter(|d| crate::origin::watch::rules::is_under(d, rel)).cloned().collect();
         for d in gone {
             self.remove(&d);
+        }
+    }
+
+    /// A watched directory and everything below it moved from `from` to
+    /// `to` within the tree: its watches (which follow the inode) now name
+    /// the new places, so events inside it carry its new path.
+    pub fn rename_under(&mut self, from: &RelPath, to: &RelPath) {
+        let moved: Vec<(RelPath, i32)> = self
+            .by_dir
+            .iter()
+            .filter(|(d, _)| crate::origin::watch::rules::is_under(d, from))
+            .map(|(d, id)| (d.clone(), *id))
+            .collect();
+        for (old, _) in &moved {
+            self.by_dir.remove(old);
+        }
+        for (old, id) in moved {
+            let new = RelPath::from([to.as_bytes(), &old.as_bytes()[from.len()..]].concat());
+            if let Some((_, dir)) = self.by_wd.get_mut(&id) {
+                *dir = new.clone();
+            }
+            self.by_dir.insert(new, id);
         }
     }
 

@@ -87,6 +87,9 @@ pub struct OptionLayer {
     pub timeout: Option<u64>,
     /// A whole-tree pass when the last one is this old (`7d`, `1W`).
     pub full_every: Option<String>,
+    /// Whole-tree passes compare files of the same size and mtime by
+    /// content (rsync `--checksum`).
+    pub checksum: Option<bool>,
 }
 
 /// Stack layers, highest precedence first: each option from the first
@@ -108,6 +111,7 @@ pub fn merge(layers: &[&OptionLayer]) -> OptionLayer {
         on_pass_timeout: first(layers, |l| &l.on_pass_timeout),
         timeout: first(layers, |l| &l.timeout),
         full_every: first(layers, |l| &l.full_every),
+        checksum: first(layers, |l| &l.checksum),
     }
 }
 
@@ -138,8 +142,6 @@ pub struct RunFlags {
     pub progress: bool,
     /// `--accept-deletes`: the next whole-tree pass may delete a mass of the tree.
     pub accept_deletes: bool,
-    /// `--checksum`: whole-tree passes compare files by content.
-    pub checksum: bool,
 }
 
 /// The mirror's settings for `tree` from merged options, the built-in
@@ -174,7 +176,7 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         skip_deletes: o.skip_deletes.unwrap_or(false),
         max_delete: o.max_delete,
         accept_deletes: run.accept_deletes,
-        checksum: run.checksum,
+        checksum: o.checksum.unwrap_or(false),
         max_files_per_connection: usize::try_from(max_files).unwrap_or(usize::MAX),
         rsync: RsyncSettings {
             password_file: o.password_file.clone(),
@@ -407,7 +409,8 @@ mod tests {
         type Get = fn(&Config) -> String;
         let table: &[(&str, Set, Get, &str)] = &[
             ("interval", |l, v| l.interval = Some(v as f64), |c| c.interval.as_secs().to_string(), "20"),
-            ("skip_deletes", |l, v| l.skip_deletes = Some(v % 2 == 1), |c| c.skip_deletes.to_string(), "false"),
+            ("skip_deletes", |l, v| l.skip_deletes = Some(v % 4 == 3), |c| c.skip_deletes.to_string(), "false"),
+            ("checksum", |l, v| l.checksum = Some(v % 4 == 3), |c| c.checksum.to_string(), "false"),
             ("max_delete", |l, v| l.max_delete = Some(v), |c| format!("{:?}", c.max_delete), "None"),
             (
                 "max_files_per_connection",
@@ -450,8 +453,9 @@ mod tests {
             ),
         ];
         for (name, set, get, builtin) in table {
-            // Layer values 3 (cli), 5 (table), 7 (defaults): odd, so the
-            // boolean is true in each and the built-in false shows through.
+            // Layer values 3 (cli), 5 (table), 7 (defaults); a boolean is
+            // `v % 4 == 3`: true, false, true, so each layer shows against
+            // the next one, and the built-in false against the defaults.
             let (cli, tab, def) = (layer(|l| set(l, 3)), layer(|l| set(l, 5)), layer(|l| set(l, 7)));
             let none = OptionLayer::default();
             let got = |layers: &[&OptionLayer]| get(&resolve(&tree(), &merge(layers), RunFlags::default()).unwrap());
@@ -460,9 +464,8 @@ mod tests {
             assert_eq!(got(&[&none, &tab, &def]), expect(5), "{name}: the tree's table beats the defaults");
             assert_eq!(got(&[&none, &none, &def]), expect(7), "{name}: the file's defaults beat the built-in");
             assert_eq!(got(&[&none, &none, &none]), *builtin, "{name}: the built-in default");
-            if *name != "skip_deletes" {
-                assert_ne!(expect(3), expect(5), "{name}: the table must tell the layers apart");
-            }
+            assert_ne!(expect(3), expect(5), "{name}: the table must tell the layers apart");
+            assert_ne!(expect(5), expect(7), "{name}: the table must tell the layers apart");
         }
     }
 

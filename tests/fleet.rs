@@ -427,3 +427,40 @@ fn sighup_reloads_a_config_loop() {
     assert_eq!(status.code(), Some(0), "{}", fs::read_to_string(&log).unwrap());
     assert!(fs::read_to_string(&log).unwrap().contains("SIGHUP ignored: a one-shot run does not reload"));
 }
+
+/// `checksum` through the config's layers, beside a hung tree: the file's
+/// top level sets it, one tree's table turns it off again. A copy whose
+/// bytes changed at the same size and mtime (no event says so) is
+/// repaired by a `--full` loop's first pass where the tree compares
+/// contents, and kept where it does not (rsync's quick check), while the
+/// hung tree's one call still hangs.
+#[test]
+fn checksum_comes_from_the_config_beside_a_hung_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    origin(&o, 3);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = format!("{}/RECENT.recent", daemon.url("M"));
+    let hole = BlackHole::start();
+    let (sum, nosum, hung) = (tmp.path().join("m/sum"), tmp.path().join("m/nosum"), tmp.path().join("m/hung"));
+    let f0 = "id/A/f0.tar.gz";
+    let mtime = fs::metadata(o.join(f0)).unwrap().modified().unwrap();
+    for root in [&sum, &nosum] {
+        ok(&["rmirror", "--remote", &src, "--localroot", s(root)]);
+        fs::write(root.join(f0), "X\n").unwrap();
+        fs::File::options().write(true).open(root.join(f0)).unwrap().set_modified(mtime).unwrap();
+    }
+    let file = tmp.path().join("fleet.toml");
+    config(
+        &file,
+        "interval = 300\nchecksum = true",
+        &[(&hole.src(), &hung, ""), (&src, &sum, ""), (&src, &nosum, "checksum = false")],
+    );
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["rmirror", "--loop", "--full", "--config", s(&file)], &log);
+    wait_for("both healthy trees' --full passes", LIMIT, || passes_counted(&sum) >= 2 && passes_counted(&nosum) >= 2);
+    assert_eq!(fs::read_to_string(sum.join(f0)).unwrap(), "0\n", "compared by content: repaired");
+    assert_eq!(fs::read_to_string(nosum.join(f0)).unwrap(), "X\n", "the table's `checksum = false`: quick check");
+    assert_eq!(hole.connections(), 1, "the hung tree's first call still hangs");
+    assert_eq!(sigterm(&mut child).code(), Some(130), "{}", fs::read_to_string(&log).unwrap());
+}

@@ -72,8 +72,6 @@ pub struct Options {
     pub dry_run: bool,
     /// Reconcile once with a whole-tree rsync.
     pub full: bool,
-    /// `--checksum`: whole-tree passes compare files by content.
-    pub checksum: bool,
     /// Make a tree that is not (yet) a mirror of SRC one (docs/decisions.md#ownership).
     pub adopt: bool,
     /// The node-exporter textfile to rewrite after each pass and heartbeat
@@ -86,7 +84,7 @@ pub struct Options {
 impl Options {
     /// The run's settings that every tree shares.
     pub(crate) fn flags(&self, progress: bool) -> RunFlags {
-        RunFlags { dry_run: self.dry_run, progress, accept_deletes: self.accept_deletes, checksum: self.checksum }
+        RunFlags { dry_run: self.dry_run, progress, accept_deletes: self.accept_deletes }
     }
 }
 

@@ -499,6 +499,10 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("on_pass_timeout = SECONDS", "Seconds an on_pass hook may run (default 600)."),
     ("timeout = SECONDS", "Seconds an rsync may move no data before it is stopped (default 300; 0: never)."),
     ("full_every = \"DURATION\"", "A whole-tree pass when the last one is this old (7d, 1W)."),
+    (
+        "checksum = true|false",
+        "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum; default false).",
+    ),
 ];
 
 /// The CONFIGURATION FILE section of rrr-rmirror(1).

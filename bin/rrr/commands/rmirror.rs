@@ -57,9 +57,9 @@ pub struct RmirrorArgs {
     /// Reconcile once with a whole-tree rsync.
     #[arg(long)]
     pub full: bool,
-    /// Whole-tree passes of this run (--full, --full-every, a bootstrap)
-    /// compare files of the same size and mtime by content (rsync
-    /// --checksum: reads every such file on both sides).
+    /// Whole-tree passes (--full, --full-every, a bootstrap) compare files
+    /// of the same size and mtime by content (rsync --checksum: reads
+    /// every such file on both sides).
     #[arg(long)]
     pub checksum: bool,
     /// Make DIR a mirror of SRC although it is not one yet (not empty, no
@@ -150,12 +150,12 @@ impl From<RmirrorArgs> for Options {
                 on_pass_timeout: a.on_pass_timeout,
                 timeout: a.timeout,
                 full_every: a.full_every,
+                checksum: a.checksum.then_some(true),
             },
             looping: a.looping,
             accept_deletes: a.accept_deletes,
             dry_run: a.dry_run,
             full: a.full,
-            checksum: a.checksum,
             adopt: a.adopt,
             prometheus: a.prometheus,
             json: a.json,

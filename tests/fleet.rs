@@ -464,3 +464,40 @@ fn checksum_comes_from_the_config_beside_a_hung_tree() {
     assert_eq!(hole.connections(), 1, "the hung tree's first call still hangs");
     assert_eq!(sigterm(&mut child).code(), Some(130), "{}", fs::read_to_string(&log).unwrap());
 }
+
+/// `--accept-deletes` lets the first run of each tree of a config loop
+/// through a mass delete; a tree that a SIGHUP reload starts again (its
+/// options changed) does not get that consent a second time: its next
+/// mass delete is held.
+#[test]
+fn a_reload_does_not_renew_accept_deletes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    origin(&o, 10);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = format!("{}/RECENT.recent", daemon.url("M"));
+    let a = tmp.path().join("m/a");
+    ok(&["rmirror", "--remote", &src, "--localroot", s(&a)]);
+    let f = |i: usize| format!("id/A/f{i}.tar.gz");
+    // The origin loses 6 of its 10 files without events: a whole-tree
+    // pass would delete more than half of the mirror.
+    for i in 0..6 {
+        fs::remove_file(o.join(f(i))).unwrap();
+    }
+    let file = tmp.path().join("fleet.toml");
+    config(&file, "interval = 300", &[(&src, &a, "")]);
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["rmirror", "--loop", "--full", "--accept-deletes", "--config", s(&file)], &log);
+    wait_for("the accepted --full pass", LIMIT, || passes_counted(&a) >= 2);
+    assert!(!a.join(f(0)).exists() && a.join(f(6)).exists(), "{}", fs::read_to_string(&log).unwrap());
+    // Three of the four left go too; the tree gets a new option: reloaded.
+    for i in 6..9 {
+        fs::remove_file(o.join(f(i))).unwrap();
+    }
+    config(&file, "interval = 300", &[(&src, &a, "timeout = 200")]);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    wait_for("the restarted tree's --full pass", LIMIT, || state(&a)["last_outcome"] == "held");
+    assert!(a.join(f(6)).exists(), "held, nothing deleted: {}", fs::read_to_string(&log).unwrap());
+    assert_eq!(sigterm(&mut child).code(), Some(130));
+}

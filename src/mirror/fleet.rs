@@ -228,13 +228,17 @@ impl Fleet<'_> {
     /// (at its next safe point, its state saved); a tree whose options
     /// changed is stopped and started again with the new ones; a new tree
     /// (and one whose run had ended, e.g. refused, now perhaps fixed) is
-    /// started; each is logged, then one line sums the reload up. A file
-    /// that does not read or resolve changes nothing (an error line). The
-    /// trees to start now.
+    /// started; each is logged, then one line sums the reload up. A tree
+    /// started by a reload runs without `--accept-deletes` (that consent
+    /// was for the run's first start of each tree). A file that does not
+    /// read or resolve changes nothing (an error line). The trees to
+    /// start now.
     fn reload(&self, running: &mut [TreeThread], finished: &mut Vec<(Config, Exit)>) -> Vec<Planned> {
         let file = self.file.display();
-        let new = match planned_trees(self.file, self.opts, self.progress) {
-            Ok(t) => t,
+        let new: Vec<Planned> = match planned_trees(self.file, self.opts, self.progress) {
+            // `--accept-deletes` was the consent for the trees' first runs:
+            // a tree started again by a reload does not get it a second time.
+            Ok(t) => t.into_iter().map(|p| Planned { cfg: Config { accept_deletes: false, ..p.cfg }, ..p }).collect(),
             Err(e) => {
                 tracing::error!("SIGHUP: cannot reload {file}: {e:#}; the trees run on as they were");
                 return Vec::new();

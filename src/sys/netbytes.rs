@@ -16,12 +16,9 @@ use std::collections::HashSet;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// What the network delivered so far to `pid` and its children, over TCP.
+/// What the network delivered so far to `pid` and its descendants, over TCP.
 pub(crate) fn received(pid: u32) -> Option<u64> {
-    let mut pids = vec![pid];
-    pids.extend(super::proc::children(pid));
-    let more: Vec<u32> = pids[1..].iter().flat_map(|c| super::proc::children(*c)).collect();
-    pids.extend(more);
+    let pids = super::proc::with_descendants(pid);
     let inodes: HashSet<u64> = pids.iter().flat_map(|p| super::proc::socket_inodes(*p)).collect();
     if inodes.is_empty() {
         return None;
@@ -43,10 +40,7 @@ pub(crate) fn received(pid: u32) -> Option<u64> {
 /// libraries alike): for a local source, where no network delivers
 /// anything. `None` where `/proc` cannot tell.
 pub(crate) fn read_locally(pid: u32) -> Option<u64> {
-    let mut pids = vec![pid];
-    pids.extend(super::proc::children(pid));
-    let more: Vec<u32> = pids[1..].iter().flat_map(|c| super::proc::children(*c)).collect();
-    pids.extend(more);
+    let pids = super::proc::with_descendants(pid);
     let is_rsync = |p: &u32| {
         super::proc::cmdline(*p)
             .and_then(|w| w.first().map(|w0| w0.rsplit('/').next().unwrap_or("").starts_with("rsync")))

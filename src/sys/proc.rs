@@ -74,6 +74,24 @@ pub(crate) fn children(pid: u32) -> Vec<u32> {
     out
 }
 
+/// `pid` and its descendants (children, theirs, …), `pid` first, at
+/// most [`MAX_DESCENDANTS`] of them: rsync under its guard, the receiver
+/// it forks, an ssh.
+pub(crate) fn with_descendants(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut next = 0;
+    while next < all.len() && all.len() <= MAX_DESCENDANTS {
+        let kids = children(all[next]);
+        all.extend(kids);
+        next += 1;
+    }
+    all.truncate(MAX_DESCENDANTS + 1);
+    all
+}
+
+/// See [`with_descendants`].
+const MAX_DESCENDANTS: usize = 64;
+
 /// Whether this kernel lists children (`/proc/PID/task/TID/children`,
 /// CONFIG_PROC_CHILDREN), which [`children`] needs.
 pub(crate) fn lists_children() -> bool {
@@ -139,6 +157,26 @@ mod tests {
         assert!(started > SystemTime::now() - Duration::from_secs(24 * 3600), "this test process is young");
         assert!(io_bytes(std::process::id()).is_some());
         assert!(cmdline(std::process::id()).is_some_and(|w| !w.is_empty()));
+    }
+
+    #[test]
+    fn descendants_at_any_depth() {
+        // sh → sh → sleep: a grandchild, as rsync's receiver is under its guard.
+        let mut sh = std::process::Command::new("sh").args(["-c", "sh -c 'sleep 30; true' & wait"]).spawn().unwrap();
+        let t = std::time::Instant::now();
+        let mut all = Vec::new();
+        while all.len() < 3 && t.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(10));
+            all = with_descendants(sh.id());
+        }
+        assert_eq!(all.len(), 3, "{all:?}");
+        assert_eq!(all[0], sh.id());
+        assert!(cmdline(all[2]).is_some_and(|w| w[0] == "sleep"), "{all:?}");
+        for p in all.iter().rev() {
+            // SAFETY: signalling the processes this test started.
+            unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+        }
+        sh.wait().unwrap();
     }
 
     #[test]

@@ -51,18 +51,9 @@ fn activity(pid: u32) -> Option<u64> {
         let (rchar, wchar) = proc::io_bytes(pid)?;
         Some(rchar + wchar + proc::stat(pid)?.cpu_ticks())
     }
-    let mut total = one(pid)?;
-    let mut todo = proc::children(pid);
-    let mut seen = 0;
-    while let Some(c) = todo.pop() {
-        seen += 1;
-        if seen > 64 {
-            break;
-        }
-        total = total.wrapping_add(one(c).unwrap_or(0));
-        todo.extend(proc::children(c));
-    }
-    Some(total)
+    let all = proc::with_descendants(pid);
+    let total = one(pid)?;
+    Some(all[1..].iter().fold(total, |t, c| t.wrapping_add(one(*c).unwrap_or(0))))
 }
 
 /// Whether [`Rsync::stall_limit`] can see rsync's activity here: `/proc`

@@ -116,7 +116,7 @@ impl<'a> Mirror<'a> {
             .filter(|p| fs::symlink_metadata(root.join(p.path.as_path())).is_ok_and(|m| !m.is_dir()))
             .count() as u64;
         let planned = rep.deleted + here;
-        let files = self.tree_files(ignore) + rep.deleted;
+        let files = self.files_at_start(ignore, rep.deleted);
         if planned < EVENT_MASS_DELETE_MIN || planned as f64 <= files as f64 * MASS_DELETE_SHARE {
             return false;
         }

@@ -236,8 +236,8 @@ pub(crate) struct Mirror<'a> {
     /// This whole-tree pass (a `--full` one) looks at the quarantined
     /// paths again instead of leaving their directories out.
     recheck_quarantine: bool,
-    /// The mirror's files, counted once a pass when a mass delete is
-    /// judged (`Mirror::tree_files`).
+    /// The mirror's files at the start of the pass, counted once a pass
+    /// when a mass delete is judged (`Mirror::files_at_start`).
     files_counted: Option<u64>,
     /// The running attempt, as its heartbeats record it (`running`).
     pub(crate) attempt: pass_progress::AttemptNote,

@@ -264,8 +264,8 @@ impl<'a> Mirror<'a> {
     /// of both trees, and only on a tree that has files (an empty one has
     /// nothing to lose). The mirror's files are counted by a walk of the
     /// tree.
-    fn mass_deletes(&mut self, layout: &Layout) -> Result<Option<(String, u64)>> {
-        let files = self.tree_files(&Self::ignore_set(layout));
+    fn mass_deletes(&mut self, layout: &Layout, deleted: u64) -> Result<Option<(String, u64)>> {
+        let files = self.files_at_start(&Self::ignore_set(layout), deleted);
         if files == 0 {
             return Ok(None);
         }
@@ -295,9 +295,11 @@ impl<'a> Mirror<'a> {
         Ok(Some((msg, seen.deleted_files)))
     }
 
-    /// The mirror's files (not directories), by a walk of the tree without
-    /// rrr's own files and a top-level `lost+found`; counted once a pass.
-    pub(super) fn tree_files(&mut self, ignore: &IgnoreSet) -> u64 {
+    /// The mirror's files (not directories) when this pass started: a
+    /// walk of the tree without rrr's own files and a top-level
+    /// `lost+found`, plus the `deleted` entries this pass removed before
+    /// it; walked once a pass, at its first call.
+    pub(super) fn files_at_start(&mut self, ignore: &IgnoreSet, deleted: u64) -> u64 {
         if let Some(n) = self.files_counted {
             return n;
         }
@@ -311,7 +313,8 @@ impl<'a> Mirror<'a> {
             .into_iter()
             .filter_entry(|e| !ours(e))
             .filter(|e| e.as_ref().is_ok_and(|e| !e.file_type().is_dir()))
-            .count() as u64;
+            .count() as u64
+            + deleted;
         self.files_counted = Some(n);
         n
     }
@@ -403,7 +406,7 @@ impl<'a> Mirror<'a> {
         if self.cfg.skip_deletes || std::mem::take(&mut self.cfg.accept_deletes) {
             return Ok(false);
         }
-        let Some((msg, files)) = self.mass_deletes(layout)? else { return Ok(false) };
+        let Some((msg, files)) = self.mass_deletes(layout, rep.deleted)? else { return Ok(false) };
         tracing::warn!("{msg}");
         rep.deletes_held += files;
         rep.mass_deletes_held = true;

@@ -140,6 +140,8 @@ impl Child {
 /// (a guard killed outright takes R along). C closes every descriptor
 /// (std's exec-status pipe included: R's exec still reports there), waits
 /// for R and ends as R ended: the same exit code, or the same signal.
+/// It ignores SIGINT, SIGHUP and SIGUSR1 (rrr's handlers of those would
+/// run on its stale copy of rrr's memory).
 /// After a stop, R's children may linger in their cleanup (rsync's
 /// receiver, now and then, for seconds, writing nothing): C is their
 /// subreaper, waits up to [`LINGER_MS`] for them and kills what is left,
@@ -202,6 +204,13 @@ mod guard {
         act.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut act.sa_mask);
         libc::sigaction(libc::SIGTERM, &act, std::ptr::null_mut());
+        // rrr's own handlers (a stop, a wake-up, a reload) would run here on
+        // a stale copy of rrr's memory: its registered children, say. A
+        // Ctrl-C reaches R from the terminal itself, and rrr passes its
+        // stop on as SIGTERM: the guard has no use for any of them.
+        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGUSR1] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
         close_all();
         libc::sigprocmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
         let mut status = 0;
@@ -648,6 +657,34 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(output.finish(Duration::from_secs(30)), "");
+    }
+
+    /// The guard is a fork of rrr that never execs: it must not run
+    /// rrr's handlers on its stale copy of rrr's memory. A Ctrl-C reaches
+    /// it with rsync (one process group): rrr's SIGINT handler there
+    /// passed a stop to the children rrr had registered when the guard
+    /// was forked, pids that may belong to anyone by then.
+    #[test]
+    fn the_guard_runs_none_of_rrrs_handlers() {
+        use std::os::unix::process::ExitStatusExt;
+        crate::sys::signals::install();
+        let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+        let registered = ForwardTo::child(victim.id());
+        let child = Child::spawn(&mut sh("sleep 30"), Ties { die_with_parent: true, ..Ties::default() }).unwrap();
+        drop(registered);
+        let guard = child.id();
+        let t = Instant::now();
+        while crate::sys::proc::with_descendants(guard).len() < 2 {
+            assert!(t.elapsed() < Duration::from_secs(30), "the guarded command runs");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // A Ctrl-C, then a stop: SIGINT is delivered first (the lower number).
+        let _ = nix::sys::signal::kill(Pid::from_raw(guard as i32), Signal::SIGINT);
+        let _ = nix::sys::signal::kill(Pid::from_raw(guard as i32), Signal::SIGTERM);
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM), "it ends as its command did");
+        // A SIGTERM the guard sent would have decided the victim's end already.
+        victim.kill().unwrap();
+        assert_eq!(victim.wait().unwrap().signal(), Some(libc::SIGKILL), "the guard signalled nothing of rrr's");
     }
 
     #[test]

@@ -90,6 +90,8 @@
 //!                                                  // new events the origin lacks
 //!                                                  // (docs/decisions.md#missing-upstream)
 //!   "future_events": 0,                            // skipped as future in the last pass
+//!   "held_deletes": 0,                             // held by the mass-delete guard in
+//!                                                  // the last pass (docs/decisions.md#mass-deletes)
 //!   "resync": false,                               // a whole-tree pass is owed
 //!   "newest_applied": "1700000400.5" | null,       // newest event transferred/deleted
 //!   "counters": {"attempts", "passes", "files", "bytes", "deletes", "refused",

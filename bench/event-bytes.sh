@@ -36,11 +36,8 @@ mkdir -p "$O/big"
 python3 "$(dirname "$0")/gen_tree.py" "$O" "$N" 1000 > "$W/all.txt"
 for i in $(seq -w 1 100); do head -c 102400 /dev/urandom > "$O/big/b$i.bin"; done
 "$RRR" init --quiet --aggregate "$O" >/dev/null
-PORT=$(freeport)
 write_rsyncd_conf "$W" "$O"
-rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$W/rsyncd.conf" &
-DPID=$!
-for _ in $(seq 1 50); do grep -q "listening on port" "$W/rsyncd.log" 2>/dev/null && break; sleep 0.1; done
+start_rsyncd "$W"
 SRC=rsync://127.0.0.1:$PORT/origin/RECENT.recent
 "$RRR" rmirror --quiet --remote "$SRC" --localroot "$W/new"
 "$RRR_BASE" rmirror --quiet --remote "$SRC" --localroot "$W/base"

@@ -21,11 +21,9 @@ trap cleanup EXIT
 mkdir -p "$W/origin"
 python3 "$(dirname "$0")/gen_tree.py" "$W/origin" "$N" 1000 > /dev/null
 "$RRR" init --quiet --aggregate "$W/origin" > /dev/null
-PORT=$(freeport); write_rsyncd_conf "$W" "$W/origin"
+write_rsyncd_conf "$W" "$W/origin"
 [ -n "${DAEMON_NODELAY:-}" ] && sed -i '1i socket options = TCP_NODELAY' "$W/rsyncd.conf"
-rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$W/rsyncd.conf" &
-DPID=$!
-for _ in $(seq 1 50); do grep -q "listening on port" "$W/rsyncd.log" 2>/dev/null && break; sleep 0.1; done
+start_rsyncd "$W"
 URL=rsync://127.0.0.1:$PORT/origin
 echo "$N files; daemon TCP_NODELAY ${DAEMON_NODELAY:-no}; rrr $RRR; rsync $(rsync --version | sed -n 1p | awk '{print $3}'); load $(load)"
 for i in $(seq "$REPS"); do

@@ -14,6 +14,15 @@ reverse lookup = no
     path = $2
 CONF
 }
+# start_rsyncd DIR: `rsync --daemon` with DIR/rsyncd.conf on a free loopback
+# port, waited for until it listens; sets PORT and DPID (the caller's cleanup
+# kills DPID).
+start_rsyncd() {
+    PORT=$(freeport)
+    rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$1/rsyncd.conf" &
+    DPID=$!
+    for _ in $(seq 1 50); do grep -q "listening on port" "$1/rsyncd.log" 2>/dev/null && break; sleep 0.1; done
+}
 # Timing: now (seconds, ns), el START (seconds since START, 3 decimals), load (1/5/15 min).
 now() { date +%s.%N; }
 el() { python3 -c "print(f'{$(now)-$1:.3f}')"; }

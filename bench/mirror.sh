@@ -66,12 +66,9 @@ echo "tree: $N files in $(find "$O/authors" -type d | wc -l) dirs, $(du -sh "$O"
 echo "rsync $(rsync --version | sed -n 1p | awk '{print $3}'); rrr $RRR${RRR_BASE:+; base $RRR_BASE};" \
      "daemon TCP_NODELAY ${DAEMON_NODELAY:-no}; nproc $(nproc); load $(load)"
 
-PORT=$(freeport)
 write_rsyncd_conf "$W" "$O"
 [ -n "${DAEMON_NODELAY:-}" ] && sed -i '1i socket options = TCP_NODELAY' "$W/rsyncd.conf"
-rsync --daemon --no-detach --address=127.0.0.1 --port="$PORT" --config="$W/rsyncd.conf" &
-DPID=$!
-for _ in $(seq 1 50); do grep -q "listening on port" "$W/rsyncd.log" 2>/dev/null && break; sleep 0.1; done
+start_rsyncd "$W"
 URL=rsync://127.0.0.1:$PORT/origin
 conns() { grep -c '\] rsync on ' "$W/rsyncd.log" || true; }
 

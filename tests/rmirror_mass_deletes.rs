@@ -47,15 +47,13 @@ fn delete_events_for_a_mass_of_the_mirror_are_held() {
     }
     assert_eq!(mirror.state()["pending_deletes"].as_array().unwrap().len(), 1000);
     assert_eq!(mirror.state()["last_outcome"], "held");
-    let st: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&mirror)])).unwrap();
+    let seen = mirror.monitoring(&[]);
+    let st = &seen.status;
     assert_eq!((st["held_deletes"].clone(), st["pending_deletes"].clone()), (1000.into(), 1000.into()), "{st}");
-    let prom_file = origin.dir().join("rrr.prom");
-    ok(&["status", "--localroot", s(&mirror), "--prometheus", s(&prom_file)]);
-    let prom = fs::read_to_string(&prom_file).unwrap();
-    assert!(prom.lines().any(|l| l.starts_with("rrr_mirror_held_deletes{") && l.ends_with(" 1000")), "{prom}");
-    let o = rrr(&["check", "--warn", "3600", "--crit", "7200", "--localroot", s(&mirror)]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stdout(&o).contains("held back a mass delete"), "{}", stdout(&o));
+    assert_eq!(seen.gauge("rrr_mirror_held_deletes"), Some("1000"), "{}", seen.prometheus);
+    let (code, line) = seen.check();
+    assert_eq!(code, Some(1), "{line}");
+    assert!(line.contains("held back a mass delete"), "{line}");
     // A --max-delete below the count does not let them go; one covering it does.
     mirror.pass(&["--max-delete", "999"], 1);
     assert_eq!(files_under(&mirror), 2050);

@@ -52,17 +52,13 @@ fn a_listed_file_the_origin_lacks_is_missing_upstream_after_the_grace() {
     assert_eq!(v["complete"], false, "{v}");
     assert_eq!(paths(&v["missing_upstream"]), ["ghost.txt"], "{v}");
     assert!(stderr(&o).contains("ghost.txt"), "{}", stderr(&o));
-    let st: Value =
-        serde_json::from_str(&ok(&["--now", &at(700), "status", "--json", "--localroot", s(&mirror)])).unwrap();
-    assert_eq!(paths(&st["missing_upstream"]), ["ghost.txt"], "{st}");
-    assert!(ok(&["--now", &at(700), "status", "--localroot", s(&mirror)]).contains("missing upstream 1"));
-    let prom_file = origin.dir().join("rrr.prom");
-    ok(&["--now", &at(700), "status", "--localroot", s(&mirror), "--prometheus", s(&prom_file)]);
-    let prom = fs::read_to_string(&prom_file).unwrap();
-    assert!(prom.lines().any(|l| l.starts_with("rrr_mirror_missing_upstream_paths{") && l.ends_with(" 1")), "{prom}");
-    let o = rrr(&["--now", &at(700), "check", "--warn", "3600", "--crit", "7200", "--localroot", s(&mirror)]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stdout(&o).contains("missing upstream") && stdout(&o).contains("ghost.txt"), "{}", stdout(&o));
+    let seen = mirror.monitoring(&["--now", &at(700)]);
+    assert_eq!(paths(&seen.status["missing_upstream"]), ["ghost.txt"], "{}", seen.status);
+    assert!(seen.plain.contains("missing upstream 1"), "{}", seen.plain);
+    assert_eq!(seen.gauge("rrr_mirror_missing_upstream_paths"), Some("1"), "{}", seen.prometheus);
+    let (code, line) = seen.check();
+    assert_eq!(code, Some(1), "{line}");
+    assert!(line.contains("missing upstream") && line.contains("ghost.txt"), "{line}");
 
     // The origin gets the file after all: the next pass that transfers
     // anything takes it along, in the same connection.

@@ -8,35 +8,16 @@
 use crate::util::fixture::Origin;
 use crate::util::*;
 use serde_json::Value;
-use std::ffi::CString;
 use std::fs;
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 
 /// A file `deep.txt` below `depth` directories of 249 bytes each under
-/// `root` (built with `mkdirat`/`openat`: the whole path is longer than
-/// a system call takes). Returns the first directory's name.
+/// `root` (a path longer than a system call takes). Returns the first
+/// directory's name.
 fn deep_file(root: &Path, depth: usize) -> String {
-    let mut dir = fs::File::open(root).unwrap();
-    for i in 0..depth {
-        let name = CString::new(format!("d{i:03}{}", "x".repeat(245))).unwrap();
-        // SAFETY: a valid directory fd and NUL-terminated names; the new fd is owned by the File.
-        unsafe {
-            assert_eq!(libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755), 0);
-            let fd = libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
-            assert!(fd >= 0);
-            dir = fs::File::from_raw_fd(fd);
-        }
-    }
-    let name = CString::new("deep.txt").unwrap();
-    // SAFETY: as above.
-    unsafe {
-        let fd = libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
-        assert!(fd >= 0);
-        let mut f = fs::File::from_raw_fd(fd);
-        std::io::Write::write_all(&mut f, b"deep\n").unwrap();
-    }
-    format!("d000{}", "x".repeat(245))
+    let dirs: Vec<String> = (0..depth).map(|i| format!("d{i:03}{}", "x".repeat(245))).collect();
+    write_deep(root, &dirs, &["deep.txt".to_string()]);
+    dirs[0].clone()
 }
 
 #[test]
@@ -63,16 +44,13 @@ fn a_path_rsync_cannot_carry_is_quarantined_and_the_tree_goes_on() {
     assert_eq!((v["bootstrap"].clone(), v["complete"].clone()), (Value::Bool(false), Value::Bool(true)), "{v}");
     assert_eq!(v["quarantined"].as_array().unwrap().len(), 1, "{v}");
     // status, the textfile and check name it.
-    let st: Value = serde_json::from_str(&ok(&["status", "--json", "--localroot", s(&mirror)])).unwrap();
-    assert_eq!(st["quarantined"][0]["path"], path, "{st}");
-    assert!(ok(&["status", "--localroot", s(&mirror)]).contains("quarantined      1"));
-    let prom_file = origin.dir().join("rrr.prom");
-    ok(&["status", "--localroot", s(&mirror), "--prometheus", s(&prom_file)]);
-    let prom = fs::read_to_string(&prom_file).unwrap();
-    assert!(prom.lines().any(|l| l.starts_with("rrr_mirror_quarantined_paths{") && l.ends_with(" 1")), "{prom}");
-    let o = rrr(&["check", "--warn", "600", "--crit", "3600", "--localroot", s(&mirror)]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stdout(&o).contains("1 quarantined path (e.g. d000x"), "{}", stdout(&o));
+    let seen = mirror.monitoring(&[]);
+    assert_eq!(seen.status["quarantined"][0]["path"], path, "{}", seen.status);
+    assert!(seen.plain.contains("quarantined      1"), "{}", seen.plain);
+    assert_eq!(seen.gauge("rrr_mirror_quarantined_paths"), Some("1"), "{}", seen.prometheus);
+    let (code, line) = seen.check();
+    assert_eq!(code, Some(1), "{line}");
+    assert!(line.contains("1 quarantined path (e.g. d000x"), "{line}");
 
     // A --full pass on the complete mirror looks at it again and goes on:
     // a file the origin added and one it removed, both without events.

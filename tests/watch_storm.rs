@@ -173,23 +173,6 @@ fn a_rename_storm_records_each_paths_net_change() {
     assert_eq!(code, 0, "{log}");
 }
 
-/// Make `dirs` (each a component) below `root` and write `files` into the
-/// last one, through open directories: the whole path may be longer than
-/// the kernel takes in one piece (PATH_MAX).
-fn write_deep(root: &std::path::Path, dirs: &[String], files: &[String]) {
-    use nix::fcntl::{open, openat, OFlag};
-    use nix::sys::stat::{mkdirat, Mode};
-    let mut fd = open(root, OFlag::O_DIRECTORY | OFlag::O_RDONLY, Mode::empty()).unwrap();
-    for d in dirs {
-        let _ = mkdirat(&fd, d.as_str(), Mode::from_bits_truncate(0o755));
-        fd = openat(&fd, d.as_str(), OFlag::O_DIRECTORY | OFlag::O_RDONLY, Mode::empty()).unwrap();
-    }
-    for f in files {
-        let file = openat(&fd, f.as_str(), OFlag::O_WRONLY | OFlag::O_CREAT, Mode::from_bits_truncate(0o644)).unwrap();
-        nix::unistd::write(&file, b"deep\n").unwrap();
-    }
-}
-
 /// Names at the limits, written while directories are renamed back and
 /// forth (issue 31): a 255-byte component is indexed; a path of exactly
 /// 4096 bytes (past PATH_MAX once joined to the root, so the daemon must

@@ -153,6 +153,46 @@ impl Mirror {
     pub fn state(&self) -> Value {
         state(&self.root)
     }
+
+    /// What monitoring sees of the mirror, with `global` options first
+    /// (`["--now", E]`, or none): `status --json`, plain `status`, the
+    /// Prometheus textfile and `rrr check --warn 3600 --crit 7200`.
+    pub fn monitoring(&self, global: &[&str]) -> Monitoring {
+        let run = |args: &[&str]| Rrr::new().args(global).args(args).arg("--localroot").arg(&self.root).output();
+        let ok = |args: &[&str]| {
+            let o = run(args);
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            stdout(&o)
+        };
+        let status = serde_json::from_str(&ok(&["status", "--json"])).unwrap();
+        let plain = ok(&["status"]);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rrr.prom");
+        ok(&["status", "--prometheus", s(&file)]);
+        let prometheus = fs::read_to_string(&file).unwrap();
+        let check = run(&["check", "--warn", "3600", "--crit", "7200"]);
+        Monitoring { status, plain, prometheus, check }
+    }
+}
+
+/// [`Mirror::monitoring`]'s views.
+pub struct Monitoring {
+    pub status: Value,
+    pub plain: String,
+    pub prometheus: String,
+    pub check: Output,
+}
+
+impl Monitoring {
+    /// The value of the textfile's sample of `metric` (one tree), as written.
+    pub fn gauge(&self, metric: &str) -> Option<&str> {
+        self.prometheus.lines().find(|l| l.starts_with(&format!("{metric}{{"))).and_then(|l| l.rsplit(' ').next())
+    }
+
+    /// `check`'s exit status and its line.
+    pub fn check(&self) -> (Option<i32>, String) {
+        (self.check.status.code(), stdout(&self.check))
+    }
 }
 
 /// `root/.rrr/state.json`, parsed, or `None` while there is none (or it

@@ -96,6 +96,24 @@ pub fn write(root: &Path, rel: &str, content: &str) {
     std::fs::write(p, content).unwrap();
 }
 
+/// Make `dirs` (each a component) below `root` and write `files` into the
+/// last one (`deep\n` each), through open directories: the whole path may
+/// be longer than the kernel takes in one piece (PATH_MAX), or than rsync
+/// can carry.
+pub fn write_deep(root: &Path, dirs: &[String], files: &[String]) {
+    use nix::fcntl::{open, openat, OFlag};
+    use nix::sys::stat::{mkdirat, Mode};
+    let mut fd = open(root, OFlag::O_DIRECTORY | OFlag::O_RDONLY, Mode::empty()).unwrap();
+    for d in dirs {
+        let _ = mkdirat(&fd, d.as_str(), Mode::from_bits_truncate(0o755));
+        fd = openat(&fd, d.as_str(), OFlag::O_DIRECTORY | OFlag::O_RDONLY, Mode::empty()).unwrap();
+    }
+    for f in files {
+        let file = openat(&fd, f.as_str(), OFlag::O_WRONLY | OFlag::O_CREAT, Mode::from_bits_truncate(0o644)).unwrap();
+        nix::unistd::write(&file, b"deep\n").unwrap();
+    }
+}
+
 /// Poll `cond` every 10 ms until it holds (`true`) or `limit` has passed
 /// (`false`, after one last look).
 pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {

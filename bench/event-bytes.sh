@@ -24,13 +24,7 @@ REPS=${2:-9}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RRR=${RRR:-$TOP/target/release/rrr}
 RRR_BASE=${RRR_BASE:?set RRR_BASE to the baseline rrr}
-W=$(mktemp -d /tmp/rrr-bench-eventbytes-XXXXXX)
-DPID=
-cleanup() {
-    [ -n "$DPID" ] && { kill "$DPID"; wait "$DPID"; } 2>/dev/null || true
-    [ -n "${KEEP:-}" ] || rm -rf "$W"
-}
-trap cleanup EXIT
+workdir /tmp/rrr-bench-eventbytes-XXXXXX
 O=$W/origin
 mkdir -p "$O/big"
 python3 "$(dirname "$0")/gen_tree.py" "$O" "$N" 1000 > "$W/all.txt"

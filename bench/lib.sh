@@ -14,6 +14,17 @@ reverse lookup = no
     path = $2
 CONF
 }
+# workdir TEMPLATE: a work directory (mktemp -d TEMPLATE) in W, removed on
+# exit unless KEEP is set, with the daemon of start_rsyncd (DPID) stopped.
+workdir() {
+    W=$(mktemp -d "$1")
+    DPID=
+    trap 'bench_cleanup' EXIT
+}
+bench_cleanup() {
+    [ -n "$DPID" ] && { kill "$DPID"; wait "$DPID"; } 2>/dev/null || true
+    [ -n "${KEEP:-}" ] || rm -rf "$W"
+}
 # start_rsyncd DIR: `rsync --daemon` with DIR/rsyncd.conf on a free loopback
 # port, waited for until it listens; sets PORT and DPID (the caller's cleanup
 # kills DPID).

@@ -46,13 +46,7 @@ SPREAD_DAYS=${SPREAD_DAYS:-1000}
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RRR=${RRR:-$TOP/target/release/rrr}
 RRR_BASE=${RRR_BASE:-}
-W=$(mktemp -d /tmp/rrr-bench-mirror-XXXXXX)
-DPID=
-cleanup() {
-    [ -n "$DPID" ] && { kill "$DPID"; wait "$DPID"; } 2>/dev/null || true
-    [ -n "${KEEP:-}" ] || rm -rf "$W"
-}
-trap cleanup EXIT
+workdir /tmp/rrr-bench-mirror-XXXXXX
 O=$W/origin
 mkdir -p "$O"
 

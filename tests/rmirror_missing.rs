@@ -143,3 +143,32 @@ fn a_name_whose_trailing_cr_a_perl_writer_lost_is_fetched() {
     assert!(stderr(&o).contains("the origin's index lost the name's trailing CR"), "{}", stderr(&o));
     assert_eq!(mirror.state()["missing"], serde_json::json!([]), "{}", mirror.state());
 }
+
+/// The `missing` list is kept sorted (each lookup is a binary search); a
+/// state edited by hand is sorted again when it is taken, so that paths
+/// that arrive leave the list instead of being reported later as missing
+/// upstream while they are in place.
+#[test]
+fn a_hand_edited_missing_list_is_sorted_again() {
+    let (origin, mirror, at) = mirrored();
+    let names = ["a.txt", "b.txt", "c.txt"];
+    for n in names {
+        write(&origin, n, "x\n");
+        origin.record(&format!("new {n}\n"));
+        fs::remove_file(origin.join(n)).unwrap();
+    }
+    mirror.pass(&["--now", &at(10)], 0);
+    assert_eq!(paths(&mirror.state()["missing"]), names);
+    let file = mirror.join(".rrr/state.json");
+    let mut st: Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    st["missing"].as_array_mut().unwrap().reverse();
+    fs::write(&file, serde_json::to_vec(&st).unwrap()).unwrap();
+    // They arrive along with the next transfer.
+    for n in names.iter().chain(&["other.txt"]) {
+        write(&origin, n, "here\n");
+    }
+    origin.record("new other.txt\n");
+    let v = mirror.pass(&["--now", &at(20)], 0);
+    assert_eq!(fs::read_to_string(mirror.join("a.txt")).unwrap(), "here\n", "{v}");
+    assert_eq!(mirror.state()["missing"], serde_json::json!([]), "{}", mirror.state());
+}

@@ -217,16 +217,19 @@ impl<'a> Mirror<'a> {
         }
     }
 
-    /// Give the taken state an id, its failing paths sorted and unique (a
-    /// state edited by hand may not be), and the collection of the
+    /// Give the taken state an id, its failing, missing and quarantined
+    /// paths sorted and unique (a state edited by hand may not be), and the collection of the
     /// prefetched principal. In memory only.
     fn complete_state(&mut self, decision: &Decision) {
         if self.state.id.is_none() {
             self.state.id = Some(ownership::new_id());
         }
-        // Kept sorted (State::fail); a state edited by hand may not be.
-        self.state.failing.sort_by(|a, b| a.path.cmp(&b.path));
-        self.state.failing.dedup_by(|a, b| a.path == b.path);
+        // Kept sorted (State::fail, miss, quarantine: each lookup is a
+        // binary search); a state edited by hand may not be.
+        for list in [&mut self.state.failing, &mut self.state.missing, &mut self.state.quarantined] {
+            list.sort_by(|a, b| a.path.cmp(&b.path));
+            list.dedup_by(|a, b| a.path == b.path);
+        }
         if let Some((_, p, l)) = &self.prefetched {
             self.state.filenameroot = Some(l.filenameroot.clone());
             if *decision != Decision::Owned && *decision != Decision::Switch {

@@ -300,6 +300,12 @@ impl State {
         note(&mut self.missing, path.as_bytes(), Some(epoch), "", now)
     }
 
+    /// Whether `path` is missing (a binary search: `missing` is sorted).
+    pub(super) fn is_missing(&self, path: impl AsRef<[u8]>) -> bool {
+        let path = path.as_ref();
+        self.missing.binary_search_by(|m| m.path.as_bytes().cmp(path)).is_ok()
+    }
+
     /// `path` arrived, is failing instead, or a newer event explained it:
     /// no longer missing.
     pub(super) fn unmiss(&mut self, path: impl AsRef<[u8]>) {

@@ -902,7 +902,7 @@ impl<'a> Mirror<'a> {
     /// A missing path's retry asks for both (docs/decisions.md#missing-upstream).
     fn cr_aliases<'p>(&self, paths: impl Iterator<Item = &'p RelPath>) -> Vec<(RelPath, RelPath)> {
         paths
-            .filter(|p| !p.as_bytes().ends_with(b"\r") && self.state.missing.iter().any(|m| m.path == **p))
+            .filter(|p| !p.as_bytes().ends_with(b"\r") && self.state.is_missing(p))
             .map(|p| (RelPath::from([p.as_bytes(), b"\r"].concat()), p.clone()))
             .collect()
     }
@@ -955,7 +955,7 @@ impl<'a> Mirror<'a> {
                     }
                 }
                 None => {
-                    let was_missing = self.state.missing.iter().any(|m| m.path == **p);
+                    let was_missing = self.state.is_missing(p);
                     self.state.unmiss(p);
                     let gone = vanished.contains(*p);
                     if was_failing || was_missing {
@@ -998,15 +998,28 @@ impl<'a> Mirror<'a> {
         self.place_retyped(&mut plan, seen, ignore, rep);
         self.state.failing.retain(|f| !plan.dropped.contains(&f.path));
         // The missing paths come along: this connection is spent anyway.
+        let planned: HashSet<RelPath> = plan.todo.iter().map(|(p, _)| p.clone()).collect();
         for (p, e) in self.missing_to_retry(ignore, seen, attempted) {
-            if !plan.todo.iter().any(|(q, _)| *q == p) {
+            if !planned.contains(&p) {
                 plan.todo.push((p, Some(e)));
             }
         }
         plan.todo.sort();
-        for chunk in plan.todo.chunks(self.cfg.max_files_per_connection.max(1)) {
+        self.retry_chunks("retrying failing paths", &plan.todo, attempted, rep)
+    }
+
+    /// [`Mirror::retry_chunk`] for each chunk of `todo`, until one's rsync
+    /// call fails (the rest wait for the next pass) or a stop.
+    fn retry_chunks(
+        &mut self,
+        what: &str,
+        todo: &[(RelPath, Option<Epoch>)],
+        attempted: &mut HashSet<RelPath>,
+        rep: &mut PassReport,
+    ) -> Result<()> {
+        for chunk in todo.chunks(self.cfg.max_files_per_connection.max(1)) {
             self.check_stop()?;
-            if !self.retry_chunk("retrying failing paths", chunk, attempted, rep)? {
+            if !self.retry_chunk(what, chunk, attempted, rep)? {
                 break;
             }
         }
@@ -1168,21 +1181,17 @@ impl<'a> Mirror<'a> {
         rep: &mut PassReport,
     ) -> Result<()> {
         let now = self.clock.now_f64();
-        let due: Vec<(RelPath, Option<Epoch>)> = self
-            .missing_to_retry(ignore, seen, attempted)
+        let candidates = self.missing_to_retry(ignore, seen, attempted);
+        let last_try = |p: &RelPath| {
+            let i = self.state.missing.binary_search_by(|m| m.path.as_bytes().cmp(p.as_bytes())).ok()?;
+            Some(self.state.missing[i].last.to_f64())
+        };
+        let due: Vec<(RelPath, Option<Epoch>)> = candidates
             .into_iter()
-            .filter(|(p, _)| {
-                self.state.missing.iter().any(|m| m.path == *p && now - m.last.to_f64() >= MISSING_GRACE_SECS)
-            })
+            .filter(|(p, _)| last_try(p).is_some_and(|t| now - t >= MISSING_GRACE_SECS))
             .map(|(p, e)| (p, Some(e)))
             .collect();
-        for chunk in due.chunks(self.cfg.max_files_per_connection.max(1)) {
-            self.check_stop()?;
-            if !self.retry_chunk("retrying paths missing at the origin", chunk, attempted, rep)? {
-                break;
-            }
-        }
-        Ok(())
+        self.retry_chunks("retrying paths missing at the origin", &due, attempted, rep)
     }
 }
 

@@ -90,7 +90,6 @@ pub(crate) fn run_config(
     let trees = planned_trees(file, opts, progress)?;
     let textfile =
         opts.prometheus.clone().map(|f| Prometheus { file: f, targets: Targets::Config(file.to_path_buf()) });
-    crate::sys::signals::install_for_rmirror();
     if opts.looping && !opts.dry_run && trees.iter().all(|t| held_by_another(&t.cfg).is_some()) {
         // A second loop on the same config: every tree has its loop already.
         let held: Vec<String> = trees

@@ -333,8 +333,7 @@ impl Run<'_> {
                 return Err(e);
             }
         };
-        crate::sys::signals::install();
-        let mut m = Mirror::new(cfg.clone(), clock.clone(), &crate::sys::signals::STOP)?;
+        let mut m = Mirror::new(cfg.clone(), clock.clone())?;
         m.full = opts.full;
         if let Some(p) = self.textfile.cloned().filter(|_| !opts.dry_run) {
             let c = clock.clone();

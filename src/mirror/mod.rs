@@ -157,7 +157,6 @@ use remote::{FetchDir, Layout, Remote, RsyncSettings};
 use report::Fetched;
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::Duration;
 
 /// A tree's settings: `rrr rmirror`'s options after merging the command
@@ -206,12 +205,11 @@ impl Config {
     }
 }
 
-/// A mirror: config, state, clock and the stop flag, across passes.
+/// A mirror: config, state and clock, across passes.
 pub(crate) struct Mirror<'a> {
     pub cfg: Config,
     pub state: State,
     pub clock: Clock,
-    stop: &'a AtomicBool,
     deletes_this_run: u64,
     /// `--full` for the next pass.
     pub full: bool,
@@ -248,7 +246,7 @@ pub(crate) struct Mirror<'a> {
 impl<'a> Mirror<'a> {
     /// A mirror for `cfg`, its state as found (or a fresh one); nothing is
     /// written until [`Mirror::settle_ownership`] allowed it.
-    pub fn new(cfg: Config, clock: Clock, stop: &'a AtomicBool) -> Result<Mirror<'a>> {
+    pub fn new(cfg: Config, clock: Clock) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
         if cfg.remote.transport == remote::Transport::Daemon && state.no_overlap.contains_key(&cfg.remote.normalized())
@@ -260,7 +258,6 @@ impl<'a> Mirror<'a> {
             cfg,
             state,
             clock,
-            stop,
             deletes_this_run: 0,
             full: false,
             writable: false,
@@ -285,7 +282,7 @@ impl<'a> Mirror<'a> {
 
     fn stopped(&self) -> bool {
         // The process's stop, or this tree's alone (a config reload).
-        self.stop.load(AtomicOrdering::SeqCst) || crate::sys::signals::stop_requested()
+        crate::sys::signals::stop_requested()
     }
 
     fn check_stop(&mut self) -> Result<()> {

@@ -105,7 +105,6 @@ impl Waker {
     /// under the tree's run lock). A pipe that cannot be made leaves the
     /// loop to polling and SIGUSR1: a warning, not an error.
     pub fn listen(state_dir: &Path) -> Waker {
-        crate::sys::signals::install_wake();
         let pipe = Listener::open(state_dir)
             .inspect_err(|e| {
                 let path = trigger_path(state_dir);

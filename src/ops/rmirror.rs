@@ -19,6 +19,8 @@ pub use crate::mirror::looping::{Options, Trees, DEFAULT_TIMEOUT};
 /// tree that would mirror into its own remote refused, before anything
 /// runs.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
+    // Already done by `main` from the first instruction; here for any
+    // other caller. The only place below `main` that installs them.
     crate::sys::signals::install_for_rmirror();
     let res = run_trees(opts, ctx);
     crate::sys::notify::notify("STOPPING=1");

@@ -48,7 +48,7 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// Set when SIGINT or SIGTERM arrived.
-pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
+static STOP: AtomicBool = AtomicBool::new(false);
 /// The last such signal's number (0: none).
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The running children to pass the stop on to (0: a free slot), each
@@ -108,7 +108,7 @@ extern "C" fn on_wake(_: c_int) {
 }
 
 /// Let SIGUSR1 wake the loops ([`wakes`]) instead of ending the process.
-pub(crate) fn install_wake() {
+fn install_wake() {
     let wake = action(on_wake);
     // SAFETY: the handler only adds to an atomic (async-signal-safe). The
     // previous action is dropped, never called; SIGUSR1 can be caught.

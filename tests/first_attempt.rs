@@ -17,16 +17,16 @@ use std::time::Duration;
 /// A guard against a hang, not a speed assertion.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// `rmirror --loop` from `src` into `target`, telling `notify`; heartbeats
-/// every 200 ms (a debug build's `RRR_TEST_PROGRESS_MS`).
-fn start_loop(src: &str, target: &Path, notify: &NotifySocket, extra: &[&str]) -> Running {
+/// `rmirror --loop` from `src` into `target`, telling `notify`, its log
+/// in `log`; heartbeats every 200 ms (a debug build's `RRR_TEST_PROGRESS_MS`).
+fn start_loop(src: &str, target: &Path, notify: &NotifySocket, log: &Path, extra: &[&str]) -> Running {
     Rrr::new()
         .args(["rmirror", "--loop", "--remote", src, "--localroot", s(target)])
         .args(extra)
         .env("NOTIFY_SOCKET", notify.path())
         .env("RRR_TEST_PROGRESS_MS", "200")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
         .spawn()
 }
 
@@ -51,7 +51,8 @@ fn a_first_attempt_against_a_black_hole_is_held_visible_and_woken() {
     let mut notify = NotifySocket::bind(tmp.path());
     // A parent that does not exist yet is made as `mkdir -p` would.
     let target = tmp.path().join("srv/new");
-    let child = start_loop(&hole.src(), &target, &notify, &["--timeout", "120"]);
+    let log = tmp.path().join("loop.log");
+    let child = start_loop(&hole.src(), &target, &notify, &log, &["--timeout", "120"]);
     assert!(
         notify.wait_for(LIMIT, |m| m.contains("READY=1")).is_some(),
         "READY=1 while the upstream has not answered: {:?}",
@@ -98,23 +99,23 @@ fn a_first_attempt_against_a_black_hole_is_held_visible_and_woken() {
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     // Signals before the first contact: SIGUSR1 is a wake-up (counted),
     // SIGHUP a logged no-op for a tree from the command line; neither ends it.
+    let ignored =
+        format!("rmirror {}: SIGHUP ignored: a tree given on the command line has no config", target.display());
+    let logged =
+        || std::fs::read_to_string(&log).unwrap().lines().any(|l| l.contains(" WARN ") && l.contains(&ignored));
     child.signal(libc::SIGUSR1);
     child.signal(libc::SIGHUP);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for("the SIGHUP's warning", LIMIT, logged);
     child.signal(libc::SIGUSR1);
     let st = status_json(&target);
     assert_eq!(st["attempt_running"], true, "still the first attempt: {st}");
     child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{}", std::fs::read_to_string(&log).unwrap());
     // Only `.rrr/` was made: no file of a mirror before the remote answered.
     // (Looked at once the run ended: a heartbeat's atomic write has a
     // temp file beside the state for a moment.)
     assert_eq!(listing(&target), [".rrr/", ".rrr/id", ".rrr/rmirror.flock", ".rrr/state.json", ".rrr/trigger"]);
-    let log = stderr(&o);
-    let ignored =
-        format!("rmirror {}: SIGHUP ignored: a tree given on the command line has no config", target.display());
-    assert!(log.lines().any(|l| l.contains(" WARN ") && l.contains(&ignored)), "{log}");
     let st = state(&target);
     assert_eq!((st["last_outcome"].as_str(), st["running"].clone()), (Some("interrupted"), Value::Null), "{st}");
 }
@@ -125,7 +126,8 @@ fn later_attempts_against_a_closed_port_show_as_they_run() {
     let mut notify = NotifySocket::bind(tmp.path());
     let target = tmp.path().join("new");
     let src = format!("rsync://127.0.0.1:{}/M/RECENT.recent", closed_port());
-    let child = start_loop(&src, &target, &notify, &["--interval", "1"]);
+    let log = tmp.path().join("loop.log");
+    let child = start_loop(&src, &target, &notify, &log, &["--interval", "1"]);
     assert!(notify.wait_for(LIMIT, |m| m.contains("READY=1")).is_some(), "{:?}", notify.seen());
 
     // The second attempt, while its rsync call retries, says so.
@@ -154,5 +156,5 @@ fn later_attempts_against_a_closed_port_show_as_they_run() {
 
     child.signal(libc::SIGTERM);
     let o = child.wait_with_output();
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{}", std::fs::read_to_string(&log).unwrap());
 }

@@ -182,14 +182,12 @@ impl AttemptNote {
     /// Copy the attempt's fields into `r`.
     pub fn fill(&self, r: &mut Running) {
         let a = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        {
-            r.attempt = a.attempt;
-            r.attempt_started = a.started.clone();
-            r.call = a.call.clone();
-            r.call_attempt = a.call_attempt;
-            r.call_attempts = a.call_attempts;
-            r.last_error = a.last_error.clone();
-        }
+        r.attempt = a.attempt;
+        r.attempt_started = a.started.clone();
+        r.call = a.call.clone();
+        r.call_attempt = a.call_attempt;
+        r.call_attempts = a.call_attempts;
+        r.last_error = a.last_error.clone();
     }
 }
 

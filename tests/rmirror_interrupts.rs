@@ -255,8 +255,8 @@ fn kill_9_of_rrr_leaves_no_rsync_behind() {
 /// receiver, which rsync forks and which no death signal of ours reached,
 /// went on writing from what was in flight (about 190 files of 2 KB in
 /// 0.3 to 0.5 s at --bwlimit=1000). Now every rsync process of the call
-/// gets SIGTERM when rrr dies (sys::child's guard): at most a file that
-/// was being renamed at that instant lands afterwards.
+/// gets SIGTERM when rrr dies (sys::child's guard): only what the
+/// receiver writes before the guard is scheduled lands afterwards.
 #[test]
 fn kill_9_of_rrr_stops_rsync_and_its_receiver_at_once() {
     let tmp = tempfile::tempdir().unwrap();
@@ -283,6 +283,10 @@ fn kill_9_of_rrr_stops_rsync_and_its_receiver_at_once() {
     let at_death = files();
     wait_no_processes(s(&target), 10);
     let after = files() - at_death;
-    assert!(after <= 2, "{after} files arrived after rrr was killed (at its death: {at_death})");
+    // What lands meanwhile is what the receiver writes until the guard is
+    // scheduled: 0 to 1 files mostly, up to 21 (about 40 ms at 2 ms a
+    // file) beside three CPU hogs and a disk writer on 2 cores. The bound
+    // leaves that room and still tells the old 140 to 200 files apart.
+    assert!(after <= 50, "{after} files arrived after rrr was killed (at its death: {at_death})");
     assert!(at_death < 3000, "the transfer was cut short");
 }

@@ -468,7 +468,7 @@ fn checksum_comes_from_the_config_beside_a_hung_tree() {
 /// `--accept-deletes` lets the first run of each tree of a config loop
 /// through a mass delete; a tree that a SIGHUP reload starts again (its
 /// options changed) does not get that consent a second time: its next
-/// mass delete is held.
+/// mass delete is held. A hung tree beside it hangs on, untouched.
 #[test]
 fn a_reload_does_not_renew_accept_deletes() {
     let tmp = tempfile::tempdir().unwrap();
@@ -484,8 +484,10 @@ fn a_reload_does_not_renew_accept_deletes() {
     for i in 0..6 {
         fs::remove_file(o.join(f(i))).unwrap();
     }
+    let hole = BlackHole::start();
+    let hung = tmp.path().join("m/hung");
     let file = tmp.path().join("fleet.toml");
-    config(&file, "interval = 300", &[(&src, &a, "")]);
+    config(&file, "interval = 300", &[(&hole.src(), &hung, ""), (&src, &a, "")]);
     let log = tmp.path().join("fleet.log");
     let mut child = spawn(&["rmirror", "--loop", "--full", "--accept-deletes", "--config", s(&file)], &log);
     wait_for("the accepted --full pass", LIMIT, || passes_counted(&a) >= 2);
@@ -494,10 +496,12 @@ fn a_reload_does_not_renew_accept_deletes() {
     for i in 6..9 {
         fs::remove_file(o.join(f(i))).unwrap();
     }
-    config(&file, "interval = 300", &[(&src, &a, "timeout = 200")]);
+    config(&file, "interval = 300", &[(&hole.src(), &hung, ""), (&src, &a, "timeout = 200")]);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
     wait_for("the restarted tree's --full pass", LIMIT, || state(&a)["last_outcome"] == "held");
     assert!(a.join(f(6)).exists(), "held, nothing deleted: {}", fs::read_to_string(&log).unwrap());
+    assert!(fs::read_to_string(&log).unwrap().contains("1 changed, 0 removed, 1 unchanged"));
+    assert_eq!(hole.connections(), 1, "the hung tree's first call still hangs");
     assert_eq!(sigterm(&mut child).code(), Some(130));
 }

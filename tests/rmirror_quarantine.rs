@@ -70,3 +70,34 @@ fn a_path_rsync_cannot_carry_is_quarantined_and_the_tree_goes_on() {
     assert_eq!(v["quarantined"], serde_json::json!([]), "{v}");
     assert!(!mirror.join(&top).exists(), "{v}");
 }
+
+/// Many quarantined paths (a broken or hostile origin): their directories
+/// are left out of the next whole-tree pass without a command line longer
+/// than the kernel takes (ARG_MAX, 2 MiB by default; 560 directories of
+/// 4 KB are more): past a budget, ancestors are left out instead.
+#[test]
+fn many_quarantined_paths_do_not_overflow_rsyncs_command_line() {
+    let origin = Origin::new([("keep", "k\n")], &["init"]);
+    // q/ and 15 directories of 249 bytes shared, then 560 of 249 bytes
+    // (each a quarantined path's directory, 4,002 bytes), each with a file
+    // of a 249-byte name (4,252 bytes: more than rsync can carry).
+    let shared: Vec<String> =
+        std::iter::once("q".to_string()).chain((0..15).map(|i| format!("d{i:03}{}", "x".repeat(245)))).collect();
+    for b in 0..560 {
+        let dirs: Vec<String> = shared.iter().cloned().chain([format!("b{b:03}{}", "y".repeat(245))]).collect();
+        write_deep(&origin, &dirs, &["f".repeat(249)]);
+    }
+    write(&origin, "q/near.txt", "near\n");
+    let mirror = origin.mirror();
+    let v = mirror.pass(&[], 1);
+    assert_eq!(v["quarantined"].as_array().unwrap().len(), 560, "{}", v["quarantined"][0]);
+    // The whole-tree pass again, without them: it runs, and completes.
+    let (v, o) = mirror.pass_output(&[], 1);
+    assert_eq!(
+        (v["bootstrap"].clone(), v["complete"].clone()),
+        (Value::Bool(true), Value::Bool(true)),
+        "{v} {}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read_to_string(mirror.join("q/near.txt")).unwrap(), "near\n");
+}

@@ -236,12 +236,11 @@ impl<'a> Mirror<'a> {
             // rsync stops at a name it cannot build only after it listed
             // the directory, and then skips every delete of the pass: the
             // directory that holds a quarantined path is left out.
-            for q in &self.state.quarantined {
-                if let Some(dir) = q.path.as_bytes().iter().rposition(|&b| b == b'/').map(|i| &q.path.as_bytes()[..i]) {
-                    let mut arg = b"--exclude=/".to_vec();
-                    arg.extend(rsync_literal(dir));
-                    r.arg(std::ffi::OsStr::from_bytes(&arg));
-                }
+            let paths = self.state.quarantined.iter().map(|q| q.path.as_bytes());
+            for dir in quarantine_excludes(paths, QUARANTINE_EXCLUDE_BYTES) {
+                let mut arg = b"--exclude=/".to_vec();
+                arg.extend(rsync_literal(dir));
+                r.arg(std::ffi::OsStr::from_bytes(&arg));
             }
         }
         r.arg(self.cfg.remote.tree_source());
@@ -1240,6 +1239,49 @@ pub(crate) fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
     ]
 }
 
+/// The most bytes the excludes of quarantined directories may add to a
+/// whole-tree rsync's command line: well below the kernel's limit of all
+/// arguments together (ARG_MAX, 2 MiB by default), where 500 directories
+/// of 4 KB would fail to start rsync at all.
+const QUARANTINE_EXCLUDE_BYTES: usize = 256 * 1024;
+
+/// The directories a whole-tree pass leaves out for the quarantined
+/// `paths` (docs/decisions.md#quarantine): each one's parent, none below
+/// another; and when they take more than `budget` bytes, their ancestors
+/// instead, one level up at a time (down to top-level directories), so
+/// that many quarantined paths cannot keep rsync from starting.
+fn quarantine_excludes<'p>(paths: impl Iterator<Item = &'p [u8]>, budget: usize) -> Vec<&'p [u8]> {
+    let parents: Vec<&[u8]> = paths.filter_map(|p| p.iter().rposition(|&b| b == b'/').map(|i| &p[..i])).collect();
+    let depth_of = |d: &[u8]| d.iter().filter(|&&b| b == b'/').count() + 1;
+    let mut depth = parents.iter().map(|d| depth_of(d)).max().unwrap_or(0);
+    loop {
+        // Each directory cut to `depth` components.
+        let mut cut: Vec<&[u8]> = parents
+            .iter()
+            .map(|d| match d.iter().enumerate().filter(|(_, &b)| b == b'/').nth(depth.saturating_sub(1)) {
+                Some((i, _)) => &d[..i],
+                None => *d,
+            })
+            .collect();
+        cut.sort_unstable_by_key(|d| (d.len(), *d));
+        cut.dedup();
+        let mut kept: HashSet<&[u8]> = HashSet::new();
+        let mut out = Vec::new();
+        for d in cut {
+            let under_kept = d.iter().enumerate().any(|(i, &b)| b == b'/' && kept.contains(&d[..i]));
+            if !under_kept {
+                kept.insert(d);
+                out.push(d);
+            }
+        }
+        if depth <= 1 || out.iter().map(|d| d.len() + 12).sum::<usize>() <= budget {
+            out.sort_unstable();
+            return out;
+        }
+        depth = out.iter().map(|d| depth_of(d)).max().unwrap_or(1).min(depth) - 1;
+    }
+}
+
 /// `path` as an rsync filter pattern that matches only itself: a pattern
 /// with a wildcard (`*?[`) takes `\\` as an escape, one without takes
 /// every byte literally.
@@ -1260,6 +1302,23 @@ fn rsync_literal(path: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quarantined_directories_fit_a_command_line() {
+        let paths: Vec<&[u8]> = vec![b"a/b/c/x", b"a/b/c/y", b"a/b/z", b"d/e/f", b"top"];
+        // Each parent once, none below another (a/b/c is under a/b), a
+        // top-level path none.
+        assert_eq!(quarantine_excludes(paths.iter().copied(), 1000), [&b"a/b"[..], b"d/e"]);
+        // Over the budget: one level up at a time.
+        assert_eq!(quarantine_excludes(paths.iter().copied(), 8), [&b"a"[..], b"d"]);
+        assert_eq!(quarantine_excludes(paths.iter().copied(), 0), [&b"a"[..], b"d"], "top-level at the least");
+        // 600 directories of 4 KB: within the budget.
+        let long: Vec<Vec<u8>> =
+            (0..600).map(|i| format!("q/b{i:03}/{}/leaf", "d".repeat(4000)).into_bytes()).collect();
+        let out = quarantine_excludes(long.iter().map(|p| p.as_slice()), QUARANTINE_EXCLUDE_BYTES);
+        assert!(out.iter().map(|d| d.len() + 12).sum::<usize>() <= QUARANTINE_EXCLUDE_BYTES, "{}", out.len());
+        assert_eq!(out.len(), 600, "one level up is enough: q/bNNN");
+    }
 
     #[test]
     fn itemized_lines_count_what_arrived() {

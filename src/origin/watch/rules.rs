@@ -780,7 +780,16 @@ mod tests {
         under: &[String],
     ) -> Vec<(String, EventKind)> {
         let f = b.take(now);
-        let under: Vec<RelPath> = under.iter().map(RelPath::from).collect();
+        let under: Vec<&str> = under.iter().map(String::as_str).collect();
+        let r = resolve_at(&f, now, linked, fresh, &under);
+        b.keep_fresh(&r, &PACE);
+        listed(r)
+    }
+
+    /// Resolve `f` as the disk shows `linked` and `fresh` (others are
+    /// gone), with the indexed files `under` the places it forgets.
+    fn resolve_at(f: &Flush, now: Instant, linked: &[&str], fresh: &[&str], under: &[&str]) -> Resolved {
+        let under: Vec<RelPath> = under.iter().map(|p| RelPath::from(*p)).collect();
         let look = |p: &RelPath| {
             if linked.iter().any(|l| p == l) {
                 OnDisk::Linked
@@ -790,8 +799,11 @@ mod tests {
                 OnDisk::Gone
             }
         };
-        let r = f.resolve(look, &[], &under, None, now, PACE.fresh_wait);
-        b.keep_fresh(&r, &PACE);
+        f.resolve(look, &[], &under, None, now, PACE.fresh_wait)
+    }
+
+    /// The changes of `r`, in order.
+    fn listed(r: Resolved) -> Vec<(String, EventKind)> {
         r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect()
     }
 
@@ -1042,11 +1054,7 @@ mod tests {
         b.on_file(Happening::MovedIn { dir: false }, "d/back", 0.0, t);
         let f = b.take(t);
         assert_eq!(f.forgotten.keys().collect::<Vec<_>>(), ["d"]);
-        let under = ["d/old", "d/back", "dx/other"].map(RelPath::from);
-        let on_disk =
-            |q: &RelPath| if ["dx/keep", "d/back"].iter().any(|x| q == x) { OnDisk::Linked } else { OnDisk::Gone };
-        let r = f.resolve(on_disk, &[], &under, None, t, PACE.fresh_wait);
-        let got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
+        let got = listed(resolve_at(&f, t, &["dx/keep", "d/back"], &[], &["d/old", "d/back", "dx/other"]));
         // d/new went with its directory and was never indexed: nothing to say.
         assert_eq!(got, s(&[("dx/keep", New), ("d/old", Delete), ("d/back", New)]));
     }
@@ -1085,16 +1093,8 @@ mod tests {
         let f = b.take(t);
         assert!(f.to_list.is_empty(), "back where it began: nothing to list: {:?}", f.to_list);
         // The index lists area/d1/old and area/d1/kept; the disk shows f, g and kept.
-        let under = ["area/d1/old", "area/d1/kept"].map(RelPath::from);
-        let on_disk = |q: &RelPath| {
-            if ["area/d1/f", "area/d1/g", "area/d1/kept"].iter().any(|x| q == x) {
-                OnDisk::Linked
-            } else {
-                OnDisk::Gone
-            }
-        };
-        let r = f.resolve(on_disk, &[], &under, None, t, PACE.fresh_wait);
-        let mut got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
+        let linked = ["area/d1/f", "area/d1/g", "area/d1/kept"];
+        let mut got = listed(resolve_at(&f, t, &linked, &[], &["area/d1/old", "area/d1/kept"]));
         got.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(got, s(&[("area/d1/f", New), ("area/d1/g", New), ("area/d1/old", Delete)]));
     }

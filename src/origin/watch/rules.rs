@@ -690,8 +690,13 @@ impl Flush {
 }
 
 /// The keys of `map` that are `dir` or lie below it (a range of the
-/// ordered map: `dir/` sorts right after `dir` and before `dir0`).
-fn keys_under<V>(map: &BTreeMap<RelPath, V>, dir: &RelPath) -> Vec<RelPath> {
+/// ordered map: `dir/` sorts right after `dir` and before `dir0`; all of
+/// them for the root, ""), in a time that grows with their number, not
+/// with the map's.
+pub fn keys_under<V>(map: &BTreeMap<RelPath, V>, dir: &RelPath) -> Vec<RelPath> {
+    if dir.is_empty() {
+        return map.keys().cloned().collect();
+    }
     let lo = RelPath::from([dir.as_bytes(), b"/"].concat());
     let hi = RelPath::from([dir.as_bytes(), b"0"].concat());
     let mut keys: Vec<RelPath> = map.range(lo..hi).map(|(k, _)| k.clone()).collect();
@@ -861,6 +866,17 @@ mod tests {
         assert_eq!(join("a/b", "c"), "a/b/c");
         assert!(is_under("a/b", "a") && is_under("a", "a") && is_under("x", ""));
         assert!(!is_under("ab/c", "a"));
+        // keys_under agrees with is_under, names that sort between included.
+        let map: BTreeMap<RelPath, ()> = ["a", "a.x", "a/b", "a/b/c", "a0", "a\x01", "ab", "b", ""]
+            .iter()
+            .map(|k| (RelPath::from(*k), ()))
+            .collect();
+        for dir in ["", "a", "a/b", "ab", "zz"] {
+            let mut got = keys_under(&map, &RelPath::from(dir));
+            got.sort();
+            let want: Vec<RelPath> = map.keys().filter(|k| is_under(k, dir)).cloned().collect();
+            assert_eq!(got, want, "{dir:?}");
+        }
     }
 
     #[test]

@@ -761,6 +761,13 @@ mod tests {
             other => panic!("expected busy, got {other:?}"),
         }
         drop(held);
-        RunLock::try_acquire(&p).unwrap();
+        // A process another test forks in this moment shares the lock's
+        // open file until its exec closes it (O_CLOEXEC): the lock is free
+        // again once that exec is done.
+        let t0 = std::time::Instant::now();
+        while let Err(e) = RunLock::try_acquire(&p) {
+            assert!(t0.elapsed() < Duration::from_secs(10), "still held after its holder dropped it: {e}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }

@@ -416,14 +416,20 @@ fn sigterm_flushes_and_restart_records_offline_changes() {
     assert_eq!(d.stop().0, 0);
 }
 
+/// The batch lines of the daemon's JSON log so far.
+fn batch_lines(d: &Daemon) -> Vec<serde_json::Value> {
+    d.log().lines().filter(|l| l.contains("\"kind\":\"batch\"")).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 /// The events of the batch that recorded `path` (from the JSON log): the
-/// first batch line after which `path` is in the index.
-fn events_of_batch_recording(d: &Daemon, root: &Path, path: &str) -> u64 {
+/// batch line after the first `before` ones, once `path` is in the index.
+/// The daemon logs a batch after its record, so the index may show the
+/// path before the line is there: wait for it.
+fn events_of_batch_recording(d: &Daemon, root: &Path, path: &str, before: usize) -> u64 {
     wait_kind(root, path, "new");
-    let log = d.log();
-    let batches: Vec<serde_json::Value> =
-        log.lines().filter(|l| l.contains("\"kind\":\"batch\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
-    batches.last().map(|b| b["events"].as_u64().unwrap()).expect("a batch line")
+    let ok = poll_until(WAIT, || batch_lines(d).len() > before);
+    assert!(ok, "no batch line after {path} was recorded:\n{}", d.log());
+    batch_lines(d).last().map(|b| b["events"].as_u64().unwrap()).expect("a batch line")
 }
 
 #[test]
@@ -435,8 +441,9 @@ fn reads_of_the_tree_do_not_wake_the_daemon() {
     // The start's cascade writes the recentfiles (about a hundred events
     // at the root): done before the measured batches begin, not in them.
     d.wait_log("\"kind\":\"aggregate\"");
+    let before = batch_lines(&d).len();
     write(&root, "first", "x");
-    events_of_batch_recording(&d, &root, "first");
+    events_of_batch_recording(&d, &root, "first", before);
     // What a mirror's rsync does to every file and directory: open, read, close.
     for _ in 0..5 {
         for f in &files {
@@ -446,10 +453,11 @@ fn reads_of_the_tree_do_not_wake_the_daemon() {
             assert_eq!(fs::read_dir(root.join(format!("r/{i}"))).unwrap().count(), 20);
         }
     }
+    let before = batch_lines(&d).len();
     write(&root, "second", "x");
     // The marker's own events and a heartbeat's; reading 1000 files used to
     // add three events each (open, access, close).
-    let events = events_of_batch_recording(&d, &root, "second");
+    let events = events_of_batch_recording(&d, &root, "second", before);
     assert!(events < 100, "{events} events for one new file after 1000 reads:\n{}", d.log());
     assert_eq!(d.stop().0, 0);
 }

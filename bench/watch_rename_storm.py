@@ -2,7 +2,8 @@
 """A rename storm over an indexed tree against `rrr watch` (issue 31): how
 long after the storm the index is complete (`rrr fsck` clean), how many
 events the daemon recorded for it, its longest silence in the log, and its
-peak memory.
+peak memory (the daemon, its log and fsck as bench/storm.py handles them
+for both storm benchmarks).
 
 The tree: DIRS directories `dNNN/` of PER_DIR files each (60 x 1000 =
 60,000 files by default), indexed with `rrr init` before the daemon
@@ -19,18 +20,13 @@ PER_DIR events; the script prints the ratio to that).
 """
 
 import argparse
-import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from watch_storm import vm  # noqa: E402  (peak RSS, as the issue-20 storm reads it)
+from storm import WatchRun, common_args
 
 WORKER = r"""
 import os, sys, time
@@ -52,15 +48,11 @@ print("worker: %d flips" % flips)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rrr", default="target/release/rrr")
     ap.add_argument("--dirs", type=int, default=60)
     ap.add_argument("--per-dir", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=10)
-    ap.add_argument("--batch-delay", type=int, default=1000, help="the daemon's --batch-delay (ms)")
-    ap.add_argument("--settle", type=float, default=600, help="seconds to wait for fsck clean after the storm")
-    ap.add_argument("--dir", default=None, help="where to make the tree (default: a temp dir)")
-    ap.add_argument("--keep", action="store_true")
+    common_args(ap, settle=600)
     a = ap.parse_args()
     rrr = os.path.abspath(a.rrr)
     tmp = tempfile.mkdtemp(prefix="watch-rename-storm-", dir=a.dir)
@@ -74,36 +66,10 @@ def main():
     subprocess.run([rrr, "init", root], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     subprocess.run([rrr, "aggregate", root], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print("tree: %d files in %d directories" % (a.dirs * a.per_dir, a.dirs))
-    print("load average before: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
-    log_path = os.path.join(tmp, "watch.log")
-    log = open(log_path, "w")
-    daemon = subprocess.Popen([rrr, "watch", root, "--json-log", "--batch-delay", str(a.batch_delay)], stdout=subprocess.DEVNULL, stderr=log)
-    while '"kind":"start"' not in open(log_path).read():
-        if daemon.poll() is not None:
-            sys.exit("rrr watch exited at start: %s" % open(log_path).read())
-        time.sleep(0.05)
+    run = WatchRun(rrr, root, tmp, a.batch_delay)
     # The start's cascade.
     time.sleep(2)
-
-    peak = [0]
-    silences = []
-    stop = threading.Event()
-
-    def sample():
-        last_size, last_change = os.path.getsize(log_path), time.time()
-        while not stop.is_set():
-            hwm = vm(daemon.pid, "VmHWM")
-            if hwm:
-                peak[0] = max(peak[0], hwm)
-            size = os.path.getsize(log_path)
-            now = time.time()
-            if size != last_size:
-                last_size, last_change = size, now
-            silences.append(now - last_change)
-            time.sleep(0.1)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
+    run.sample()
     t0 = time.time()
     share = [names[i :: a.workers] for i in range(a.workers)]
     workers = [subprocess.Popen([sys.executable, "-c", WORKER, root, str(a.seconds)] + s) for s in share]
@@ -111,52 +77,13 @@ def main():
         w.wait()
     t_storm = time.time()
     print("storm: %.1f s" % (t_storm - t0))
-    clean_after = None
-    while time.time() < t_storm + a.settle and daemon.poll() is None:
-        try:
-            r = subprocess.run([rrr, "fsck", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        except subprocess.TimeoutExpired:
-            print("  fsck took over 120 s")
-            continue
-        print("  fsck at %.1f s after the storm: exit %d" % (time.time() - t_storm, r.returncode), flush=True)
-        if r.returncode == 0:
-            clean_after = time.time() - t_storm
-            break
-        time.sleep(1)
-    alive = daemon.poll() is None
-    hwm = vm(daemon.pid, "VmHWM") if alive else None
-    if hwm:
-        peak[0] = max(peak[0], hwm)
-    stop.set()
-    sampler.join()
-    if alive:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait()
-    batches = rescans = news = deletes = 0
-    for line in open(log_path):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        kind = obj.get("kind")
-        batches += kind == "batch"
-        rescans += kind == "rescan"
-        if kind in ("batch", "rescan"):
-            news += obj.get("new", 0)
-            deletes += obj.get("delete", 0)
-    moved = ((a.dirs + 1) // 2) * a.per_dir if a.workers == 1 else sum((len(s) + 1) // 2 for s in share) * a.per_dir
-    print("daemon: %s, exit %s" % ("alive at the end" if alive else "DIED during the run", daemon.returncode))
-    print("peak RSS (VmHWM): %.1f MiB" % (peak[0] / 2**20))
-    print("longest silence in the log: %.1f s; %d batches, %d rescans" % (max(silences) if silences else 0, batches, rescans))
+    clean_after = run.wait_clean(t_storm, a.settle, fsck_timeout=120, pause=1)
+    run.stop()
+    batches, rescans, news, deletes = run.counts(("batch", "rescan"))
+    run.report_daemon(batches, rescans)
+    moved = sum((len(s) + 1) // 2 for s in share) * a.per_dir
     print("events recorded: %d new, %d delete; the net change is %d files moved (%d events): %.1f x" % (news, deletes, moved, 2 * moved, (news + deletes) / max(2 * moved, 1)))
-    print("fsck clean: %s" % ("%.1f s after the storm" % clean_after if clean_after is not None else "NO"))
-    print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
-    if a.keep:
-        print("kept %s" % tmp)
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    sys.exit(0 if alive and clean_after is not None else 1)
-
+    run.finish(clean_after, a.keep)
 
 if __name__ == "__main__":
     main()

@@ -13,24 +13,22 @@ back). Beside them a churn process moves `hot/` (HOT indexed files) out
 of the tree and makes it again, as fast as it can, until the writers are
 done: one directory moved away thousands of times.
 
-The daemon runs with `--json-log`; its VmHWM (peak RSS) is read from
-/proc/PID/status every 100 ms and once more before it is stopped. The
-load average is printed before and after.
+The daemon, its peak memory, its log and fsck are handled as
+bench/storm.py says (shared with bench/watch_rename_storm.py); the RSS
+is printed every 5 s.
 
     bench/watch_storm.py --rrr target/release/rrr --files 100000
     bench/watch_storm.py --rrr /tmp/rrr-before --files 100000 --limit-gib 4
 """
 
 import argparse
-import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+from storm import WatchRun, common_args
 
 WRITER = r"""
 import os, sys
@@ -68,31 +66,16 @@ print("churn: hot/ moved out and made again %d times" % k)
 """
 
 
-def vm(pid, key):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rrr", default="target/release/rrr")
     ap.add_argument("--files", type=int, default=100000)
     ap.add_argument("--writers", type=int, default=5)
     ap.add_argument("--per-dir", type=int, default=100)
     ap.add_argument("--area-every", type=int, default=2)
     ap.add_argument("--flips", type=int, default=5, help="back-and-forth renames of the area each time")
     ap.add_argument("--hot", type=int, default=20000, help="indexed files in hot/, moved out by the churn")
-    ap.add_argument("--batch-delay", type=int, default=1000, help="the daemon's --batch-delay (ms)")
-    ap.add_argument("--settle", type=float, default=120, help="seconds to wait for fsck clean after the storm")
     ap.add_argument("--limit-gib", type=float, default=0, help="stop the run when the daemon's RSS passes this")
-    ap.add_argument("--dir", default=None, help="where to make the tree (default: a temp dir)")
-    ap.add_argument("--keep", action="store_true")
+    common_args(ap, settle=120)
     a = ap.parse_args()
     rrr = os.path.abspath(a.rrr)
     tmp = tempfile.mkdtemp(prefix="watch-storm-", dir=a.dir)
@@ -106,45 +89,8 @@ def main():
         with open(os.path.join(root, "hot", "h%06d" % i), "w") as f:
             f.write("%d\n" % i)
     subprocess.run([rrr, "init", root], check=True, stdout=subprocess.DEVNULL)
-    print("load average before: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
-    log_path = os.path.join(tmp, "watch.log")
-    log = open(log_path, "w")
-    daemon = subprocess.Popen([rrr, "watch", root, "--json-log", "--batch-delay", str(a.batch_delay)], stdout=subprocess.DEVNULL, stderr=log)
-    while '"kind":"start"' not in open(log_path).read():
-        if daemon.poll() is not None:
-            sys.exit("rrr watch exited at start: %s" % open(log_path).read())
-        time.sleep(0.05)
-
-    peak = [0]
-    silences = []  # (seconds without a log line while the storm ran or settled)
-    stop = threading.Event()
-
-    def sample():
-        last_size, last_change = 0, time.time()
-        next_report = time.time() + 5
-        while not stop.is_set():
-            hwm = vm(daemon.pid, "VmHWM")
-            if time.time() >= next_report:
-                next_report += 5
-                rss = vm(daemon.pid, "VmRSS") or 0
-                print("  t=%.0f s: RSS %.1f MiB, peak %.1f MiB" % (time.time() - t_start, rss / 2**20, (hwm or 0) / 2**20), flush=True)
-            if hwm:
-                peak[0] = max(peak[0], hwm)
-                if a.limit_gib and hwm > a.limit_gib * 2**30:
-                    print("RSS passed %.1f GiB: stopping the daemon" % a.limit_gib)
-                    daemon.kill()
-            size = os.path.getsize(log_path)
-            now = time.time()
-            if size != last_size:
-                silences.append(now - last_change)
-                last_size, last_change = size, now
-            elif daemon.poll() is None:
-                silences.append(now - last_change)
-            time.sleep(0.1)
-
-    t_start = time.time()
-    sampler = threading.Thread(target=sample)
-    sampler.start()
+    run = WatchRun(rrr, root, tmp, a.batch_delay)
+    run.sample(report_every=5, limit_gib=a.limit_gib)
     per = a.files // a.writers
     t0 = time.time()
     writers = [
@@ -160,54 +106,13 @@ def main():
         churn.wait()
     t_storm = time.time()
     print("storm: %d files by %d writers in %.1f s" % (per * a.writers, a.writers, t_storm - t0))
-    clean_after = None
-    while time.time() < t_storm + a.settle and daemon.poll() is None:
-        try:
-            r = subprocess.run([rrr, "fsck", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
-        except subprocess.TimeoutExpired:
-            print("  fsck took over 60 s")
-            continue
-        print("  fsck at %.1f s after the storm: exit %d" % (time.time() - t_storm, r.returncode), flush=True)
-        if r.returncode == 0:
-            clean_after = time.time() - t_storm
-            break
-        time.sleep(0.5)
-    alive = daemon.poll() is None
-    hwm = vm(daemon.pid, "VmHWM") if alive else None
-    if hwm:
-        peak[0] = max(peak[0], hwm)
-    stop.set()
-    sampler.join()
-    if alive:
-        daemon.send_signal(signal.SIGTERM)
-        daemon.wait()
-    longest = max(silences) if silences else 0
-    batches = rescans = 0
-    news = deletes = 0
-    for line in open(log_path):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        kind = obj.get("kind")
-        batches += kind == "batch"
-        rescans += kind == "rescan"
-        if kind in ("batch", "rescan", "start"):
-            news += obj.get("new", 0)
-            deletes += obj.get("delete", 0)
-    print("daemon: %s, exit %s" % ("alive at the end" if alive else "DIED during the run", daemon.returncode))
-    print("peak RSS (VmHWM): %.1f MiB" % (peak[0] / 2**20))
-    print("longest silence in the log: %.1f s; %d batches, %d rescans" % (longest, batches, rescans))
+    clean_after = run.wait_clean(t_storm, a.settle, fsck_timeout=60, pause=0.5)
+    run.stop()
+    batches, rescans, news, deletes = run.counts(("batch", "rescan", "start"))
+    run.report_daemon(batches, rescans)
     touched = per * a.writers + a.hot
     print("events recorded: %d new, %d delete (%.1f per file touched: %d written + %d in hot/)" % (news, deletes, (news + deletes) / max(touched, 1), per * a.writers, a.hot))
-    print("fsck clean: %s" % ("%.1f s after the storm" % clean_after if clean_after is not None else "NO"))
-    print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
-    if a.keep:
-        print("kept %s" % tmp)
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-    sys.exit(0 if alive and clean_after is not None else 1)
-
+    run.finish(clean_after, a.keep)
 
 if __name__ == "__main__":
     main()

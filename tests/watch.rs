@@ -416,14 +416,20 @@ fn sigterm_flushes_and_restart_records_offline_changes() {
     assert_eq!(d.stop().0, 0);
 }
 
+/// The batch lines of the daemon's JSON log so far.
+fn batch_lines(d: &Daemon) -> Vec<serde_json::Value> {
+    d.log().lines().filter(|l| l.contains("\"kind\":\"batch\"")).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 /// The events of the batch that recorded `path` (from the JSON log): the
-/// first batch line after which `path` is in the index.
-fn events_of_batch_recording(d: &Daemon, root: &Path, path: &str) -> u64 {
+/// batch line after the first `before` ones, once `path` is in the index.
+/// The daemon logs a batch after its record, so the index may show the
+/// path before the line is there: wait for it.
+fn events_of_batch_recording(d: &Daemon, root: &Path, path: &str, before: usize) -> u64 {
     wait_kind(root, path, "new");
-    let log = d.log();
-    let batches: Vec<serde_json::Value> =
-        log.lines().filter(|l| l.contains("\"kind\":\"batch\"")).map(|l| serde_json::from_str(l).unwrap()).collect();
-    batches.last().map(|b| b["events"].as_u64().unwrap()).expect("a batch line")
+    let ok = poll_until(WAIT, || batch_lines(d).len() > before);
+    assert!(ok, "no batch line after {path} was recorded:\n{}", d.log());
+    batch_lines(d).last().map(|b| b["events"].as_u64().unwrap()).expect("a batch line")
 }
 
 #[test]
@@ -432,8 +438,12 @@ fn reads_of_the_tree_do_not_wake_the_daemon() {
     let refs: Vec<&str> = files.iter().map(String::as_str).collect();
     let (_tmp, root) = tree(&refs);
     let d = Daemon::start(&root, &[]);
+    // The start's cascade writes the recentfiles (about a hundred events
+    // at the root): done before the measured batches begin, not in them.
+    d.wait_log("\"kind\":\"aggregate\"");
+    let before = batch_lines(&d).len();
     write(&root, "first", "x");
-    events_of_batch_recording(&d, &root, "first");
+    events_of_batch_recording(&d, &root, "first", before);
     // What a mirror's rsync does to every file and directory: open, read, close.
     for _ in 0..5 {
         for f in &files {
@@ -443,10 +453,11 @@ fn reads_of_the_tree_do_not_wake_the_daemon() {
             assert_eq!(fs::read_dir(root.join(format!("r/{i}"))).unwrap().count(), 20);
         }
     }
+    let before = batch_lines(&d).len();
     write(&root, "second", "x");
     // The marker's own events and a heartbeat's; reading 1000 files used to
     // add three events each (open, access, close).
-    let events = events_of_batch_recording(&d, &root, "second");
+    let events = events_of_batch_recording(&d, &root, "second", before);
     assert!(events < 100, "{events} events for one new file after 1000 reads:\n{}", d.log());
     assert_eq!(d.stop().0, 0);
 }
@@ -551,4 +562,41 @@ fn names_that_only_look_special_are_recorded() {
     wait_kind(&root, ".env.sample", "delete");
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
+}
+
+/// A file named like an rsync temp file and changed just before the daemon
+/// starts is left out of the start-up comparison as a temp file in flight,
+/// then looked at again: nothing else would ever record it.
+#[test]
+fn a_young_file_named_like_an_rsync_temp_at_start_up_is_recorded() {
+    let (_tmp, root) = tree(&["keep"]);
+    write(&root, ".env.sample", "x");
+    let d = Daemon::start(&root, &[]);
+    wait_kind(&root, ".env.sample", "new");
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+/// rsync delivering into a watched tree writes each file as a temp file
+/// `.NAME.XXXXXX` beside it and renames it: the index lists the files,
+/// never an event of a temp name (a file made and gone again within a
+/// batch says nothing, whether or not the daemon read the index).
+#[test]
+fn rsync_temp_files_of_a_delivery_leave_no_event() {
+    let (tmp, root) = tree(&["up/keep"]);
+    let src = tmp.path().join("src");
+    let names: Vec<String> = (0..20).map(|i| format!("up/f{i}.tar.gz")).collect();
+    for n in &names {
+        write(&src, n, n);
+    }
+    let d = Daemon::start(&root, &[]);
+    let st = Command::new("rsync").arg("-a").arg(format!("{}/", src.display())).arg(&root).status().unwrap();
+    assert!(st.success());
+    for n in &names {
+        wait_kind(&root, n, "new");
+    }
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    let temps: Vec<String> = news(&root).into_keys().filter(|p| p.contains("/.f")).collect();
+    assert!(temps.is_empty(), "events of rsync's temp files: {temps:?}");
 }

@@ -134,61 +134,84 @@ fn read_at(path: &Path) -> Journal {
 
 /// The entries of `journal` that the collection no longer holds (see the
 /// module doc), each once per path (its newest). `principal` is the
-/// principal as read under its lock; the larger files are read, one at a
-/// time and only as far as needed, for entries it does not hold.
+/// principal as read under its lock.
 pub(crate) fn lost(coll: &Collection, principal: &Recentfile, journal: &Journal) -> Result<Vec<Acked>> {
     let newest = newest_entries(&journal.events);
-    if newest.is_empty() {
-        return Ok(Vec::new());
-    }
+    let events: Vec<(&RelPath, &Epoch, EventKind)> = newest.iter().map(|e| (&e.path, &e.epoch, e.kind)).collect();
+    Ok(unheld(coll, principal, &events)?.into_iter().map(|i| newest[i].clone()).collect())
+}
+
+/// The indices of `events` (path, epoch, type) that the collection no
+/// longer holds: the one rule for the journal's entries and for a batch
+/// checked after a take-over ([`crate::origin::record`]). An event is held
+/// when the principal lists its path with that epoch or a later one (a
+/// later event of the path, by any writer, supersedes it); one newer than
+/// what the principal last handed to the larger files (`merged`) only so.
+/// Older ones may have moved on: held when a larger file lists the path
+/// with that epoch or a later one, and a delete also when the collection
+/// does not list the path as existing (deletes are dropped on their way
+/// into Z). The larger files are read one at a time and only as far as
+/// needed.
+pub(crate) fn unheld(
+    coll: &Collection,
+    principal: &Recentfile,
+    events: &[(&RelPath, &Epoch, EventKind)],
+) -> Result<Vec<usize>> {
     let in_principal = newest_by_path(principal);
     let merged = principal.meta.merged.epoch();
-    let mut unsure: Vec<&Acked> = Vec::new();
+    let reset = matches!(principal.meta.merged, crate::recentfile::Merged::Reset);
+    let mut unsure: Vec<usize> = Vec::new();
     let mut out = Vec::new();
-    for e in newest {
-        match in_principal.get(&e.path) {
-            Some(x) if x.epoch >= e.epoch => continue,
-            _ => {}
+    for (i, &(path, epoch, _)) in events.iter().enumerate() {
+        if in_principal.get(path).is_some_and(|x| x.epoch >= *epoch) {
+            continue;
         }
         // Newer than what the principal last handed to the larger files:
         // only the principal can hold it.
-        if merged.is_none_or(|m| *m < e.epoch) && !matches!(principal.meta.merged, crate::recentfile::Merged::Reset) {
-            out.push(e.clone());
+        if merged.is_none_or(|m| m < epoch) && !reset {
+            out.push(i);
         } else {
-            unsure.push(e);
+            unsure.push(i);
         }
     }
     if unsure.is_empty() {
         return Ok(out);
     }
     // The newest event of each unsure path in the larger files.
-    let want: HashMap<&RelPath, &Acked> = unsure.iter().map(|e| (&e.path, *e)).collect();
+    let want: std::collections::HashSet<&RelPath> = unsure.iter().map(|&i| events[i].0).collect();
     let mut found: HashMap<&RelPath, Event> = HashMap::new();
     for iv in coll.intervals.iter().skip(1) {
         let Some(rf) = coll.read(iv)? else { continue };
         for ev in rf.events {
-            if let Some((path, _)) = want.get_key_value(&ev.path) {
+            if let Some(path) = want.get(&ev.path) {
                 if found.get(path).is_none_or(|f| f.epoch < ev.epoch) {
                     found.insert(path, ev);
                 }
             }
         }
-        if unsure.iter().all(|e| found.get(&e.path).is_some_and(|f| f.epoch >= e.epoch)) {
+        if unsure.iter().all(|&i| found.get(events[i].0).is_some_and(|f| f.epoch >= *events[i].1)) {
             break;
         }
     }
-    for e in unsure {
-        let held = match (found.get(&e.path), e.kind) {
-            (Some(f), _) if f.epoch >= e.epoch => true,
+    for i in unsure {
+        let (path, epoch, kind) = events[i];
+        // The path's newest listing anywhere in the collection.
+        let listed = [in_principal.get(path).copied(), found.get(path)]
+            .into_iter()
+            .flatten()
+            .max_by(|a, b| a.epoch.cmp(&b.epoch));
+        let held = match (listed, kind) {
+            (Some(l), _) if l.epoch >= *epoch => true,
             // A delete: held unless the collection lists the path as existing.
-            (Some(f), EventKind::Delete) => f.kind == EventKind::Delete,
+            (Some(l), EventKind::Delete) => l.kind == EventKind::Delete,
             (None, EventKind::Delete) => true,
             _ => false,
         };
         if !held {
-            out.push(e.clone());
+            out.push(i);
         }
     }
+    out.sort_unstable();
     Ok(out)
 }
 
@@ -222,7 +245,7 @@ pub(crate) fn acknowledge(
     let path = path_of(coll);
     let dir = coll.root.join(".rrr");
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let _lock = flock(&lock_path_of(coll))?;
+    let _lock = crate::store::lock::flock_file(&lock_path_of(coll))?;
     let mut j = match prior.read_as {
         Some(id) if file_id(&path) == Some(id) => prior,
         None if !path.exists() => prior,
@@ -250,7 +273,7 @@ pub(crate) fn reset(coll: &Collection) -> Result<()> {
     if !path.exists() {
         return Ok(());
     }
-    let _lock = flock(&lock_path_of(coll))?;
+    let _lock = crate::store::lock::flock_file(&lock_path_of(coll))?;
     let mut j = read_at(&path);
     j.events.clear();
     write(&path, &j)
@@ -328,25 +351,6 @@ pub(crate) fn newest_by_path(rf: &Recentfile) -> HashMap<&RelPath, &Event> {
     by_path
 }
 
-/// A blocking exclusive `flock(2)` on `path` (made if missing), held
-/// until the file is dropped.
-fn flock(path: &Path) -> Result<fs::File> {
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    loop {
-        match f.lock() {
-            Ok(()) => return Ok(f),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
-        }
-    }
-}
-
 /// A file's identity: the watch daemon re-checks the journal only when
 /// the principal is no longer the file it last saw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,6 +417,55 @@ mod tests {
         prune(&mut j, now, &principal);
         let got: Vec<(&str, &str)> = j.events.iter().map(|e| (e.path.to_str().unwrap(), e.epoch.as_str())).collect();
         assert_eq!(got, [("lost", "125.5"), ("c", "150.5"), ("b", "300.5")]);
+    }
+
+    /// The one rule for "still in the collection", case by case: the
+    /// principal, the larger files behind `merged`, and deletes that Z
+    /// dropped.
+    #[test]
+    fn unheld_events_case_by_case() {
+        use crate::interval::Interval;
+        use crate::recentfile::{Format, Merged};
+        let tmp = tempfile::tempdir().unwrap();
+        let intervals = crate::interval::parse_list("1h,6h,Z").unwrap();
+        let coll = Collection::new(tmp.path().to_path_buf(), "RECENT".into(), Format::Yaml, intervals);
+        let ev = |e: &str, p: &str, k| Event::new(Epoch::parse(e).unwrap(), p, k);
+        let write = |iv: &Interval, rf: &Recentfile| {
+            let producer = crate::recentfile::Producer { program: "t".into(), time: Epoch::parse("1.5").unwrap() };
+            let bytes = crate::recentfile::serialize(rf, Format::Yaml, &producer);
+            std::fs::write(coll.path_of(iv), bytes).unwrap();
+        };
+        use EventKind::{Delete, New};
+        let mut principal = Recentfile::from_events(vec![
+            ev("300.5", "later", New),
+            ev("150.5", "listed-new", New),
+            ev("120.5", "p", New),
+        ]);
+        principal.meta.merged =
+            Merged::Into { epoch: Some(Epoch::parse("200.5").unwrap()), into_interval: Some("6h".into()), time: None };
+        write(&coll.intervals[1], &Recentfile::from_events(vec![ev("190.5", "in-6h", New), ev("50.5", "old", New)]));
+        write(&coll.intervals[2], &Recentfile::from_events(vec![ev("10.5", "z", New)]));
+        let cases: &[(&str, &str, EventKind, bool)] = &[
+            // Superseded in the principal by a later event: held.
+            ("later", "250.5", New, true),
+            // Newer than merged and not in the principal: lost.
+            ("fresh", "250.5", New, false),
+            // Behind merged, listed by a larger file at that epoch or later: held.
+            ("in-6h", "180.5", New, true),
+            ("z", "10.5", New, true),
+            ("gone", "100.5", New, false),
+            // A delete behind merged that nothing lists: dropped into Z, held.
+            ("nowhere", "100.5", Delete, true),
+            // A delete whose path a larger file or the principal lists as existing: lost.
+            ("old", "100.5", Delete, false),
+            ("p", "130.5", Delete, false),
+        ];
+        let events: Vec<(RelPath, Epoch, EventKind)> =
+            cases.iter().map(|(p, e, k, _)| (RelPath::from(*p), Epoch::parse(e).unwrap(), *k)).collect();
+        let refs: Vec<(&RelPath, &Epoch, EventKind)> = events.iter().map(|(p, e, k)| (p, e, *k)).collect();
+        let got = unheld(&coll, &principal, &refs).unwrap();
+        let want: Vec<usize> = cases.iter().enumerate().filter(|(_, c)| !c.3).map(|(i, _)| i).collect();
+        assert_eq!(got, want, "{:?}", got.iter().map(|&i| cases[i].0).collect::<Vec<_>>());
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! nothing, surviving a Perl writer's take-over of the lock.
 
 use crate::collection::Collection;
+use crate::epoch::Epoch;
 use crate::origin::{self, journal, Writer};
-use crate::recentfile::{Event, Recentfile, RelPath};
+use crate::recentfile::{Event, EventKind, Recentfile, RelPath};
 use crate::update::{batch_update, Change};
 use anyhow::Result;
-use std::collections::HashMap;
 
 /// Record `changes` in the principal of `coll` under its lock, all or
 /// nothing: `Ok` only once the whole batch is durably in the principal.
@@ -182,35 +182,10 @@ pub(crate) fn restore_acknowledged(coll: &Collection, w: &Writer) -> Result<Opti
 /// (each waits for the intruder first, so this is never reached by chance).
 const MAX_TAKEOVERS: usize = 20;
 
-/// Indices of `recorded` events that the collection no longer holds. An
-/// event is held when the principal lists its path with that epoch or a
-/// later one (a later event of the path supersedes it), or, once the
-/// principal's `merged` has passed its epoch, when a larger file does.
+/// Indices of `recorded` events that the collection no longer holds
+/// ([`journal::unheld`], the rule the journal's entries are checked by).
 fn missing_events(coll: &Collection, principal: &Recentfile, recorded: &[Option<Event>]) -> Result<Vec<usize>> {
-    let held =
-        |by_path: &HashMap<&RelPath, &Event>, e: &Event| by_path.get(&e.path).is_some_and(|x| x.epoch >= e.epoch);
-    let in_principal = journal::newest_by_path(principal);
-    let merged = principal.meta.merged.epoch();
-    let mut larger: Vec<Recentfile> = Vec::new();
-    let mut out = Vec::new();
-    for (i, e) in recorded.iter().enumerate() {
-        let Some(e) = e else { continue };
-        if held(&in_principal, e) {
-            continue;
-        }
-        if merged.is_some_and(|m| *m >= e.epoch) {
-            if larger.is_empty() {
-                for iv in coll.intervals.iter().skip(1) {
-                    if let Some(rf) = coll.read(iv)? {
-                        larger.push(rf);
-                    }
-                }
-            }
-            if larger.iter().any(|rf| rf.events.iter().any(|x| x.path == e.path && x.epoch >= e.epoch)) {
-                continue;
-            }
-        }
-        out.push(i);
-    }
-    Ok(out)
+    let (index, events): (Vec<usize>, Vec<(&RelPath, &Epoch, EventKind)>) =
+        recorded.iter().enumerate().filter_map(|(i, e)| e.as_ref().map(|e| (i, (&e.path, &e.epoch, e.kind)))).unzip();
+    Ok(journal::unheld(coll, principal, &events)?.into_iter().map(|k| index[k]).collect())
 }

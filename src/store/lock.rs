@@ -533,6 +533,28 @@ fn flock(fd: &fs::File) {
     while matches!(fd.lock(), Err(e) if e.kind() == io::ErrorKind::Interrupted) {}
 }
 
+/// A blocking exclusive `flock(2)` on the file `path` (made if missing),
+/// held until the returned file is dropped: for a short read-modify-write
+/// of a file under `.rrr/` (the journal of acknowledged events). Unlike
+/// the recentfile lock's, a failure is an error naming the file.
+pub(crate) fn flock_file(path: &Path) -> anyhow::Result<fs::File> {
+    use anyhow::Context;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    loop {
+        match f.lock() {
+            Ok(()) => return Ok(f),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot lock {}", path.display())),
+        }
+    }
+}
+
 fn open_at(dir: &fs::File, name: &str, flags: OFlag) -> io::Result<fs::File> {
     let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let fd = nix::fcntl::openat(dir.as_fd(), name, flags, Mode::from_bits_truncate(0o644))?;
@@ -739,6 +761,13 @@ mod tests {
             other => panic!("expected busy, got {other:?}"),
         }
         drop(held);
-        RunLock::try_acquire(&p).unwrap();
+        // A process another test forks in this moment shares the lock's
+        // open file until its exec closes it (O_CLOEXEC): the lock is free
+        // again once that exec is done.
+        let t0 = std::time::Instant::now();
+        while let Err(e) = RunLock::try_acquire(&p) {
+            assert!(t0.elapsed() < Duration::from_secs(10), "still held after its holder dropped it: {e}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }

@@ -190,6 +190,13 @@ pub fn read_dir(root: &Path, rel: impl AsRef<[u8]>) -> std::io::Result<std::fs::
     std::fs::read_dir(reach(root, rel)?.path())
 }
 
+/// Why an entry cannot be read: the path escaped as everywhere (a name
+/// with a newline must not break `fsck`'s one line per finding).
+fn io_error(p: &Path, e: std::io::Error) -> Skip {
+    let shown = crate::recentfile::shown_path(p.as_os_str().as_bytes());
+    Skip::Unindexable(format!("IO error for operation on {shown}: {e}"))
+}
+
 /// One file (or symlink) of the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -234,8 +241,6 @@ pub fn walk_with(
     mut skipped: impl FnMut(&Path, Skip),
 ) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
-    let io_error =
-        |p: &Path, e: std::io::Error| Skip::Unindexable(format!("IO error for operation on {}: {e}", p.display()));
     // What a message shows of `rel` (the walk reads deep directories
     // through `reach`, whose paths mean nothing to the reader).
     let shown = |rel: &[u8]| root.join(std::ffi::OsStr::from_bytes(rel));
@@ -364,6 +369,14 @@ mod tests {
         assert_eq!(ig.why_ignored("a/.~tmp~", true), Some(Ignored::Foreign("rsync's --delay-updates directory")));
         assert_eq!(ig.why_ignored("x/y.tmp", false), Some(Ignored::Excluded));
         assert_eq!(ig.why_ignored("RECENT-1h.yaml", false), Some(Ignored::Own));
+    }
+
+    #[test]
+    fn io_errors_show_the_path_escaped() {
+        let p = Path::new(std::ffi::OsStr::from_bytes(b"/t/a\nb\xff"));
+        let Skip::Unindexable(why) = io_error(p, std::io::Error::from_raw_os_error(13)) else { panic!() };
+        assert!(why.starts_with("IO error for operation on /t/a\\nb\\377: "), "{why}");
+        assert!(!why.contains('\n'), "{why}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::{release_memory, Daemon};
 use crate::epoch::Epoch;
 use crate::origin::index_check::{compare_with, Finding};
 use crate::origin::record::record;
-use crate::origin::watch::rules::Heartbeat;
+use crate::origin::watch::rules::{Happening, Heartbeat};
 use crate::origin::watch::watcher::AddError;
 use crate::recentfile::{shown_path, EventKind, RelPath};
 use crate::update::Change;
@@ -60,9 +60,21 @@ impl Daemon<'_> {
         {
             bail!("cannot compare the tree with the index: recentfile {file} is unreadable: {error}");
         }
+        let now = Instant::now();
         for f in &report.findings {
-            if let Finding::Unindexable { path, reason } = f {
-                self.log.warn(format!("cannot index {}: {reason}", shown_path(path)));
+            match f {
+                Finding::Unindexable { path, reason } => {
+                    self.log.warn(format!("cannot index {}: {reason}", shown_path(path)));
+                }
+                // Named like an rsync temp file and young (not a name the
+                // ignore set leaves out): looked at again by the batch, as a
+                // file just created, since no event may ever come for it (an
+                // operator's `.env.sample` edited just before the start). A
+                // real temp file is renamed within milliseconds: nothing then.
+                Finding::NotIndexed { path, .. } if self.ignore.why_ignored(path, false).is_none() => {
+                    self.batch.on_file(Happening::Created { dir: false }, path, self.last_marker, now);
+                }
+                _ => {}
             }
         }
         let changes: Vec<Change> = report.findings.iter().filter_map(Finding::change).collect();

@@ -29,7 +29,11 @@
 //! - attribute-only changes are ignored;
 //! - within a batch the last word on a path wins, and batch order is event
 //!   order (so epochs follow the events); a delete of a path the index does
-//!   not list says nothing (when the runner read the index).
+//!   not list says nothing: of a file created since its path was last
+//!   recorded (its creation was the first word on it, so the index cannot
+//!   list it: rsync's temp file `.NAME.XXXXXX`, renamed into place within
+//!   milliseconds, an editor's swap file), and of any path when the
+//!   runner read the index.
 //!
 //! When a batch is recorded ([`Pace`], [`Batch::due`]): every record
 //! rewrites the whole principal, which a burst makes large, so the pace
@@ -45,7 +49,7 @@
 use crate::recentfile::{EventKind, RelPath};
 use crate::update::Change;
 use inotify::{EventMask, WatchMask};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// What the daemon asks inotify for on every directory: creations, data
@@ -212,6 +216,10 @@ pub struct Batch {
     /// Files with data written and not yet closed: the marker time current
     /// when the first write was seen (a lower bound of the file's mtime).
     writing: BTreeMap<RelPath, f64>,
+    /// Files created (`IN_CREATE`, the first word on the path) and not
+    /// recorded since: the index cannot list them, so their delete says
+    /// nothing. Each path here is also in `changes`, `created` or `writing`.
+    born: BTreeMap<RelPath, ()>,
     /// Where directories were when the batch began, whose content has
     /// left since (moved elsewhere or out of the tree), each with the
     /// sequence number of the latest such move: their indexed files that
@@ -255,6 +263,9 @@ pub struct Flush {
     changes: Vec<(u64, RelPath, EventKind)>,
     /// Created and neither written nor closed since, with their creation time.
     unwritten: Vec<(u64, RelPath, Instant)>,
+    /// Those of `changes` and `unwritten` that the index cannot list
+    /// (see `Batch::born`).
+    born: HashSet<RelPath>,
     /// Where directories were whose content left (with the sequence
     /// number of the latest move): their indexed files that the disk no
     /// longer shows are deletes.
@@ -273,6 +284,8 @@ pub struct Flush {
 pub struct Resolved {
     pub changes: Vec<Change>,
     fresh: Vec<(u64, RelPath, Instant)>,
+    /// Those of `fresh` that the index cannot list (see `Batch::born`).
+    fresh_born: Vec<RelPath>,
 }
 
 impl Batch {
@@ -299,6 +312,11 @@ impl Batch {
         match h {
             Happening::Created { dir: false } => {
                 let seq = self.next(now);
+                // The first word on the path since its last record (after a
+                // pending delete, the index may list it: not born).
+                if !self.changes.contains_key(path) {
+                    self.born.insert(RelPath::from(path), ());
+                }
                 self.created.insert(RelPath::from(path), Created { seq, at: now, fresh_until: None });
             }
             Happening::Modified => {
@@ -340,6 +358,7 @@ impl Batch {
                 move_keys(&mut self.created, a, b, |old, new| old.seq > new.seq);
                 move_keys(&mut self.writing, a, b, |_, _| false);
                 move_keys(&mut self.moved, a, b, |old, new| old.seq > new.seq);
+                move_keys(&mut self.born, a, b, |_, _| true);
                 let origin = origin.flatten();
                 if origin.as_ref() == Some(b) {
                     // Back where it began: its content is as the index has it,
@@ -356,6 +375,7 @@ impl Batch {
                         self.changes.remove(&k);
                         self.created.remove(&k);
                         self.writing.remove(&k);
+                        self.born.remove(&k);
                     }
                 }
                 for k in keys_under(&self.moved, a) {
@@ -463,10 +483,11 @@ impl Batch {
     }
 
     /// Forget files in the middle of a create or write (after an overflow
-    /// rescan, which found them).
+    /// rescan, which found them and may have recorded them).
     pub fn clear_in_flight(&mut self) {
         self.created.clear();
         self.writing.clear();
+        self.born.clear();
     }
 
     /// Take the batch: the changes, and the created files due for a look
@@ -482,11 +503,15 @@ impl Batch {
         for (_, p, _) in &un {
             self.created.remove(p);
         }
-        let changes = std::mem::take(&mut self.changes).into_iter().map(|(p, (s, k))| (s, p, k)).collect();
+        let changes: Vec<(u64, RelPath, EventKind)> =
+            std::mem::take(&mut self.changes).into_iter().map(|(p, (s, k))| (s, p, k)).collect();
+        let leaving = changes.iter().map(|(_, p, _)| p).chain(un.iter().map(|(_, p, _)| p));
+        let born = leaving.filter(|p| self.born.remove(*p).is_some()).cloned().collect();
         let to_list = std::mem::take(&mut self.moved).into_iter().map(|(p, m)| (m.seq, p, m.tries)).collect();
         Flush {
             changes,
             unwritten: un,
+            born,
             forgotten: std::mem::take(&mut self.forgotten),
             to_list,
             since: self.since.take(),
@@ -523,6 +548,9 @@ impl Batch {
             let c = Created { seq: *seq, at: *at, fresh_until: Some(*at + pace.fresh_wait) };
             self.created.entry(p.clone()).or_insert(c);
         }
+        for p in &r.fresh_born {
+            self.born.insert(p.clone(), ());
+        }
     }
 
     /// Put a flush that could not be recorded back (it is retried).
@@ -536,6 +564,7 @@ impl Batch {
         for (s, p, at) in f.unwritten {
             self.created.entry(p).or_insert(Created { seq: s, at, fresh_until: None });
         }
+        self.born.extend(f.born.into_iter().map(|p| (p, ())));
         for (d, s) in f.forgotten {
             let e = self.forgotten.entry(d).or_insert(s);
             *e = (*e).max(s);
@@ -561,6 +590,12 @@ impl Flush {
 
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty() && self.unwritten.is_empty() && self.forgotten.is_empty() && self.to_list.is_empty()
+    }
+
+    /// Whether the index cannot list `path`: created since its last record,
+    /// and not where a directory that moved away held indexed files.
+    fn unlisted(&self, path: &RelPath) -> bool {
+        self.born.contains(path) && !self.forgets(path)
     }
 
     /// Whether the indexed file `path` is deleted by a directory moved away.
@@ -598,9 +633,10 @@ impl Flush {
     /// `indexed`: live indexed paths, at least those under a forgotten
     /// place (see [`Flush::forgets`]), which are deletes unless a later
     /// event or listing says otherwise; `live`, when the runner read the
-    /// index: a delete of a path it does not list is left out (a file made
-    /// and removed within the batch says nothing). `now` and `fresh_wait`
-    /// decide whether a fresh file waited long enough.
+    /// index: a delete of a path it does not list is left out. A delete of
+    /// a file created since its last record is left out whatever `live`
+    /// says (a file made and removed within the batch says nothing). `now`
+    /// and `fresh_wait` decide whether a fresh file waited long enough.
     pub fn resolve(
         &self,
         look: impl Fn(&RelPath) -> OnDisk,
@@ -618,10 +654,16 @@ impl Flush {
             }
         };
         let mut fresh = Vec::new();
+        let mut fresh_born = Vec::new();
         for (s, p, at) in &self.unwritten {
             match look(p) {
                 OnDisk::Gone => {}
-                OnDisk::Fresh if now < *at + fresh_wait => fresh.push((*s, p.clone(), *at)),
+                OnDisk::Fresh if now < *at + fresh_wait => {
+                    fresh.push((*s, p.clone(), *at));
+                    if self.born.contains(p) {
+                        fresh_born.push(p.clone());
+                    }
+                }
                 OnDisk::Linked | OnDisk::Fresh => put(p, *s, EventKind::New),
             }
         }
@@ -638,18 +680,23 @@ impl Flush {
         }
         let mut v: Vec<(u64, &RelPath, EventKind)> = last
             .into_iter()
-            .filter(|(p, (_, k))| *k == EventKind::New || live.is_none_or(|live| live(p)))
+            .filter(|(p, (_, k))| *k == EventKind::New || (!self.unlisted(p) && live.is_none_or(|live| live(p))))
             .map(|(p, (s, k))| (s, p, k))
             .collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         let changes = v.into_iter().map(|(_, p, k)| Change { path: p.clone(), kind: k, epoch: None }).collect();
-        Resolved { changes, fresh }
+        Resolved { changes, fresh, fresh_born }
     }
 }
 
 /// The keys of `map` that are `dir` or lie below it (a range of the
-/// ordered map: `dir/` sorts right after `dir` and before `dir0`).
-fn keys_under<V>(map: &BTreeMap<RelPath, V>, dir: &RelPath) -> Vec<RelPath> {
+/// ordered map: `dir/` sorts right after `dir` and before `dir0`; all of
+/// them for the root, ""), in a time that grows with their number, not
+/// with the map's.
+pub fn keys_under<V>(map: &BTreeMap<RelPath, V>, dir: &RelPath) -> Vec<RelPath> {
+    if dir.is_empty() {
+        return map.keys().cloned().collect();
+    }
     let lo = RelPath::from([dir.as_bytes(), b"/"].concat());
     let hi = RelPath::from([dir.as_bytes(), b"0"].concat());
     let mut keys: Vec<RelPath> = map.range(lo..hi).map(|(k, _)| k.clone()).collect();
@@ -738,7 +785,16 @@ mod tests {
         under: &[String],
     ) -> Vec<(String, EventKind)> {
         let f = b.take(now);
-        let under: Vec<RelPath> = under.iter().map(RelPath::from).collect();
+        let under: Vec<&str> = under.iter().map(String::as_str).collect();
+        let r = resolve_at(&f, now, linked, fresh, &under);
+        b.keep_fresh(&r, &PACE);
+        listed(r)
+    }
+
+    /// Resolve `f` as the disk shows `linked` and `fresh` (others are
+    /// gone), with the indexed files `under` the places it forgets.
+    fn resolve_at(f: &Flush, now: Instant, linked: &[&str], fresh: &[&str], under: &[&str]) -> Resolved {
+        let under: Vec<RelPath> = under.iter().map(|p| RelPath::from(*p)).collect();
         let look = |p: &RelPath| {
             if linked.iter().any(|l| p == l) {
                 OnDisk::Linked
@@ -748,8 +804,11 @@ mod tests {
                 OnDisk::Gone
             }
         };
-        let r = f.resolve(look, &[], &under, None, now, PACE.fresh_wait);
-        b.keep_fresh(&r, &PACE);
+        f.resolve(look, &[], &under, None, now, PACE.fresh_wait)
+    }
+
+    /// The changes of `r`, in order.
+    fn listed(r: Resolved) -> Vec<(String, EventKind)> {
         r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect()
     }
 
@@ -807,6 +866,17 @@ mod tests {
         assert_eq!(join("a/b", "c"), "a/b/c");
         assert!(is_under("a/b", "a") && is_under("a", "a") && is_under("x", ""));
         assert!(!is_under("ab/c", "a"));
+        // keys_under agrees with is_under, names that sort between included.
+        let map: BTreeMap<RelPath, ()> = ["a", "a.x", "a/b", "a/b/c", "a0", "a\x01", "ab", "b", ""]
+            .iter()
+            .map(|k| (RelPath::from(*k), ()))
+            .collect();
+        for dir in ["", "a", "a/b", "ab", "zz"] {
+            let mut got = keys_under(&map, &RelPath::from(dir));
+            got.sort();
+            let want: Vec<RelPath> = map.keys().filter(|k| is_under(k, dir)).cloned().collect();
+            assert_eq!(got, want, "{dir:?}");
+        }
     }
 
     #[test]
@@ -886,9 +956,75 @@ mod tests {
     fn deleted_before_flush_is_a_delete_only() {
         let t = Instant::now();
         let mut b = Batch::default();
-        b.on_file(Happening::Created { dir: false }, "f", 0.0, t);
+        b.on_file(Happening::ClosedWrite, "f", 0.0, t);
         b.on_file(Happening::Deleted { dir: false }, "f", 0.0, t);
         assert_eq!(changes(&mut b, &[], &[]), s(&[("f", Delete)]));
+    }
+
+    /// A file whose creation the batch saw, gone again before its path was
+    /// recorded, says nothing even without the index: rsync's temp file
+    /// renamed into place, wherever the flushes fall. Every other delete
+    /// is recorded.
+    #[test]
+    fn a_file_created_and_gone_before_its_record_says_nothing() {
+        let t = Instant::now();
+        let tmp = ".f.tar.gz.AbC123";
+        let mut b = Batch::default();
+        // rsync: mkstemp, write, close, rename over the final name.
+        b.on_file(Happening::Created { dir: false }, tmp, 0.0, t);
+        b.on_file(Happening::Modified, tmp, 0.0, t);
+        b.on_file(Happening::ClosedWrite, tmp, 0.0, t);
+        b.on_file(Happening::MovedOut { dir: false }, tmp, 0.0, t);
+        b.on_file(Happening::MovedIn { dir: false }, "f.tar.gz", 0.0, t);
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("f.tar.gz", New)]));
+        // A flush while it is written, another after its close was kept back.
+        b.on_file(Happening::Created { dir: false }, tmp, 0.0, t);
+        b.on_file(Happening::Modified, tmp, 0.0, t);
+        assert!(changes(&mut b, &[], &[]).is_empty());
+        b.on_file(Happening::ClosedWrite, tmp, 0.0, t);
+        b.on_file(Happening::MovedOut { dir: false }, tmp, 0.0, t);
+        assert!(changes(&mut b, &[], &[]).is_empty());
+        // Created, kept back as fresh by one flush, removed before the next.
+        b.on_file(Happening::Created { dir: false }, "swap", 0.0, t);
+        assert!(flush_at(&mut b, t, &[], &["swap"], &[]).is_empty());
+        b.on_file(Happening::Deleted { dir: false }, "swap", 0.0, t);
+        assert!(changes(&mut b, &[], &[]).is_empty());
+        // In a directory that moved within the tree meanwhile.
+        b.on_file(Happening::Created { dir: false }, "d/x", 0.0, t);
+        b.dir_moved(Some(&p("d")), Some(&p("e")), t);
+        b.on_file(Happening::Deleted { dir: false }, "e/x", 0.0, t);
+        assert!(flush_at(&mut b, t, &[], &[], &[]).iter().all(|(p, _)| p != "e/x" && p != "d/x"));
+
+        // Recorded, then removed: a delete.
+        b.on_file(Happening::Created { dir: false }, "kept", 0.0, t);
+        b.on_file(Happening::ClosedWrite, "kept", 0.0, t);
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("kept", New)]));
+        b.on_file(Happening::Deleted { dir: false }, "kept", 0.0, t);
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("kept", Delete)]));
+        // An indexed file removed, made again and removed: a delete.
+        b.on_file(Happening::Deleted { dir: false }, "old", 0.0, t);
+        b.on_file(Happening::Created { dir: false }, "old", 0.0, t);
+        b.on_file(Happening::ClosedWrite, "old", 0.0, t);
+        b.on_file(Happening::Deleted { dir: false }, "old", 0.0, t);
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("old", Delete)]));
+        // An indexed file whose directory moved away, made again and removed: a delete.
+        b.dir_moved(Some(&p("dir")), None, t);
+        b.on_file(Happening::Created { dir: false }, "dir/f", 0.0, t);
+        b.on_file(Happening::Deleted { dir: false }, "dir/f", 0.0, t);
+        assert_eq!(changes(&mut b, &[], &["dir/f".to_string()]), s(&[("dir/f", Delete)]));
+        // After a rescan (which may have recorded it), a delete again.
+        b.on_file(Happening::Created { dir: false }, "r", 0.0, t);
+        b.clear_in_flight();
+        b.on_file(Happening::Deleted { dir: false }, "r", 0.0, t);
+        assert_eq!(changes(&mut b, &[], &[]), s(&[("r", Delete)]));
+        // A flush that could not be recorded keeps what it knew.
+        b.on_file(Happening::Created { dir: false }, "q", 0.0, t);
+        b.on_file(Happening::ClosedWrite, "q", 0.0, t);
+        let f = b.take(t);
+        b.restore(f);
+        b.on_file(Happening::Deleted { dir: false }, "q", 0.0, t);
+        assert!(changes(&mut b, &[], &[]).is_empty());
+        assert!(b.born.is_empty(), "{:?}", b.born);
     }
 
     #[test]
@@ -934,11 +1070,7 @@ mod tests {
         b.on_file(Happening::MovedIn { dir: false }, "d/back", 0.0, t);
         let f = b.take(t);
         assert_eq!(f.forgotten.keys().collect::<Vec<_>>(), ["d"]);
-        let under = ["d/old", "d/back", "dx/other"].map(RelPath::from);
-        let on_disk =
-            |q: &RelPath| if ["dx/keep", "d/back"].iter().any(|x| q == x) { OnDisk::Linked } else { OnDisk::Gone };
-        let r = f.resolve(on_disk, &[], &under, None, t, PACE.fresh_wait);
-        let got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
+        let got = listed(resolve_at(&f, t, &["dx/keep", "d/back"], &[], &["d/old", "d/back", "dx/other"]));
         // d/new went with its directory and was never indexed: nothing to say.
         assert_eq!(got, s(&[("dx/keep", New), ("d/old", Delete), ("d/back", New)]));
     }
@@ -977,16 +1109,8 @@ mod tests {
         let f = b.take(t);
         assert!(f.to_list.is_empty(), "back where it began: nothing to list: {:?}", f.to_list);
         // The index lists area/d1/old and area/d1/kept; the disk shows f, g and kept.
-        let under = ["area/d1/old", "area/d1/kept"].map(RelPath::from);
-        let on_disk = |q: &RelPath| {
-            if ["area/d1/f", "area/d1/g", "area/d1/kept"].iter().any(|x| q == x) {
-                OnDisk::Linked
-            } else {
-                OnDisk::Gone
-            }
-        };
-        let r = f.resolve(on_disk, &[], &under, None, t, PACE.fresh_wait);
-        let mut got: Vec<_> = r.changes.into_iter().map(|c| (c.path.to_str().unwrap().to_string(), c.kind)).collect();
+        let linked = ["area/d1/f", "area/d1/g", "area/d1/kept"];
+        let mut got = listed(resolve_at(&f, t, &linked, &[], &["area/d1/old", "area/d1/kept"]));
         got.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(got, s(&[("area/d1/f", New), ("area/d1/g", New), ("area/d1/old", Delete)]));
     }

@@ -15,11 +15,11 @@
 //! ([`Watcher::rename_under`]); one that left the tree has its watches
 //! removed, and events still queued for a removed descriptor are dropped.
 
-use super::rules::MASK;
+use super::rules::{keys_under, MASK};
 use crate::recentfile::RelPath;
 use inotify::{EventMask, Inotify, WatchDescriptor, Watches};
 use nix::errno::Errno;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,7 @@ pub struct Watcher {
     watches: Watches,
     rx: Receiver<Read>,
     by_wd: HashMap<i32, (WatchDescriptor, RelPath)>,
-    by_dir: HashMap<RelPath, i32>,
+    by_dir: BTreeMap<RelPath, i32>,
 }
 
 impl Watcher {
@@ -93,7 +93,7 @@ impl Watcher {
                 }
             }
         })?;
-        Ok(Watcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: HashMap::new() })
+        Ok(Watcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: BTreeMap::new() })
     }
 
     /// Watch directory `rel` (again: the same inode gives the same
@@ -126,9 +126,7 @@ impl Watcher {
 
     /// Stop watching `rel` and every directory below it.
     pub fn remove_under(&mut self, rel: &RelPath) {
-        let gone: Vec<RelPath> =
-            self.by_dir.keys().filter(|d| crate::origin::watch::rules::is_under(d, rel)).cloned().collect();
-        for d in gone {
+        for d in keys_under(&self.by_dir, rel) {
             self.remove(&d);
         }
     }
@@ -137,15 +135,10 @@ impl Watcher {
     /// `to` within the tree: its watches (which follow the inode) now name
     /// the new places, so events inside it carry its new path.
     pub fn rename_under(&mut self, from: &RelPath, to: &RelPath) {
-        let moved: Vec<(RelPath, i32)> = self
-            .by_dir
-            .iter()
-            .filter(|(d, _)| crate::origin::watch::rules::is_under(d, from))
-            .map(|(d, id)| (d.clone(), *id))
+        let moved: Vec<(RelPath, i32)> = keys_under(&self.by_dir, from)
+            .into_iter()
+            .filter_map(|d| self.by_dir.remove(&d).map(|id| (d, id)))
             .collect();
-        for (old, _) in &moved {
-            self.by_dir.remove(old);
-        }
         for (old, id) in moved {
             let new = RelPath::from([to.as_bytes(), &old.as_bytes()[from.len()..]].concat());
             if let Some((_, dir)) = self.by_wd.get_mut(&id) {

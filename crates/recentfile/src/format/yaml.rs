@@ -1365,11 +1365,8 @@ fn fast_scalar(v: &str, dialect: Dialect) -> Option<String> {
         }
         b'"' => {
             let inner = v.strip_prefix('"')?.strip_suffix('"')?;
-            match dialect {
-                // A name that is not UTF-8 is carried as its bytes (see `NOT_UTF8`).
-                Dialect::Syck => Some(not_utf8_path(&decode_double_quoted(inner.as_bytes())?)),
-                Dialect::Libyaml => decode_double_quoted_libyaml(inner),
-            }
+            // A name that is not UTF-8 (Syck's bytes) is carried as its bytes (see `NOT_UTF8`).
+            Some(not_utf8_path(&decode_double_quoted(inner.as_bytes(), dialect)?))
         }
         b'!' => {
             let base64 = v.strip_prefix("!!binary ")?;
@@ -1385,83 +1382,60 @@ fn fast_scalar(v: &str, dialect: Dialect) -> Option<String> {
     }
 }
 
-/// The inside of a double-quoted scalar on one line as libyaml (and so
-/// yaml.v3) reads it: `\xHH`, `\uHHHH` and `\UHHHHHHHH` are code points
-/// (`\x80` is U+0080, UTF-8 C2 80), `\N`, `\_`, `\L`, `\P` are U+0085,
-/// U+00A0, U+2028, U+2029, and the one-character escapes are YAML's.
-/// `None` for an unescaped quote, an unknown escape or no character.
-fn decode_double_quoted_libyaml(inner: &str) -> Option<String> {
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return None,
-            '\\' => {
-                let hex = |chars: &mut std::str::Chars, n: usize| {
-                    (0..n).try_fold(0u32, |v, _| Some(v * 16 + chars.next()?.to_digit(16)?)).and_then(char::from_u32)
-                };
-                out.push(match chars.next()? {
-                    '0' => '\0',
-                    'a' => '\x07',
-                    'b' => '\x08',
-                    't' | '\t' => '\t',
-                    'n' => '\n',
-                    'v' => '\x0b',
-                    'f' => '\x0c',
-                    'r' => '\r',
-                    'e' => '\x1b',
-                    ' ' => ' ',
-                    '"' => '"',
-                    '\'' => '\'',
-                    '/' => '/',
-                    '\\' => '\\',
-                    'N' => '\u{85}',
-                    '_' => '\u{a0}',
-                    'L' => '\u{2028}',
-                    'P' => '\u{2029}',
-                    'x' => hex(&mut chars, 2)?,
-                    'u' => hex(&mut chars, 4)?,
-                    'U' => hex(&mut chars, 8)?,
-                    _ => return None,
-                });
-            }
-            c => out.push(c),
-        }
-    }
-    Some(out)
-}
-
-/// The inside of a double-quoted scalar on one line, decoded to bytes:
-/// Syck writes each byte of a non-ASCII character as its own `\xHH`
-/// (`ä` is `\xC3\xA4`), and a name that is not UTF-8 the same way.
-/// `None` for an unescaped quote or an escape Syck does not write.
-fn decode_double_quoted(inner: &[u8]) -> Option<Vec<u8>> {
+/// The inside of a double-quoted scalar on one line, decoded to bytes in
+/// `dialect` (protocol.md 6.1). Both write YAML's one-character escapes.
+/// To YAML::Syck `\xHH` is a byte: it writes each byte of a non-ASCII
+/// character as its own `\xHH` (`ä` is `\xC3\xA4`), and a name that is
+/// not UTF-8 the same way. To libyaml (and so yaml.v3) `\xHH`, `\uHHHH`
+/// and `\UHHHHHHHH` are code points (`\x80` is U+0080, UTF-8 C2 80), and it
+/// also writes `\N`, `\_`, `\L`, `\P` (U+0085, U+00A0, U+2028, U+2029),
+/// `\'` and a backslash before a tab. `None` for an unescaped quote, an
+/// escape the dialect does not write, or a code point that is no character.
+fn decode_double_quoted(inner: &[u8], dialect: Dialect) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(inner.len());
     let mut bytes = inner.iter().copied();
+    let hex = |n: usize, bytes: &mut std::iter::Copied<std::slice::Iter<u8>>| {
+        (0..n).try_fold(0u32, |v, _| Some(v * 16 + char::from(bytes.next()?).to_digit(16)?))
+    };
     while let Some(c) = bytes.next() {
         match c {
             b'"' => return None,
-            b'\\' => out.push(match bytes.next()? {
-                b'\\' => b'\\',
-                b'"' => b'"',
-                b'/' => b'/',
-                b'n' => b'\n',
-                b't' => b'\t',
-                b'r' => b'\r',
-                b'0' => 0,
-                b'a' => 0x07,
-                b'b' => 0x08,
-                b'e' => 0x1b,
-                b'f' => 0x0c,
-                b'v' => 0x0b,
-                b' ' => b' ',
-                b'x' => {
-                    let hi = (bytes.next()? as char).to_digit(16)?;
-                    let lo = (bytes.next()? as char).to_digit(16)?;
-                    (hi * 16 + lo) as u8
-                }
-                _ => return None,
-            }),
+            b'\\' => {
+                let one = match bytes.next()? {
+                    b'\\' => b'\\',
+                    b'"' => b'"',
+                    b'/' => b'/',
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'0' => 0,
+                    b'a' => 0x07,
+                    b'b' => 0x08,
+                    b'e' => 0x1b,
+                    b'f' => 0x0c,
+                    b'v' => 0x0b,
+                    b' ' => b' ',
+                    b'x' if dialect == Dialect::Syck => hex(2, &mut bytes)? as u8,
+                    e if dialect == Dialect::Libyaml => {
+                        let c = match e {
+                            b'x' => char::from_u32(hex(2, &mut bytes)?)?,
+                            b'u' => char::from_u32(hex(4, &mut bytes)?)?,
+                            b'U' => char::from_u32(hex(8, &mut bytes)?)?,
+                            b'N' => '\u{85}',
+                            b'_' => '\u{a0}',
+                            b'L' => '\u{2028}',
+                            b'P' => '\u{2029}',
+                            b'\'' => '\'',
+                            b'\t' => '\t',
+                            _ => return None,
+                        };
+                        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                        continue;
+                    }
+                    _ => return None,
+                };
+                out.push(one);
+            }
             c => out.push(c),
         }
     }
@@ -1475,7 +1449,7 @@ fn decode_double_quoted(inner: &[u8]) -> Option<Vec<u8>> {
 /// rrr reads it back exactly). `None` when it is none of these.
 pub(crate) fn scalar_bytes(v: &[u8]) -> Option<Vec<u8>> {
     match v.first()? {
-        b'"' => decode_double_quoted(v.trim_ascii_end().strip_prefix(b"\"")?.strip_suffix(b"\"")?),
+        b'"' => decode_double_quoted(v.trim_ascii_end().strip_prefix(b"\"")?.strip_suffix(b"\"")?, Dialect::Syck),
         b'\'' => {
             let inner = v.trim_ascii_end().strip_prefix(b"'")?.strip_suffix(b"'")?;
             let mut out = Vec::with_capacity(inner.len());
@@ -1624,7 +1598,7 @@ fn double_quoted_at(b: &[u8], start: usize) -> Option<(usize, Vec<u8>)> {
     while k < b.len() && b[k] != b'\n' {
         match b[k] {
             b'\\' => k += 2,
-            b'"' => return Some((k + 1, decode_double_quoted(&b[start + 1..k])?)),
+            b'"' => return Some((k + 1, decode_double_quoted(&b[start + 1..k], Dialect::Syck)?)),
             _ => k += 1,
         }
     }

@@ -225,11 +225,16 @@ fn double_quoted_escapes_as_syck_reads_them() {
         (br"a\xc3\xA4z", b"a\xc3\xa4z"),
         (b"", b""),
     ] {
-        assert_eq!(decode_double_quoted(inner).as_deref(), Some(want), "{:?}", String::from_utf8_lossy(inner));
+        assert_eq!(
+            decode_double_quoted(inner, Dialect::Syck).as_deref(),
+            Some(want),
+            "{:?}",
+            String::from_utf8_lossy(inner)
+        );
     }
     // Not what Syck writes: an unescaped quote, a cut or unknown escape.
     for inner in [&br#"a"z"#[..], br"a\", br"a\x4", br"a\x4z", br"a\xz1", br"a\q", br"a\u00e4"] {
-        assert_eq!(decode_double_quoted(inner), None, "{:?}", String::from_utf8_lossy(inner));
+        assert_eq!(decode_double_quoted(inner, Dialect::Syck), None, "{:?}", String::from_utf8_lossy(inner));
     }
 }
 

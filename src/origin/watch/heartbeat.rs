@@ -26,8 +26,8 @@ pub(super) fn parse_heartbeat(path: &Path) -> Option<Result<Heartbeat, String>> 
 /// The watch daemon's node-exporter textfile: instants as Unix times,
 /// counters since the daemon started, the root as label.
 fn prometheus(root: &str, log: &Log, hb: &Heartbeat, watches: usize, pending: usize) -> String {
-    use crate::mirror::health::prometheus_metric as metric;
-    let l = format!("root=\"{}\"", root.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"));
+    use crate::output::prometheus::{label_value, metric};
+    let l = format!("root=\"{}\"", label_value(root));
     let one = |v: f64| vec![(l.clone(), v)];
     let ts = |s: &str| s.parse::<f64>().unwrap_or(0.0);
     let mut out = String::new();
@@ -128,7 +128,7 @@ impl Daemon<'_> {
                     let root = self.root.display().to_string();
                     let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
                     match crate::store::write_atomic(file, text.as_bytes(), None) {
-                        Err(e) if crate::mirror::textfile::no_textfile_collector(file) => {
+                        Err(e) if crate::output::prometheus::no_textfile_collector(file) => {
                             tracing::debug!("no textfile collector here: {e}");
                         }
                         Err(e) => {

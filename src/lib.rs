@@ -49,11 +49,12 @@
 //!   `sys::child` (the one child runner: PDEATHSIG, process group, stop
 //!   forwarding, stderr tail, timeout), `sys::rsync` (the builder, running
 //!   and failure classes, stderr classification, the stall watchdog),
-//!   `tree` (the walk and the one ignore set), [`sys::signals`]
+//!   `sys::tree` (paths of any length, no symlink followed), [`sys::signals`]
 //!   (SIGINT/SIGTERM/SIGUSR1), [`sys::clock`] (the one clock, `--now`,
 //!   local time), `memory` (freed heap back to the kernel), `notify`
 //!   (sd_notify), the only module allowed code the compiler cannot
-//!   check; `collection`: a collection on disk;
+//!   check; `collection`: a collection on disk; `tree`: the one ignore
+//!   set and the walk of the tree that `init`, `fsck` and `watch` share;
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
 //!   sizes for people), [`output::manual`] (help and man page text);
@@ -83,3 +84,4 @@ pub mod pattern;
 pub mod perl_compat;
 pub mod store;
 pub mod sys;
+pub(crate) mod tree;

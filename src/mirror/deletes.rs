@@ -11,7 +11,7 @@ use super::transfer::{EVENT_MASS_DELETE_MIN, MASS_DELETE_SHARE};
 use super::Mirror;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, RelPath};
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;

@@ -47,7 +47,7 @@ use crate::origin::watch::watcher::Watcher;
 use crate::origin::Writer;
 use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};

@@ -31,7 +31,7 @@ impl Daemon<'_> {
                 // Nobody reads the log any more: record what is pending,
                 // then exit 1 so that a supervisor restarts the daemon.
                 self.shutdown("log closed")?;
-                return Err(crate::ops::LogClosed.into());
+                return Err(crate::exit::LogClosed.into());
             }
             let now = Instant::now();
             let mut wake = now + SIGNAL_POLL;

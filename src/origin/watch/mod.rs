@@ -22,12 +22,14 @@
 //! modified at or after it; an overflow rescan at files modified at or
 //! after the last marker received).
 //!
-//! The files: this one holds the options, the daemon's state and [`run`];
-//! `daemon` the main loop, the batches and the shutdown; `events` what
-//! an inotify event does (watches added and removed, files recorded);
-//! `catchup` the comparison of the tree with the index at start-up and
-//! after lost events; `heartbeat` the marker file `.rrr/watch.json` and
-//! the Prometheus textfile; `log` the daemon's log lines and counters.
+//! The files: this one holds the daemon's settings, its state and
+//! [`serve`] (the command's setup, lock and hook included, is
+//! `ops::watch`); `daemon` the main loop, the batches and the shutdown;
+//! `events` what an inotify event does (watches added and removed, files
+//! recorded); `catchup` the comparison of the tree with the index at
+//! start-up and after lost events; `heartbeat` the marker file
+//! `.rrr/watch.json` and the Prometheus textfile; `watch_log` the daemon's
+//! log lines and counters.
 
 mod catchup;
 mod daemon;
@@ -41,44 +43,48 @@ use self::heartbeat::parse_heartbeat;
 use self::watch_log::Log;
 use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
-use crate::ops::{Ctx, Exit};
 use crate::origin::watch::rules::{Batch, Pace};
 use crate::origin::watch::watcher::Watcher;
 use crate::origin::Writer;
 use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
 use crate::tree::IgnoreSet;
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use crate::origin::watch::rules::MAX_BATCH_ENTRIES;
 
-/// What `rrr watch` is asked to do (its command line, converted).
-pub struct Options {
-    /// The principal (RECENT.recent, the principal recentfile, or the root).
-    pub principal: PathBuf,
+/// What the daemon is asked to do with the tree it is handed
+/// (`ops::watch` converts the command's options into these).
+pub(crate) struct Settings {
     /// Flush when this many changes are pending.
     pub batch_size: usize,
     /// Flush when the oldest pending change waited this long.
     pub batch_delay: Duration,
     /// Run the cascade this often.
     pub aggregate_every: Duration,
-    /// `--exclude` patterns (rsync's rules): paths never recorded.
-    pub excludes: Vec<String>,
     /// Keep delete events in Z when aggregating.
     pub keep_deletes: bool,
     /// Rewrite this node-exporter textfile at every heartbeat.
     pub prometheus: Option<PathBuf>,
-    /// Run this through `/bin/sh -c` after recorded batches, beside the
-    /// daemon (`hook::Background`).
-    pub on_batch: Option<String>,
-    /// How long an `--on-batch` run may take before it is killed.
-    pub on_batch_timeout: Duration,
     /// The most paths a batch holds before it is traded for a rescan
     /// ([`MAX_BATCH_ENTRIES`] by default).
     pub max_batch_entries: usize,
+}
+
+/// The tree as the command's setup (`ops::watch::run`) hands it to the
+/// daemon: the collection opened, the root resolved and locked for this
+/// daemon, the `--on-batch` hook's thread started.
+pub(crate) struct Tree {
+    pub coll: Collection,
+    /// What is never recorded (rrr's own files, `--exclude`).
+    pub ignore: IgnoreSet,
+    /// The root as an absolute path.
+    pub root: PathBuf,
+    /// The `--on-batch` hook's thread.
+    pub on_batch: Option<Background>,
 }
 
 /// Give the heap that a comparison or a batch used back to the system:
@@ -96,7 +102,7 @@ fn wall() -> f64 {
 /// The daemon's state, shared by the files of this module (each adds the
 /// methods of its part).
 struct Daemon<'a> {
-    opts: &'a Options,
+    opts: &'a Settings,
     w: &'a Writer,
     coll: Collection,
     ignore: IgnoreSet,
@@ -143,18 +149,11 @@ struct CachedIndex {
     ids: Vec<Option<crate::origin::journal::FileId>>,
 }
 
-/// Run the daemon until SIGTERM/SIGINT.
-pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
-    ensure!(opts.batch_size > 0, "--batch-size must be at least 1");
-    let w = &ctx.writer;
-    let coll = Collection::open(&opts.principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
-    let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
+/// Run the daemon on `tree` until SIGTERM/SIGINT (the caller holds the
+/// tree's watch lock and has installed the signal handlers).
+pub(crate) fn serve(opts: &Settings, w: &Writer, tree: Tree) -> Result<()> {
+    let Tree { coll, ignore, root, on_batch } = tree;
     let log = Log::default();
-    let span = tracing::info_span!("watch", root = %root.display());
-    let _in = span.enter();
-    let _run_lock = crate::origin::watch_lock(&root, "another watch runs on this tree")?;
-    crate::sys::signals::install();
     let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
         None => None,
         Some(Ok(hb)) => Some(hb),
@@ -162,10 +161,6 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
             log.warn(format!("ignoring unreadable heartbeat .rrr/watch.json: {e}"));
             None
         }
-    };
-    let hook = match &opts.on_batch {
-        None => None,
-        Some(cmd) => Some(on_batch(cmd, opts.on_batch_timeout, &root.join(coll.file_name(coll.principal())), &root)?),
     };
     let started = wall();
     let watcher = Watcher::start(&root).context("cannot start the inotify watcher")?;
@@ -188,7 +183,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         active: false,
         rescan: None,
         rescan_floor: None,
-        on_batch: hook,
+        on_batch,
         degraded: false,
         limit_reported: false,
         last_aggregate: now,
@@ -200,39 +195,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     };
     d.start(previous)?;
     crate::sys::notify::notify("READY=1");
-    d.main_loop()?;
-    Ok(Exit::Ok)
-}
-
-/// The `--on-batch` hook's thread. Its variables: `RRR_ROOT`,
-/// `RRR_PRINCIPAL` (the principal recentfile), `RRR_BATCHES` (how many
-/// records this run stands for: more than 1 when they came while the last
-/// run went on), `RRR_BATCH_SIZE` (their changes), `RRR_NEW`,
-/// `RRR_DELETE`, and `RRR_NEWEST_EPOCH` (the principal's newest event
-/// when the run starts: a mirror that has it has everything recorded so
-/// far; empty if it cannot be read).
-fn on_batch(cmd: &str, timeout: Duration, principal: &Path, root: &Path) -> Result<Background> {
-    let (principal, root) = (principal.to_path_buf(), root.to_path_buf());
-    let env = move |r: Recorded| {
-        let newest = crate::store::read_file(&principal)
-            .ok()
-            .flatten()
-            .and_then(|rf| rf.events.first().map(|e| e.epoch.to_string()))
-            .unwrap_or_default();
-        [
-            ("RRR_ROOT", root.display().to_string()),
-            ("RRR_PRINCIPAL", principal.display().to_string()),
-            ("RRR_BATCHES", r.batches.to_string()),
-            ("RRR_BATCH_SIZE", (r.new + r.delete).to_string()),
-            ("RRR_NEW", r.new.to_string()),
-            ("RRR_DELETE", r.delete.to_string()),
-            ("RRR_NEWEST_EPOCH", newest),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
-    };
-    Background::start("on-batch", cmd.to_string(), timeout, env).context("cannot start the --on-batch thread")
+    d.main_loop()
 }
 
 impl Daemon<'_> {

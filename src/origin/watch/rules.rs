@@ -2,7 +2,7 @@
 //! the pending batch that turns events into one `update`, and when that
 //! batch is recorded.
 //!
-//! No filesystem, no clock: the runner (`ops::watch`) owns the watcher, the
+//! No filesystem, no clock: the daemon (`origin::watch`) owns the watcher, the
 //! directory scans and the writes, and passes in what it learned (what a
 //! created file looks like on disk at flush time, which indexed paths lie
 //! under a directory that moved away) and the time.

@@ -1,16 +1,15 @@
-//! What an inotify event does: the event is classified by the pure rules
-//! ([`crate::origin::watch::rules`]); a directory made or moved in is
+//! What a backend's notice does (classified by the backend into the pure
+//! rules' [`Happening`]); a directory made or moved in is
 //! watched and listed, one moved out or deleted loses its watches, a file
 //! event goes into the pending batch, the heartbeat's rename is a marker,
 //! and a lost event asks for a rescan. Also what happens when a watch
 //! cannot be added (the inotify watch limit).
 
 use super::Daemon;
-use crate::origin::watch::rules::{classify, is_under, join, watch_limit_message, Happening};
-use crate::origin::watch::watcher::{AddError, RawEvent, Read};
+use crate::origin::watch::backend::{AddError, Notice, Read};
+use crate::origin::watch::rules::{is_under, join, watch_limit_message, Happening};
 use crate::recentfile::{check_relative_path, shown_path, EventKind, RelPath};
 use anyhow::{bail, Context, Result};
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Instant;
@@ -35,8 +34,7 @@ impl Daemon<'_> {
     }
 
     pub(super) fn limit_message(&self, rel: &RelPath) -> String {
-        let limit =
-            fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
+        let limit = crate::sys::proc::inotify_max_user_watches();
         watch_limit_message(&shown_path(rel), limit, self.count_dirs())
     }
 
@@ -137,9 +135,9 @@ impl Daemon<'_> {
         }
     }
 
-    pub(super) fn on_event(&mut self, ev: RawEvent) -> Result<()> {
+    pub(super) fn on_event(&mut self, ev: Notice) -> Result<()> {
         self.batch.events += 1;
-        let Some(h) = classify(ev.mask) else { return Ok(()) };
+        let Some(h) = ev.what else { return Ok(()) };
         let target = self.target(&ev, h)?;
         // A directory's move out waits for its move in elsewhere in the
         // tree, with the same cookie (see `settle_moves_out`).
@@ -201,7 +199,7 @@ impl Daemon<'_> {
     /// The tree path `ev` is about, if the index cares about it; the
     /// events about the watch itself (a lost queue, an unmount, a removed
     /// watch, the root's fate, the heartbeat's marker) are handled here.
-    fn target(&mut self, ev: &RawEvent, h: Happening) -> Result<Option<RelPath>> {
+    fn target(&mut self, ev: &Notice, h: Happening) -> Result<Option<RelPath>> {
         match h {
             Happening::Overflow => {
                 self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
@@ -214,13 +212,13 @@ impl Daemon<'_> {
                 return Ok(None);
             }
             Happening::WatchGone => {
-                self.watcher.forget(ev.wd);
+                self.watcher.forget(ev.watch);
                 return Ok(None);
             }
             _ => {}
         }
         // Events still queued for a watch removed since are dropped.
-        let Some(dir) = self.watcher.dir_of(ev.wd) else { return Ok(None) };
+        let Some(dir) = self.watcher.dir_of(ev.watch) else { return Ok(None) };
         let Some(name) = &ev.name else {
             // The watched directory itself: only the root's fate matters.
             if dir.is_empty() && matches!(h, Happening::MovedSelf | Happening::DeletedSelf) {
@@ -228,7 +226,7 @@ impl Daemon<'_> {
             }
             return Ok(None);
         };
-        let rel = join(dir, name.as_bytes());
+        let rel = join(dir, name);
         if is_under(&rel, ".rrr") {
             if rel == ".rrr/watch.json" && h == (Happening::MovedIn { dir: false }) {
                 self.on_marker();

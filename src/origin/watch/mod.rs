@@ -1,5 +1,7 @@
-//! `rrr watch`: the origin daemon. It drives the inotify watcher
-//! (`origin::watch::watcher`), the directory scans, the heartbeat file and the
+//! `rrr watch`: the origin daemon. It drives a watcher backend
+//! (`origin::watch::backend`: the seam; `origin::watch::inotify`: the one
+//! backend, where a fanotify one would sit beside it as `fanotify.rs`),
+//! the directory scans, the heartbeat file and the
 //! writes; what an event means and when a batch is recorded is decided by
 //! the pure core in `origin::watch::rules`.
 //!
@@ -25,26 +27,28 @@
 //! The files: this one holds the daemon's settings, its state and
 //! [`serve`] (the command's setup, lock and hook included, is
 //! `ops::watch`); `daemon` the main loop, the batches and the shutdown;
-//! `events` what an inotify event does (watches added and removed, files
+//! `events` what a backend's notice does (watches added and removed, files
 //! recorded); `catchup` the comparison of the tree with the index at
 //! start-up and after lost events; `heartbeat` the marker file
 //! `.rrr/watch.json` and the Prometheus textfile; `watch_log` the daemon's
 //! log lines and counters.
 
+pub(crate) mod backend;
 mod catchup;
 mod daemon;
 mod events;
 mod heartbeat;
+pub(crate) mod inotify;
 pub(crate) mod rules;
 mod watch_log;
-pub(crate) mod watcher;
 
 use self::heartbeat::parse_heartbeat;
 use self::watch_log::Log;
 use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
+use crate::origin::watch::backend::Backend;
+use crate::origin::watch::inotify::InotifyWatcher;
 use crate::origin::watch::rules::{Batch, Pace};
-use crate::origin::watch::watcher::Watcher;
 use crate::origin::Writer;
 use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
@@ -108,7 +112,8 @@ struct Daemon<'a> {
     ignore: IgnoreSet,
     /// The root as an absolute path.
     root: PathBuf,
-    watcher: Watcher,
+    /// Where changes are learned (`backend`).
+    watcher: Box<dyn Backend>,
     pace: Pace,
     batch: Batch,
     log: Log,
@@ -163,7 +168,7 @@ pub(crate) fn serve(opts: &Settings, w: &Writer, tree: Tree) -> Result<()> {
         }
     };
     let started = wall();
-    let watcher = Watcher::start(&root).context("cannot start the inotify watcher")?;
+    let watcher = Box::new(InotifyWatcher::start(&root).context("cannot start the inotify watcher")?);
     let now = Instant::now();
     let mut d = Daemon {
         opts,

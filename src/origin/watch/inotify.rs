@@ -1,9 +1,10 @@
-//! The inotify watcher of `rrr watch`: one inotify instance, asked for
-//! [`super::rules::MASK`] on each directory (one non-recursive watch per
+//! The inotify backend of `rrr watch` (the one [`Backend`] today): one
+//! inotify instance, asked for [`MASK`] on each directory (one non-recursive watch per
 //! directory, so that every failure is seen), a thread that drains the
 //! kernel queue into a channel as fast as events come (the kernel's queue
 //! is short: 16384 events by default, a few seconds of a burst), and the
-//! map from watch descriptors to directories.
+//! map from watch descriptors to directories. The reader thread turns
+//! each kernel event into a backend-neutral [`Notice`] ([`classify`]).
 //!
 //! The channel holds at most [`READS_QUEUED`] reads: a daemon that falls
 //! behind lets the kernel queue fill and overflow (a rescan) rather than
@@ -15,13 +16,14 @@
 //! ([`Watcher::rename_under`]); one that left the tree has its watches
 //! removed, and events still queued for a removed descriptor are dropped.
 
-use super::rules::{keys_under, MASK};
+use super::backend::{AddError, Backend, Notice, Read, WatchId};
+use super::rules::{keys_under, Happening};
 use crate::recentfile::RelPath;
-use inotify::{EventMask, Inotify, WatchDescriptor, Watches};
+use ::inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 use nix::errno::Errno;
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsString;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
@@ -31,33 +33,46 @@ use std::time::Duration;
 /// within a few tens of MB.
 pub const READS_QUEUED: usize = 128;
 
-/// One event as read from the kernel.
-#[derive(Clone, Debug)]
-pub struct RawEvent {
-    pub wd: i32,
-    pub mask: EventMask,
-    /// Pairs the two halves of a rename (`IN_MOVED_FROM`, `IN_MOVED_TO`); 0 otherwise.
-    pub cookie: u32,
-    /// The entry's name in the watched directory; `None` for an event on
-    /// the directory itself (and for a queue overflow).
-    pub name: Option<OsString>,
+/// What the daemon asks inotify for on every directory: creations, data
+/// writes, closes after writing, moves, deletes, and the directory's own
+/// move or deletion. Not `IN_OPEN`, `IN_ACCESS`, `IN_CLOSE_NOWRITE` (every
+/// read of the tree would wake the daemon) nor `IN_ATTRIB` (ignored).
+/// Symlinks are not followed, only directories are watched, and a file
+/// unlinked while open reports nothing more.
+pub const MASK: WatchMask = WatchMask::CREATE
+    .union(WatchMask::MODIFY)
+    .union(WatchMask::CLOSE_WRITE)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO)
+    .union(WatchMask::DELETE)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::DONT_FOLLOW)
+    .union(WatchMask::ONLYDIR)
+    .union(WatchMask::EXCL_UNLINK);
+
+/// Classify an inotify event mask. `None`: nothing the index cares about.
+pub fn classify(mask: EventMask) -> Option<Happening> {
+    let dir = mask.contains(EventMask::ISDIR);
+    let table = [
+        (EventMask::Q_OVERFLOW, Happening::Overflow),
+        (EventMask::IGNORED, Happening::WatchGone),
+        (EventMask::UNMOUNT, Happening::Unmounted),
+        (EventMask::CREATE, Happening::Created { dir }),
+        (EventMask::CLOSE_WRITE, Happening::ClosedWrite),
+        (EventMask::MODIFY, Happening::Modified),
+        (EventMask::MOVED_TO, Happening::MovedIn { dir }),
+        (EventMask::MOVED_FROM, Happening::MovedOut { dir }),
+        (EventMask::MOVE_SELF, Happening::MovedSelf),
+        (EventMask::DELETE, Happening::Deleted { dir }),
+        (EventMask::DELETE_SELF, Happening::DeletedSelf),
+    ];
+    table.into_iter().find(|(bit, _)| mask.contains(*bit)).map(|(_, h)| h)
 }
 
-/// What the reader thread passes on: the events of one read, or why
-/// reading stopped.
-pub type Read = io::Result<Vec<RawEvent>>;
-
-/// Why a watch could not be added.
-#[derive(Debug)]
-pub enum AddError {
-    /// ENOSPC: `fs.inotify.max_user_watches` is reached.
-    Limit,
-    /// The directory is gone (or no longer a directory).
-    Gone,
-    Other(io::Error),
-}
-
-pub struct Watcher {
+/// The inotify instance, its reader thread's channel, and which directory
+/// each watch descriptor names.
+pub struct InotifyWatcher {
     root: PathBuf,
     watches: Watches,
     rx: Receiver<Read>,
@@ -65,9 +80,9 @@ pub struct Watcher {
     by_dir: BTreeMap<RelPath, i32>,
 }
 
-impl Watcher {
+impl InotifyWatcher {
     /// Start the inotify instance and its reader thread.
-    pub fn start(root: &Path) -> io::Result<Watcher> {
+    pub fn start(root: &Path) -> io::Result<InotifyWatcher> {
         let mut inotify = Inotify::init()?;
         let watches = inotify.watches();
         let (tx, rx) = sync_channel(READS_QUEUED);
@@ -77,11 +92,11 @@ impl Watcher {
             loop {
                 let read = match inotify.read_events_blocking(&mut buf) {
                     Ok(events) => Ok(events
-                        .map(|e| RawEvent {
-                            wd: e.wd.get_watch_descriptor_id(),
-                            mask: e.mask,
+                        .map(|e| Notice {
+                            watch: e.wd.get_watch_descriptor_id(),
+                            what: classify(e.mask),
                             cookie: e.cookie,
-                            name: e.name.map(|n| n.to_os_string()),
+                            name: e.name.map(|n| n.as_bytes().to_vec()),
                         })
                         .collect()),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -93,12 +108,14 @@ impl Watcher {
                 }
             }
         })?;
-        Ok(Watcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: BTreeMap::new() })
+        Ok(InotifyWatcher { root: root.to_path_buf(), watches, rx, by_wd: HashMap::new(), by_dir: BTreeMap::new() })
     }
+}
 
+impl Backend for InotifyWatcher {
     /// Watch directory `rel` (again: the same inode gives the same
     /// descriptor, which then names `rel`).
-    pub fn add(&mut self, rel: &RelPath) -> Result<(), AddError> {
+    fn add(&mut self, rel: &RelPath) -> Result<(), AddError> {
         // Whatever the length of root/rel (a relative path may be 4096 bytes).
         let added = crate::sys::tree::reach(&self.root, rel).and_then(|r| self.watches.add(r.path(), MASK));
         match added {
@@ -125,7 +142,7 @@ impl Watcher {
     }
 
     /// Stop watching `rel` and every directory below it.
-    pub fn remove_under(&mut self, rel: &RelPath) {
+    fn remove_under(&mut self, rel: &RelPath) {
         for d in keys_under(&self.by_dir, rel) {
             self.remove(&d);
         }
@@ -134,7 +151,7 @@ impl Watcher {
     /// A watched directory and everything below it moved from `from` to
     /// `to` within the tree: its watches (which follow the inode) now name
     /// the new places, so events inside it carry its new path.
-    pub fn rename_under(&mut self, from: &RelPath, to: &RelPath) {
+    fn rename_under(&mut self, from: &RelPath, to: &RelPath) {
         let moved: Vec<(RelPath, i32)> = keys_under(&self.by_dir, from)
             .into_iter()
             .filter_map(|d| self.by_dir.remove(&d).map(|id| (d, id)))
@@ -149,7 +166,7 @@ impl Watcher {
     }
 
     /// Stop watching `rel` (not below it).
-    pub fn remove(&mut self, rel: &RelPath) {
+    fn remove(&mut self, rel: &RelPath) {
         if let Some(id) = self.by_dir.remove(rel) {
             if let Some((wd, _)) = self.by_wd.remove(&id) {
                 // It may be gone already (deleted): nothing to undo then.
@@ -160,7 +177,7 @@ impl Watcher {
 
     /// The kernel dropped watch `wd` (its directory was deleted, or it was
     /// removed).
-    pub fn forget(&mut self, wd: i32) {
+    fn forget(&mut self, wd: WatchId) {
         if let Some((_, dir)) = self.by_wd.remove(&wd) {
             if self.by_dir.get(&dir) == Some(&wd) {
                 self.by_dir.remove(&dir);
@@ -169,25 +186,25 @@ impl Watcher {
     }
 
     /// The directory that `wd` watches.
-    pub fn dir_of(&self, wd: i32) -> Option<&RelPath> {
+    fn dir_of(&self, wd: WatchId) -> Option<&RelPath> {
         self.by_wd.get(&wd).map(|(_, d)| d)
     }
 
-    pub fn is_watched(&self, rel: &RelPath) -> bool {
+    fn is_watched(&self, rel: &RelPath) -> bool {
         self.by_dir.contains_key(rel)
     }
 
     /// The watched directories.
-    pub fn dirs(&self) -> impl Iterator<Item = &RelPath> {
-        self.by_dir.keys()
+    fn dirs(&self) -> Box<dyn Iterator<Item = &RelPath> + '_> {
+        Box::new(self.by_dir.keys())
     }
 
-    pub fn count(&self) -> usize {
+    fn count(&self) -> usize {
         self.by_dir.len()
     }
 
     /// The next read, waiting at most `timeout`. `None`: nothing came.
-    pub fn recv_timeout(&self, timeout: Duration) -> Option<Read> {
+    fn recv_timeout(&self, timeout: Duration) -> Option<Read> {
         match self.rx.recv_timeout(timeout) {
             Ok(r) => Some(r),
             Err(RecvTimeoutError::Timeout) => None,
@@ -196,11 +213,56 @@ impl Watcher {
     }
 
     /// The next read if one is waiting.
-    pub fn try_recv(&self) -> Option<Read> {
+    fn try_recv(&self) -> Option<Read> {
         match self.rx.try_recv() {
             Ok(r) => Some(r),
             Err(TryRecvError::Empty) => None,
             Err(TryRecvError::Disconnected) => Some(Err(io::Error::other("the inotify reader stopped"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_masks() {
+        use EventMask as M;
+        let table = [
+            (M::CREATE, Some(Happening::Created { dir: false })),
+            (M::CREATE | M::ISDIR, Some(Happening::Created { dir: true })),
+            (M::CLOSE_WRITE, Some(Happening::ClosedWrite)),
+            (M::MODIFY, Some(Happening::Modified)),
+            (M::MOVED_TO, Some(Happening::MovedIn { dir: false })),
+            (M::MOVED_TO | M::ISDIR, Some(Happening::MovedIn { dir: true })),
+            (M::MOVED_FROM, Some(Happening::MovedOut { dir: false })),
+            (M::MOVED_FROM | M::ISDIR, Some(Happening::MovedOut { dir: true })),
+            (M::MOVE_SELF, Some(Happening::MovedSelf)),
+            (M::DELETE, Some(Happening::Deleted { dir: false })),
+            (M::DELETE | M::ISDIR, Some(Happening::Deleted { dir: true })),
+            (M::DELETE_SELF, Some(Happening::DeletedSelf)),
+            (M::Q_OVERFLOW, Some(Happening::Overflow)),
+            (M::IGNORED, Some(Happening::WatchGone)),
+            (M::UNMOUNT, Some(Happening::Unmounted)),
+            // Not asked for, and meaningless to the index if they came.
+            (M::OPEN, None),
+            (M::ACCESS, None),
+            (M::CLOSE_NOWRITE, None),
+            (M::ATTRIB, None),
+        ];
+        for (mask, want) in table {
+            assert_eq!(classify(mask), want, "{mask:?}");
+        }
+    }
+
+    #[test]
+    fn mask_leaves_out_reads() {
+        for bit in [WatchMask::OPEN, WatchMask::ACCESS, WatchMask::CLOSE_NOWRITE, WatchMask::ATTRIB] {
+            assert!(!MASK.intersects(bit), "{bit:?}");
+        }
+        for bit in [WatchMask::CREATE, WatchMask::MODIFY, WatchMask::CLOSE_WRITE, WatchMask::MOVE, WatchMask::DELETE] {
+            assert!(MASK.contains(bit), "{bit:?}");
         }
     }
 }

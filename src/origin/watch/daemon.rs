@@ -153,7 +153,7 @@ impl Daemon<'_> {
 
     /// One read of events, then the bound: a batch past its limit is
     /// traded for a rescan.
-    fn on_read(&mut self, read: crate::origin::watch::backend::Read) -> Result<()> {
+    pub(super) fn on_read(&mut self, read: crate::origin::watch::backend::Read) -> Result<()> {
         self.on_events(read)?;
         let held = self.batch.entries();
         if held > self.opts.max_batch_entries {

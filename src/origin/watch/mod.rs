@@ -31,7 +31,9 @@
 //! recorded); `catchup` the comparison of the tree with the index at
 //! start-up and after lost events; `heartbeat` the marker file
 //! `.rrr/watch.json` and the Prometheus textfile; `watch_log` the daemon's
-//! log lines and counters.
+//! log lines and counters; `backend` the watcher seam, `inotify` its one
+//! backend and `scripted` (tests only) the backend whose notices a test
+//! writes.
 
 pub(crate) mod backend;
 mod catchup;
@@ -40,6 +42,8 @@ mod events;
 mod heartbeat;
 pub(crate) mod inotify;
 pub(crate) mod rules;
+#[cfg(test)]
+mod scripted;
 mod watch_log;
 
 use self::heartbeat::parse_heartbeat;
@@ -157,9 +161,8 @@ struct CachedIndex {
 /// Run the daemon on `tree` until SIGTERM/SIGINT (the caller holds the
 /// tree's watch lock and has installed the signal handlers).
 pub(crate) fn serve(opts: &Settings, w: &Writer, tree: Tree) -> Result<()> {
-    let Tree { coll, ignore, root, on_batch } = tree;
     let log = Log::default();
-    let previous = match parse_heartbeat(&root.join(".rrr/watch.json")) {
+    let previous = match parse_heartbeat(&tree.root.join(".rrr/watch.json")) {
         None => None,
         Some(Ok(hb)) => Some(hb),
         Some(Err(e)) => {
@@ -168,39 +171,56 @@ pub(crate) fn serve(opts: &Settings, w: &Writer, tree: Tree) -> Result<()> {
         }
     };
     let started = wall();
-    let watcher = Box::new(InotifyWatcher::start(&root).context("cannot start the inotify watcher")?);
-    let now = Instant::now();
-    let mut d = Daemon {
-        opts,
-        w,
-        coll,
-        ignore,
-        root,
-        watcher,
-        pace: Pace::new(opts.batch_size, opts.batch_delay),
-        batch: Batch::default(),
-        log,
-        started,
-        markers: VecDeque::new(),
-        last_marker: started,
-        synced_to: started,
-        last_heartbeat: now,
-        active: false,
-        rescan: None,
-        rescan_floor: None,
-        on_batch,
-        degraded: false,
-        limit_reported: false,
-        last_aggregate: now,
-        retry_at: None,
-        principal_seen: None,
-        last_journal_check: now,
-        pending_out: std::collections::HashMap::new(),
-        index_cache: None,
-    };
+    let watcher = Box::new(InotifyWatcher::start(&tree.root).context("cannot start the inotify watcher")?);
+    let mut d = Daemon::new(opts, w, tree, watcher, log, started);
     d.start(previous)?;
     crate::sys::notify::notify("READY=1");
     d.main_loop()
+}
+
+impl<'a> Daemon<'a> {
+    /// The daemon on `tree`, learning of changes from `watcher` (started
+    /// at the wall time `started`), not started yet ([`Daemon::start`],
+    /// then [`Daemon::main_loop`]).
+    fn new(
+        opts: &'a Settings,
+        w: &'a Writer,
+        tree: Tree,
+        watcher: Box<dyn Backend>,
+        log: Log,
+        started: f64,
+    ) -> Daemon<'a> {
+        let Tree { coll, ignore, root, on_batch } = tree;
+        let now = Instant::now();
+        Daemon {
+            opts,
+            w,
+            coll,
+            ignore,
+            root,
+            watcher,
+            pace: Pace::new(opts.batch_size, opts.batch_delay),
+            batch: Batch::default(),
+            log,
+            started,
+            markers: VecDeque::new(),
+            last_marker: started,
+            synced_to: started,
+            last_heartbeat: now,
+            active: false,
+            rescan: None,
+            rescan_floor: None,
+            on_batch,
+            degraded: false,
+            limit_reported: false,
+            last_aggregate: now,
+            retry_at: None,
+            principal_seen: None,
+            last_journal_check: now,
+            pending_out: std::collections::HashMap::new(),
+            index_cache: None,
+        }
+    }
 }
 
 impl Daemon<'_> {

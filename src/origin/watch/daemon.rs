@@ -160,7 +160,7 @@ impl Daemon<'_> {
             self.batch.discard();
             // Every change since synced-to was in the discarded batch or is
             // still to come: the rescan looks at files modified since then.
-            self.rescan_floor = Some(self.rescan_floor.map_or(self.synced_to, |f| f.min(self.synced_to)));
+            self.markers.batch_dropped();
             self.rescan.get_or_insert_with(|| "too many changes for one batch".into());
             self.log.warn(format!(
                 "a batch held {held} paths (more than {}): dropped, the tree will be rescanned",
@@ -349,7 +349,7 @@ impl Daemon<'_> {
     pub(super) fn shutdown(&mut self, name: &str) -> Result<()> {
         self.heartbeat();
         let until = Instant::now() + Duration::from_secs(3);
-        while !self.markers.is_empty() && Instant::now() < until {
+        while self.markers.waiting() && Instant::now() < until {
             if let Some(read) = self.watcher.recv_timeout(Duration::from_millis(50)) {
                 self.on_read(read)?;
             }

@@ -14,10 +14,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Instant;
 
-/// Directories moved out whose other half is awaited, at most (past it
-/// they are taken as moved out of the tree).
-const MAX_PENDING_OUT: usize = 1000;
-
 impl Daemon<'_> {
     /// Directories of the tree (not ignored), for the limit message.
     pub(super) fn count_dirs(&self) -> usize {
@@ -118,7 +114,7 @@ impl Daemon<'_> {
             self.on_event(ev)?;
         }
         // Moves out whose other half is overdue: they left the tree.
-        if self.pending_out.len() > MAX_PENDING_OUT {
+        if self.moves.over_limit() {
             self.settle_moves_out();
         }
         Ok(())
@@ -130,7 +126,7 @@ impl Daemon<'_> {
     /// halves of a rename together; other events may come between them).
     pub(super) fn settle_moves_out(&mut self) {
         let now = Instant::now();
-        for (_, from) in std::mem::take(&mut self.pending_out) {
+        for from in self.moves.take_all() {
             self.moved_out_of_tree(&from, now);
         }
     }
@@ -142,7 +138,7 @@ impl Daemon<'_> {
         // A directory's move out waits for its move in elsewhere in the
         // tree, with the same cookie (see `settle_moves_out`).
         let paired = match h {
-            Happening::MovedIn { dir: true } if ev.cookie != 0 => self.pending_out.remove(&ev.cookie),
+            Happening::MovedIn { dir: true } if ev.cookie != 0 => self.moves.pair(ev.cookie),
             _ => None,
         };
         let Some(rel) = target else {
@@ -155,12 +151,8 @@ impl Daemon<'_> {
         // Anything else at or around a place whose move out is unpaired
         // (a directory made again where one moved away): that move was
         // out of the tree, before this event's path is watched or listed.
-        let around: Vec<u32> =
-            self.pending_out.iter().filter(|(_, a)| is_under(&rel, a) || is_under(a, &rel)).map(|(c, _)| *c).collect();
-        for c in around {
-            if let Some(from) = self.pending_out.remove(&c) {
-                self.moved_out_of_tree(&from, Instant::now());
-            }
+        for from in self.moves.take_around(&rel) {
+            self.moved_out_of_tree(&from, Instant::now());
         }
         self.active = true;
         let now = Instant::now();
@@ -175,7 +167,7 @@ impl Daemon<'_> {
                 None => self.batch.dir_moved(None, Some(&rel), now),
             },
             Happening::MovedOut { dir: true } => {
-                if let Some(earlier) = self.pending_out.insert(ev.cookie, rel) {
+                if let Some(earlier) = self.moves.moved_out(ev.cookie, rel) {
                     self.moved_out_of_tree(&earlier, now);
                 }
             }
@@ -203,12 +195,12 @@ impl Daemon<'_> {
         match h {
             Happening::Overflow => {
                 self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
-                self.pin_rescan_floor();
+                self.markers.events_lost();
                 return Ok(None);
             }
             Happening::Unmounted => {
                 self.rescan.get_or_insert_with(|| "a filesystem under the tree was unmounted".into());
-                self.pin_rescan_floor();
+                self.markers.events_lost();
                 return Ok(None);
             }
             Happening::WatchGone => {
@@ -241,14 +233,6 @@ impl Daemon<'_> {
         Ok(Some(rel))
     }
 
-    /// Events were lost here: the rescan must look back to the last
-    /// marker received before them. A heartbeat written while the rest
-    /// of the backlog is read (before the rescan runs) arrives after the
-    /// loss, and its time is later than the lost changes.
-    fn pin_rescan_floor(&mut self) {
-        self.rescan_floor = Some(self.rescan_floor.map_or(self.last_marker, |f| f.min(self.last_marker)));
-    }
-
     pub(super) fn file_event(&mut self, h: Happening, rel: &RelPath, now: Instant) {
         if let Err(why) = check_relative_path(rel) {
             if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. } | Happening::Created { .. }) {
@@ -256,6 +240,6 @@ impl Daemon<'_> {
             }
             return;
         }
-        self.batch.on_file(h, rel, self.last_marker, now);
+        self.batch.on_file(h, rel, self.markers.last(), now);
     }
 }

@@ -83,16 +83,14 @@ impl Daemon<'_> {
     }
 
     pub(super) fn on_marker(&mut self) {
-        let t = self.markers.pop_front().unwrap_or(self.last_marker);
-        self.last_marker = t;
+        self.markers.received();
         if self.batch.pending() == 0 {
             self.advance_synced();
         }
     }
 
     pub(super) fn advance_synced(&mut self) {
-        let t = self.batch.writing_floor().map_or(self.last_marker, |f| f.min(self.last_marker));
-        self.synced_to = self.rescan_floor.map_or(t, |f| f.min(t));
+        self.markers.advance(self.batch.writing_floor());
     }
 
     /// Write the heartbeat (also a marker).
@@ -109,7 +107,7 @@ impl Daemon<'_> {
             pid: std::process::id(),
             started: Epoch::from_clock(self.started).into_string(),
             heartbeat: Epoch::from_clock(now).into_string(),
-            synced_to: Epoch::from_clock(self.synced_to).into_string(),
+            synced_to: Epoch::from_clock(self.markers.synced_to()).into_string(),
         };
         let text = serde_json::to_string(&hb).unwrap_or_default() + "\n";
         let tmp = dir.join("watch.json.new");
@@ -121,9 +119,7 @@ impl Daemon<'_> {
         })();
         match res {
             Ok(()) => {
-                if self.markers.len() < 1000 {
-                    self.markers.push_back(now);
-                }
+                self.markers.written(now);
                 if let Some(file) = &self.opts.prometheus {
                     let root = self.root.display().to_string();
                     let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());

@@ -31,7 +31,9 @@
 //! recorded); `catchup` the comparison of the tree with the index at
 //! start-up and after lost events; `heartbeat` the marker file
 //! `.rrr/watch.json` and the Prometheus textfile; `watch_log` the daemon's
-//! log lines and counters; `backend` the watcher seam, `inotify` its one
+//! log lines and counters; `markers` the markers and `synced_to`;
+//! `moves` the pairing of a directory's move
+//! out with its move in; `backend` the watcher seam, `inotify` its one
 //! backend and `scripted` (tests only) the backend whose notices a test
 //! writes.
 
@@ -41,6 +43,8 @@ mod daemon;
 mod events;
 mod heartbeat;
 pub(crate) mod inotify;
+mod markers;
+mod moves;
 pub(crate) mod rules;
 #[cfg(test)]
 mod scripted;
@@ -52,13 +56,13 @@ use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
 use crate::origin::watch::backend::Backend;
 use crate::origin::watch::inotify::InotifyWatcher;
+use crate::origin::watch::markers::Markers;
+use crate::origin::watch::moves::PendingMoves;
 use crate::origin::watch::rules::{Batch, Pace};
 use crate::origin::Writer;
-use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
 use crate::tree::IgnoreSet;
 use anyhow::{Context, Result};
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -122,17 +126,11 @@ struct Daemon<'a> {
     batch: Batch,
     log: Log,
     started: f64,
-    /// Write times of heartbeats whose event has not arrived yet.
-    markers: VecDeque<f64>,
-    /// Write time of the newest marker received.
-    last_marker: f64,
-    synced_to: f64,
+    /// The heartbeats' markers and `synced_to`.
+    markers: Markers,
     last_heartbeat: Instant,
     active: bool,
     rescan: Option<String>,
-    /// A batch was discarded: the pending rescan looks at files modified
-    /// since this time, and synced-to stays below it until then.
-    rescan_floor: Option<f64>,
     /// The `--on-batch` hook's thread.
     on_batch: Option<Background>,
     /// Some directory could not be watched (limit): rescan periodically.
@@ -144,9 +142,8 @@ struct Daemon<'a> {
     /// identity means another writer replaced it (`check_acknowledged`).
     principal_seen: Option<crate::origin::journal::FileId>,
     last_journal_check: Instant,
-    /// Directories moved out, by the cookie of the rename, waiting for
-    /// the other half to tell a rename within the tree.
-    pending_out: std::collections::HashMap<u32, RelPath>,
+    /// Directories moved out, waiting for the other half of their rename.
+    moves: PendingMoves,
     /// The index as last read, kept between the flushes of a storm.
     index_cache: Option<CachedIndex>,
 }
@@ -203,13 +200,10 @@ impl<'a> Daemon<'a> {
             batch: Batch::default(),
             log,
             started,
-            markers: VecDeque::new(),
-            last_marker: started,
-            synced_to: started,
+            markers: Markers::new(started),
             last_heartbeat: now,
             active: false,
             rescan: None,
-            rescan_floor: None,
             on_batch,
             degraded: false,
             limit_reported: false,
@@ -217,7 +211,7 @@ impl<'a> Daemon<'a> {
             retry_at: None,
             principal_seen: None,
             last_journal_check: now,
-            pending_out: std::collections::HashMap::new(),
+            moves: PendingMoves::default(),
             index_cache: None,
         }
     }

@@ -256,7 +256,7 @@ mod tests {
         d.on_read(Ok(vec![overflow])).unwrap();
         let why = d.rescan.take().expect("a rescan is asked for");
         assert_eq!(why, "kernel queue overflow");
-        assert_eq!(d.rescan_floor, Some(d.last_marker));
+        assert_eq!(d.markers.rescan_floor(), Some(d.markers.last()));
         d.rescan(&why).unwrap();
         let n = news(tmp.path());
         assert_eq!(n["unseen"], EventKind::New);

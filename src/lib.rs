@@ -17,8 +17,10 @@
 //! (`origin::aggregate`, which `init --aggregate` and the watch daemon
 //! run too), `init` (`origin::index`) and `fsck` (`origin::index_check`);
 //! [`origin::watch`], the `rrr watch` daemon (main loop, events, catch-up,
-//! heartbeat, its log), with its pure recording rules (`watch::rules`) and
-//! its inotify instance (`watch::watcher`).
+//! heartbeat, its log), with its pure recording rules (`watch::rules`,
+//! `watch::markers`, `watch::moves`), the watcher seam (`watch::backend`)
+//! and its one backend (`watch::inotify`; a fanotify one would be
+//! `watch::fanotify`).
 //!
 //! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
 //! transfer, delete, install the recentfiles, save the state) in `pass`,
@@ -57,7 +59,8 @@
 //!   set and the walk of the tree that `init`, `fsck` and `watch` share;
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
-//!   sizes for people), [`output::manual`] (help and man page text);
+//!   sizes for people), [`output::manual`] (help and man page text),
+//!   `output::prometheus` (node-exporter's text format, both sides);
 //! - [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command
 //!   line, `[[tree]]` table, top-level keys, built-in default) and its TOML
 //!   file; [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:

@@ -1,7 +1,7 @@
 //! `rrr watch`: the command's options and its setup (the collection
 //! opened, the tree locked for one daemon, the signal handlers, the
 //! `--on-batch` hook's thread), then the daemon itself,
-//! [`crate::origin::watch::serve`], until SIGTERM/SIGINT.
+//! `origin::watch::serve`, until SIGTERM/SIGINT.
 
 use super::{Ctx, Exit};
 use crate::collection::Collection;

@@ -80,6 +80,9 @@ pub trait Backend: Send {
     fn dirs(&self) -> Box<dyn Iterator<Item = &RelPath> + '_>;
     /// How many directories are watched.
     fn count(&self) -> usize;
+    /// Why [`AddError::Limit`] came and how to lift it, for the operator:
+    /// `dir` could not be watched, the tree needs `needed` watches.
+    fn limit_message(&self, dir: &str, needed: usize) -> String;
     /// The next read, waiting at most `timeout`. `None`: nothing came.
     fn recv_timeout(&self, timeout: Duration) -> Option<Read>;
     /// The next read if one is waiting.

@@ -3,11 +3,11 @@
 //! watched and listed, one moved out or deleted loses its watches, a file
 //! event goes into the pending batch, the heartbeat's rename is a marker,
 //! and a lost event asks for a rescan. Also what happens when a watch
-//! cannot be added (the inotify watch limit).
+//! cannot be added (the backend's limit, which the backend explains).
 
 use super::Daemon;
 use crate::origin::watch::backend::{AddError, Notice, Read};
-use crate::origin::watch::rules::{is_under, join, watch_limit_message, Happening};
+use crate::origin::watch::rules::{is_under, join, Happening};
 use crate::recentfile::{check_relative_path, shown_path, EventKind, RelPath};
 use anyhow::{bail, Context, Result};
 use std::os::unix::ffi::OsStrExt;
@@ -30,8 +30,7 @@ impl Daemon<'_> {
     }
 
     pub(super) fn limit_message(&self, rel: &RelPath) -> String {
-        let limit = crate::sys::proc::inotify_max_user_watches();
-        watch_limit_message(&shown_path(rel), limit, self.count_dirs())
+        self.watcher.limit_message(&shown_path(rel), self.count_dirs())
     }
 
     /// A watch could not be added: at start the limit is fatal; later the

@@ -13,7 +13,7 @@
 //! Directories are relative to the root, "" being the root itself. An
 //! event names its directory by watch descriptor. A directory renamed
 //! within the tree keeps its watches, which the caller renames with it
-//! ([`Watcher::rename_under`]); one that left the tree has its watches
+//! ([`Backend::rename_under`]); one that left the tree has its watches
 //! removed, and events still queued for a removed descriptor are dropped.
 
 use super::backend::{AddError, Backend, Notice, Read, WatchId};
@@ -70,6 +70,18 @@ pub fn classify(mask: EventMask) -> Option<Happening> {
     table.into_iter().find(|(bit, _)| mask.contains(*bit)).map(|(_, h)| h)
 }
 
+/// The message for ENOSPC when adding a watch: the inotify watch limit
+/// (`limit`, unknown if `None`) and what this tree needs.
+pub fn watch_limit_message(dir: &str, limit: Option<u64>, needed: usize) -> String {
+    let limit = limit.map_or_else(|| "unknown".to_string(), |l| l.to_string());
+    let suggest = (needed as u64 * 2).max(needed as u64 + 8192);
+    format!(
+        "cannot watch {dir:?}: the inotify watch limit is reached (fs.inotify.max_user_watches = {limit}); \
+         this tree needs {needed} watches (one per directory), plus those of other programs of this user: \
+         raise it, e.g. `sysctl fs.inotify.max_user_watches={suggest}` (and in /etc/sysctl.d/ to keep it)"
+    )
+}
+
 /// The inotify instance, its reader thread's channel, and which directory
 /// each watch descriptor names.
 pub struct InotifyWatcher {
@@ -113,6 +125,10 @@ impl InotifyWatcher {
 }
 
 impl Backend for InotifyWatcher {
+    fn limit_message(&self, dir: &str, needed: usize) -> String {
+        watch_limit_message(dir, crate::sys::proc::inotify_max_user_watches(), needed)
+    }
+
     /// Watch directory `rel` (again: the same inode gives the same
     /// descriptor, which then names `rel`).
     fn add(&mut self, rel: &RelPath) -> Result<(), AddError> {
@@ -264,5 +280,13 @@ mod tests {
         for bit in [WatchMask::CREATE, WatchMask::MODIFY, WatchMask::CLOSE_WRITE, WatchMask::MOVE, WatchMask::DELETE] {
             assert!(MASK.contains(bit), "{bit:?}");
         }
+    }
+
+    #[test]
+    fn limit_message_names_the_sysctl() {
+        let m = watch_limit_message("a/b", Some(8192), 12000);
+        assert!(m.contains("fs.inotify.max_user_watches = 8192"), "{m}");
+        assert!(m.contains("needs 12000 watches"), "{m}");
+        assert!(m.contains("max_user_watches=24000"), "{m}");
     }
 }

@@ -25,7 +25,7 @@
 //! after the last marker received).
 //!
 //! The files: this one holds the daemon's settings, its state and
-//! [`serve`] (the command's setup, lock and hook included, is
+//! `serve` (the command's setup, lock and hook included, is
 //! `ops::watch`); `daemon` the main loop, the batches and the shutdown;
 //! `events` what a backend's notice does (watches added and removed, files
 //! recorded); `catchup` the comparison of the tree with the index at

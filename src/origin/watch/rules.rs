@@ -704,17 +704,6 @@ pub fn aggregate_at(
     calm.min(last + every.max(window))
 }
 
-/// The message for ENOSPC when adding a watch.
-pub fn watch_limit_message(dir: &str, limit: Option<u64>, needed: usize) -> String {
-    let limit = limit.map_or_else(|| "unknown".to_string(), |l| l.to_string());
-    let suggest = (needed as u64 * 2).max(needed as u64 + 8192);
-    format!(
-        "cannot watch {dir:?}: the inotify watch limit is reached (fs.inotify.max_user_watches = {limit}); \
-         this tree needs {needed} watches (one per directory), plus those of other programs of this user: \
-         raise it, e.g. `sysctl fs.inotify.max_user_watches={suggest}` (and in /etc/sysctl.d/ to keep it)"
-    )
-}
-
 /// `.rrr/watch.json`: the daemon's heartbeat (JSON, epochs as strings).
 /// `synced_to`: every change made before this time is in the index, so
 /// the next start-up records files modified at or after it.
@@ -1152,13 +1141,5 @@ mod tests {
         assert_eq!(b.writing_floor(), Some(7.0));
         b.clear_in_flight();
         assert_eq!(b.writing_floor(), None);
-    }
-
-    #[test]
-    fn limit_message_names_the_sysctl() {
-        let m = watch_limit_message("a/b", Some(8192), 12000);
-        assert!(m.contains("fs.inotify.max_user_watches = 8192"), "{m}");
-        assert!(m.contains("needs 12000 watches"), "{m}");
-        assert!(m.contains("max_user_watches=24000"), "{m}");
     }
 }

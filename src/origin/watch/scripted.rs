@@ -132,6 +132,9 @@ impl Backend for Scripted {
     fn count(&self) -> usize {
         self.by_dir.len()
     }
+    fn limit_message(&self, dir: &str, needed: usize) -> String {
+        format!("cannot watch {dir:?}: the scripted limit ({needed} watches needed)")
+    }
     fn recv_timeout(&self, _timeout: Duration) -> Option<Read> {
         None
     }

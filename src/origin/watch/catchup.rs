@@ -60,7 +60,7 @@ impl Daemon<'_> {
         {
             bail!("cannot compare the tree with the index: recentfile {file} is unreadable: {error}");
         }
-        let now = Instant::now();
+        let now = self.now();
         for f in &report.findings {
             match f {
                 Finding::Unindexable { path, reason } => {

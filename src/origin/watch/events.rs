@@ -60,7 +60,7 @@ impl Daemon<'_> {
     /// listing each after its watch exists, and record the files found as
     /// new (a directory made).
     pub(super) fn watch_tree(&mut self, rel: &RelPath) -> Result<()> {
-        let now = Instant::now();
+        let now = self.now();
         for f in self.list_tree(rel)? {
             self.batch.record(&f, EventKind::New, now);
         }
@@ -124,7 +124,7 @@ impl Daemon<'_> {
     /// is waiting, and when too many wait (the kernel queues the two
     /// halves of a rename together; other events may come between them).
     pub(super) fn settle_moves_out(&mut self) {
-        let now = Instant::now();
+        let now = self.now();
         for from in self.moves.take_all() {
             self.moved_out_of_tree(&from, now);
         }
@@ -143,7 +143,7 @@ impl Daemon<'_> {
         let Some(rel) = target else {
             if let Some(from) = paired {
                 // Moved into an ignored place: out of the tree.
-                self.moved_out_of_tree(&from, Instant::now());
+                self.moved_out_of_tree(&from, self.now());
             }
             return Ok(());
         };
@@ -151,10 +151,10 @@ impl Daemon<'_> {
         // (a directory made again where one moved away): that move was
         // out of the tree, before this event's path is watched or listed.
         for from in self.moves.take_around(&rel) {
-            self.moved_out_of_tree(&from, Instant::now());
+            self.moved_out_of_tree(&from, self.now());
         }
         self.active = true;
-        let now = Instant::now();
+        let now = self.now();
         match h {
             Happening::Created { dir: true } => self.watch_tree(&rel)?,
             Happening::MovedIn { dir: true } => match paired {

@@ -95,7 +95,7 @@ impl Daemon<'_> {
 
     /// Write the heartbeat (also a marker).
     pub(super) fn heartbeat(&mut self) {
-        self.last_heartbeat = Instant::now();
+        self.last_heartbeat = self.now();
         self.active = false;
         let dir = self.root.join(".rrr");
         if !self.watcher.is_watched(&".rrr".into()) {

@@ -114,6 +114,8 @@ fn wall() -> f64 {
 /// The daemon's state, shared by the files of this module (each adds the
 /// methods of its part).
 struct Daemon<'a> {
+    /// The clock of the pace, the batches and the heartbeats.
+    ticks: Ticks,
     opts: &'a Settings,
     w: &'a Writer,
     coll: Collection,
@@ -146,6 +148,27 @@ struct Daemon<'a> {
     moves: PendingMoves,
     /// The index as last read, kept between the flushes of a storm.
     index_cache: Option<CachedIndex>,
+}
+
+/// The daemon's monotonic clock: the system's, or in tests one that the
+/// test moves (`scripted`), so that waits are tested without sleeping.
+/// (Durations only reported, and the wall clock of the markers, are the
+/// system's.)
+#[derive(Clone, Debug)]
+enum Ticks {
+    System,
+    #[cfg(test)]
+    Manual(std::rc::Rc<std::cell::Cell<Instant>>),
+}
+
+impl Ticks {
+    fn now(&self) -> Instant {
+        match self {
+            Ticks::System => Instant::now(),
+            #[cfg(test)]
+            Ticks::Manual(t) => t.get(),
+        }
+    }
 }
 
 /// The index, and the identity of each recentfile it was read from (the
@@ -188,8 +211,10 @@ impl<'a> Daemon<'a> {
         started: f64,
     ) -> Daemon<'a> {
         let Tree { coll, ignore, root, on_batch } = tree;
-        let now = Instant::now();
+        let ticks = Ticks::System;
+        let now = ticks.now();
         Daemon {
+            ticks,
             opts,
             w,
             coll,
@@ -218,6 +243,11 @@ impl<'a> Daemon<'a> {
 }
 
 impl Daemon<'_> {
+    /// Now, by the daemon's monotonic clock ([`Ticks`]).
+    fn now(&self) -> Instant {
+        self.ticks.now()
+    }
+
     /// Ask for an `--on-batch` run: `new` and `delete` changes were recorded.
     fn recorded(&self, new: usize, delete: usize) {
         if let (Some(hook), true) = (&self.on_batch, new + delete > 0) {

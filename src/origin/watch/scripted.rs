@@ -9,7 +9,7 @@
 use super::backend::{AddError, Backend, Notice, Read, WatchId};
 use super::rules::{keys_under, Happening};
 use super::watch_log::Log;
-use super::{Daemon, Settings, Tree};
+use super::{Daemon, Settings, Ticks, Tree};
 use crate::collection::Collection;
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, RelPath};
@@ -279,5 +279,24 @@ mod tests {
         assert!(d.limit_reported);
         d.flush();
         assert_eq!(news(tmp.path())["new/f"], EventKind::New);
+    }
+
+    #[test]
+    fn a_file_created_and_never_written_is_recorded_after_its_wait_by_the_daemons_clock() {
+        let tmp = indexed(&["keep"]);
+        let w = writer();
+        let (mut d, b) = daemon(tmp.path(), &w);
+        let clock = std::rc::Rc::new(std::cell::Cell::new(std::time::Instant::now()));
+        d.ticks = Ticks::Manual(clock.clone());
+        // An open that made the file and wrote nothing (yet): it waits
+        // for its write and close.
+        fs::File::create(tmp.path().join("opened")).unwrap();
+        d.on_read(Ok(vec![b.notice("", Happening::Created { dir: false }, 0, "opened")])).unwrap();
+        d.flush();
+        assert!(!news(tmp.path()).contains_key("opened"), "recorded before its write and close");
+        // Neither came within the wait: recorded anyway.
+        clock.set(clock.get() + d.pace.fresh_wait + Duration::from_millis(1));
+        d.flush();
+        assert_eq!(news(tmp.path())["opened"], EventKind::New);
     }
 }

@@ -610,7 +610,7 @@ mod tests {
     /// The config section lists exactly the keys the config reader takes.
     #[test]
     fn config_section_lists_every_key() {
-        let err = crate::config::MirrorConfig::parse(
+        let err = crate::mirror::options::MirrorConfig::parse(
             "no_such_key = 1\n[[tree]]\nremote = \"/o/RECENT.recent\"\nlocalroot = \"/m\"\n",
             std::path::Path::new("/etc/rrr/mirror.toml"),
         )

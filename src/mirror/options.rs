@@ -35,12 +35,19 @@
 //! the config file's directory, not the current one: a cron job and an
 //! operator's shell must mean the same tree.
 
-use crate::mirror::remote::{Remote, RsyncSettings};
+use crate::interval::Interval;
+use crate::mirror::remote::{Remote, RsyncSettings, DEFAULT_MAX_RECENTFILE_SIZE};
 use crate::mirror::Config;
 use crate::pattern::Pattern;
+use clap::parser::ValueSource;
 use serde::Deserialize;
+use std::fmt;
+use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
 
 /// Built-in default: seconds between pass starts with `--loop` (what CPAN
 /// mirrors use).
@@ -56,62 +63,234 @@ pub const DEFAULT_TIMEOUT: u64 = 300;
 /// rsync's `--contimeout`.
 const CONNECT_TIMEOUT: u64 = 30;
 
-/// The per-tree options one layer sets (`None`: not set here, the next
-/// layer decides). The same struct is the command line's layer, a
-/// `[[tree]]` table and the file's top-level defaults, so an option is
-/// added in one place and works in every layer.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct OptionLayer {
-    /// Seconds between pass starts with `--loop` (at least 1).
-    pub interval: Option<f64>,
-    /// Do not apply delete events.
-    pub skip_deletes: Option<bool>,
-    /// Deletes a run may apply; the rest stays pending.
-    pub max_delete: Option<u64>,
-    /// Paths per rsync call (at least 1).
-    pub max_files_per_connection: Option<u64>,
-    /// Passed to every rsync call, in order; a layer's list replaces the next one's.
-    pub rsync_options: Option<Vec<String>>,
-    /// rsync's `--password-file` (daemon sources).
-    pub password_file: Option<PathBuf>,
-    /// Remote recentfiles larger than this many bytes are refused unread.
-    pub max_recentfile_size: Option<u64>,
-    /// rsync `--exclude` patterns; a layer's list replaces the next one's.
-    pub exclude: Option<Vec<String>>,
-    /// Run through `/bin/sh -c` after a pass that changed something or failed.
-    pub on_pass: Option<String>,
-    /// Seconds an `on_pass` hook may run.
-    pub on_pass_timeout: Option<f64>,
-    /// Seconds an rsync may move no data (0: never stopped).
-    pub timeout: Option<u64>,
-    /// A whole-tree pass when the last one is this old (`7d`, `1W`).
-    pub full_every: Option<String>,
-    /// Whole-tree passes compare files of the same size and mtime by
-    /// content (rsync `--checksum`).
-    pub checksum: Option<bool>,
+/// A value type whose every check is in one function, `check`, which
+/// both the command line (`FromStr`, clap's value parser) and a config
+/// file (`Deserialize`, with the value's line) call: no option is
+/// validated twice, nor once more in `resolve`.
+macro_rules! checked {
+    ($(#[$m:meta])* $name:ident($base:ty), $what:literal, |$v:ident| $check:expr) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name(pub $base);
+
+        impl $name {
+            /// The one check of this value.
+            fn check($v: $base) -> Result<$name, String> {
+                $check.map(|()| $name($v))
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<$name, String> {
+                let v: $base = s.parse().map_err(|_| format!("{s:?} is not {}", $what))?;
+                $name::check(v)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                $name::check(<$base>::deserialize(d)?).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
 }
 
-/// Stack layers, highest precedence first: each option from the first
-/// layer that sets it.
-pub fn merge(layers: &[&OptionLayer]) -> OptionLayer {
-    fn first<T: Clone>(layers: &[&OptionLayer], get: impl Fn(&OptionLayer) -> &Option<T>) -> Option<T> {
-        layers.iter().find_map(|l| get(l).clone())
+checked!(
+    /// A number of seconds: finite, not negative.
+    Seconds(f64), "a number of seconds", |secs| if secs >= 0.0 && secs.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{secs} is not a number of seconds"))
     }
-    OptionLayer {
-        interval: first(layers, |l| &l.interval),
-        skip_deletes: first(layers, |l| &l.skip_deletes),
-        max_delete: first(layers, |l| &l.max_delete),
-        max_files_per_connection: first(layers, |l| &l.max_files_per_connection),
-        rsync_options: first(layers, |l| &l.rsync_options),
-        password_file: first(layers, |l| &l.password_file),
-        max_recentfile_size: first(layers, |l| &l.max_recentfile_size),
-        exclude: first(layers, |l| &l.exclude),
-        on_pass: first(layers, |l| &l.on_pass),
-        on_pass_timeout: first(layers, |l| &l.on_pass_timeout),
-        timeout: first(layers, |l| &l.timeout),
-        full_every: first(layers, |l| &l.full_every),
-        checksum: first(layers, |l| &l.checksum),
+);
+
+checked!(
+    /// The loop's interval: at least [`MIN_INTERVAL`] seconds.
+    LoopInterval(f64), "a number of seconds", |secs| if secs >= MIN_INTERVAL && secs.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{secs} s: must be at least {MIN_INTERVAL} s (a shorter loop hammers the upstream)"))
+    }
+);
+
+checked!(
+    /// A count of at least 1.
+    AtLeastOne(u64), "a whole number", |n| if n >= 1 { Ok(()) } else { Err("must be at least 1".to_string()) }
+);
+
+/// A text value parsed once, kept as written (shown and compared as written).
+macro_rules! parsed_text {
+    ($(#[$m:meta])* $name:ident($parsed:ty), |$s:ident| $parse:expr) => {
+        $(#[$m])*
+        #[derive(Clone, Debug)]
+        pub struct $name {
+            /// As written.
+            pub text: String,
+            /// Parsed.
+            pub value: $parsed,
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &$name) -> bool {
+                self.text == other.text
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str($s: &str) -> Result<$name, String> {
+                Ok($name { text: $s.to_string(), value: $parse? })
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.text)
+            }
+        }
+    };
+}
+
+parsed_text!(
+    /// `full_every`: an interval spec (`7d`, `1W`).
+    FullEvery(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds()))
+);
+
+parsed_text!(
+    /// An `exclude` pattern (rsync's `--exclude` rules, `rrr::pattern`).
+    Exclude(Pattern), |s| Pattern::parse(s)
+);
+
+/// Declares the per-tree options once: the struct given is the command
+/// line's arguments (clap), a config table's keys (serde) and the typed
+/// layer, and this macro generates from its fields what would otherwise
+/// be written again per option: [`OptionLayer::merge`] (uv's
+/// `CombineOptions`), the config keys, and the forgetting of the
+/// defaults clap shows.
+macro_rules! option_layer {
+    ($(#[$sm:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: Option<$ty:ty>,)* }) => {
+        $(#[$sm])*
+        pub struct $name { $($(#[$fm])* pub $field: Option<$ty>,)* }
+
+        impl $name {
+            /// The config keys, which are the field names.
+            pub const KEYS: &[&str] = &[$(stringify!($field)),*];
+
+            /// Stack layers, highest precedence first: each option from
+            /// the first layer that sets it.
+            pub fn merge(layers: &[&$name]) -> $name {
+                $name { $($field: layers.iter().find_map(|l| l.$field.clone()),)* }
+            }
+
+            /// The layer without what clap filled in from a default it
+            /// shows in `--help`: an option not given on the command line
+            /// leaves the choice to the config file.
+            fn without_defaults(mut self, m: &clap::ArgMatches) -> $name {
+                $(if m.value_source(stringify!($field)) == Some(ValueSource::DefaultValue) {
+                    self.$field = None;
+                })*
+                self
+            }
+        }
+    };
+}
+
+option_layer! {
+    /// The per-tree options one layer sets (`None`: not set here, the next
+    /// layer decides). The same struct is the command line's layer
+    /// ([`CommandLine`]), a `[[tree]]` table and the file's top-level
+    /// defaults, so an option is declared in one place and works in every
+    /// layer. A default shown in `--help` is the constant `resolve` uses.
+    #[derive(Clone, Debug, Default, Deserialize, PartialEq, clap::Args)]
+    #[serde(deny_unknown_fields)]
+    #[command(next_help_heading = "Tree options (also keys of a --config file's tables)")]
+    pub struct OptionLayer {
+        /// Seconds between pass starts with --loop (at least 1).
+        #[arg(long, value_name = "SECONDS", default_value = LoopInterval(DEFAULT_INTERVAL).to_string())]
+        pub interval: Option<LoopInterval>,
+        /// Do not apply delete events.
+        #[arg(long, action = clap::ArgAction::SetTrue)]
+        pub skip_deletes: Option<bool>,
+        /// Apply at most N deletes in this run; the rest stays pending.
+        #[arg(long, value_name = "N")]
+        pub max_delete: Option<u64>,
+        /// Paths per rsync call.
+        #[arg(long, value_name = "N", default_value = AtLeastOne(DEFAULT_MAX_FILES_PER_CONNECTION).to_string())]
+        pub max_files_per_connection: Option<AtLeastOne>,
+        /// Pass OPT to every rsync call (repeatable), e.g. --rsync-option=--bwlimit=1000.
+        #[arg(long = "rsync-option", value_name = "OPT", allow_hyphen_values = true)]
+        pub rsync_options: Option<Vec<String>>,
+        /// rsync --password-file (daemon sources).
+        #[arg(long, value_name = "FILE")]
+        pub password_file: Option<PathBuf>,
+        /// Whole-tree passes (--full, --full-every, a bootstrap) compare files
+        /// of the same size and mtime by content (rsync --checksum: reads
+        /// every such file on both sides).
+        #[arg(long, action = clap::ArgAction::SetTrue)]
+        pub checksum: Option<bool>,
+        /// End an rsync that moved no data and used no CPU for this many
+        /// seconds (retried like any timeout; 0: never). rrr watches rsync
+        /// itself: rsync's --timeout costs every connection to a default
+        /// rsyncd 40 ms.
+        #[arg(long, value_name = "SECONDS", default_value = DEFAULT_TIMEOUT.to_string())]
+        pub timeout: Option<u64>,
+        /// Refuse a remote recentfile larger than this many bytes, unread.
+        #[arg(long, value_name = "BYTES", default_value = DEFAULT_MAX_RECENTFILE_SIZE.to_string())]
+        pub max_recentfile_size: Option<u64>,
+        /// Leave out paths matching PATTERN (rsync's --exclude rules): not
+        /// transferred, deleted or republished; their events are skipped.
+        #[arg(long, value_name = "PATTERN")]
+        pub exclude: Option<Vec<Exclude>>,
+        /// With --loop (or from cron): a whole-tree pass when the last one is
+        /// older than DURATION (e.g. 7d, 1W), instead of a separate --full run.
+        #[arg(long, value_name = "DURATION")]
+        pub full_every: Option<FullEvery>,
+        /// Run CMD through /bin/sh -c after every pass that changed something or
+        /// failed, with the pass in RRR_* variables (README.mirror).
+        #[arg(long, value_name = "CMD")]
+        pub on_pass: Option<String>,
+        /// Seconds an --on-pass hook may run before it is killed.
+        #[arg(long, value_name = "SECONDS", default_value = Seconds(crate::hook::DEFAULT_TIMEOUT.as_secs_f64()).to_string())]
+        pub on_pass_timeout: Option<Seconds>,
+    }
+}
+
+/// The command line's layer: [`OptionLayer`]'s arguments, flattened into
+/// `rrr rmirror`'s, without the defaults clap shows (and fills in).
+#[derive(Clone, Debug, Default)]
+pub struct CommandLine(pub OptionLayer);
+
+impl clap::FromArgMatches for CommandLine {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<CommandLine, clap::Error> {
+        Ok(CommandLine(OptionLayer::from_arg_matches(m)?.without_defaults(m)))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = CommandLine::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for CommandLine {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        OptionLayer::augment_args(cmd)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        OptionLayer::augment_args_for_update(cmd)
     }
 }
 
@@ -145,30 +324,12 @@ pub struct RunFlags {
 }
 
 /// The mirror's settings for `tree` from merged options, the built-in
-/// defaults filling what no layer set; an error names the option.
+/// defaults filling what no layer set. The options were checked as they
+/// were read (each layer names its own errors); only the remote is
+/// parsed here.
 pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result<Config, String> {
     let remote = Remote::parse(&tree.remote).map_err(|e| format!("{e:#}"))?;
-    let interval = o.interval.unwrap_or(DEFAULT_INTERVAL);
-    if !(interval >= MIN_INTERVAL && interval.is_finite()) {
-        return Err(format!(
-            "interval {interval}: must be at least {MIN_INTERVAL} s (a shorter one hammers the upstream)"
-        ));
-    }
-    let max_files = o.max_files_per_connection.unwrap_or(DEFAULT_MAX_FILES_PER_CONNECTION);
-    if max_files == 0 {
-        return Err("max_files_per_connection 0: must be at least 1".to_string());
-    }
-    let on_pass_timeout = o.on_pass_timeout.unwrap_or(crate::hook::DEFAULT_TIMEOUT.as_secs_f64());
-    if !(on_pass_timeout >= 0.0 && on_pass_timeout.is_finite()) {
-        return Err(format!("on_pass_timeout {on_pass_timeout}: must be a number of seconds"));
-    }
-    let full_every = match &o.full_every {
-        Some(spec) => Some(Duration::from_secs(
-            crate::interval::Interval::parse(spec).map_err(|e| format!("full_every: {e}"))?.seconds(),
-        )),
-        None => None,
-    };
-    let excludes = o.exclude.iter().flatten().map(|p| Pattern::parse(p)).collect::<Result<_, _>>()?;
+    let on_pass_timeout = o.on_pass_timeout.map_or(crate::hook::DEFAULT_TIMEOUT, |s| Duration::from_secs_f64(s.0));
     Ok(Config {
         remote,
         localroot: tree.localroot.clone(),
@@ -177,7 +338,10 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         max_delete: o.max_delete,
         accept_deletes: run.accept_deletes,
         checksum: o.checksum.unwrap_or(false),
-        max_files_per_connection: usize::try_from(max_files).unwrap_or(usize::MAX),
+        max_files_per_connection: usize::try_from(
+            o.max_files_per_connection.map_or(DEFAULT_MAX_FILES_PER_CONNECTION, |n| n.0),
+        )
+        .unwrap_or(usize::MAX),
         rsync: RsyncSettings {
             password_file: o.password_file.clone(),
             extra: o.rsync_options.clone().unwrap_or_default(),
@@ -188,12 +352,12 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         attempts: 3,
         backoff: Duration::from_secs(2),
         progress: run.progress,
-        max_recentfile_size: o.max_recentfile_size.unwrap_or(crate::mirror::remote::DEFAULT_MAX_RECENTFILE_SIZE),
-        excludes,
-        interval: Duration::from_secs_f64(interval),
+        max_recentfile_size: o.max_recentfile_size.unwrap_or(DEFAULT_MAX_RECENTFILE_SIZE),
+        excludes: o.exclude.iter().flatten().map(|e| e.value.clone()).collect(),
+        interval: Duration::from_secs_f64(o.interval.map_or(DEFAULT_INTERVAL, |i| i.0)),
         on_pass: o.on_pass.clone(),
-        on_pass_timeout: Duration::from_secs_f64(on_pass_timeout),
-        full_every,
+        on_pass_timeout,
+        full_every: o.full_every.as_ref().map(|f| f.value),
     })
 }
 
@@ -215,62 +379,97 @@ pub struct MirrorConfig {
     pub trees: Vec<TreeTable>,
 }
 
+/// A config file being read: its name and text, for errors that name
+/// the file, the line and the layer (`[[tree]]` N or the top-level
+/// defaults) a bad value is in.
+struct Source<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    /// `config FILE line N (LAYER): MESSAGE`, the line where `span` starts.
+    fn error(&self, span: Option<Range<usize>>, layer: &str, message: &str) -> String {
+        match span {
+            Some(span) => {
+                let start = span.start.min(self.text.len());
+                let line = self.text[..start].matches('\n').count() + 1;
+                format!("config {} line {line} ({layer}): {message}", self.file.display())
+            }
+            None => format!("config {} ({layer}): {message}", self.file.display()),
+        }
+    }
+
+    /// One layer's options from its table, checked value by value.
+    fn layer(&self, table: Spanned<DeTable<'_>>, layer: &str) -> Result<OptionLayer, String> {
+        OptionLayer::deserialize(toml::de::Deserializer::from(table))
+            .map_err(|e| self.error(e.span(), layer, e.message()))
+    }
+}
+
 impl MirrorConfig {
-    /// Parse the text of `file` (named in errors).
+    /// Parse the text of `file` (named in errors, with the line and the
+    /// layer of a bad value).
     pub fn parse(text: &str, file: &Path) -> Result<MirrorConfig, String> {
+        let src = Source { file, text };
         let named = |e: String| format!("config {}: {e}", file.display());
-        let mut top: toml::Table =
-            toml::from_str(text).map_err(|e| format!("cannot read config {}: {e}", file.display()))?;
+        let doc = DeTable::parse(text).map_err(|mut e| {
+            e.set_input(Some(text));
+            format!("cannot read config {}: {e}", file.display())
+        })?;
+        let doc_span = doc.span();
+        let mut top = doc.into_inner();
         let trees = match top.remove("tree") {
-            Some(toml::Value::Array(a)) => a,
-            Some(_) => return Err(named("`tree` must be [[tree]] tables".to_string())),
+            Some(v) => match v.into_inner() {
+                DeValue::Array(a) => a.iter().cloned().collect::<Vec<_>>(),
+                _ => return Err(named("`tree` must be [[tree]] tables".to_string())),
+            },
             None => Vec::new(),
         };
         if trees.is_empty() {
             return Err(named("no [[tree]] tables".to_string()));
         }
         let base = file.parent().unwrap_or(Path::new(""));
-        let mut defaults: OptionLayer = toml::Value::Table(top).try_into().map_err(|e| named(format!("{e}")))?;
+        let mut defaults = src.layer(Spanned::new(doc_span, top), "top-level defaults")?;
         defaults.password_file = defaults.password_file.map(|p| base.join(p));
         let mut tables = Vec::with_capacity(trees.len());
         for (ix, t) in trees.into_iter().enumerate() {
             let n = ix + 1;
-            let toml::Value::Table(mut t) = t else {
+            let span = t.span();
+            let DeValue::Table(mut t) = t.into_inner() else {
                 return Err(named(format!("tree {n} is not a table")));
             };
-            let mut take = |key: &str| -> Result<Option<String>, String> {
-                match t.remove(key) {
-                    None => Ok(None),
-                    Some(toml::Value::String(s)) => Ok(Some(s)),
-                    Some(v) => Err(named(format!("tree {n}: {key} must be a string, not {}", v.type_str()))),
+            let mut take = |key: &str| -> Result<Option<(String, Range<usize>)>, String> {
+                let Some(v) = t.remove(key) else { return Ok(None) };
+                let at = v.span();
+                match v.into_inner() {
+                    DeValue::String(s) => Ok(Some((s.into_owned(), at))),
+                    v => Err(src.error(
+                        Some(at),
+                        &format!("[[tree]] {n}"),
+                        &format!("{key} must be a string, not {}", v.type_str()),
+                    )),
                 }
             };
             let (remote, localroot, state) = (take("remote")?, take("localroot")?, take("state")?);
-            let (Some(remote), Some(localroot)) = (remote.clone(), localroot.clone()) else {
+            let (Some((remote, remote_at)), Some((localroot, _))) = (remote.clone(), localroot.clone()) else {
                 let missing = if remote.is_none() { "remote" } else { "localroot" };
-                return Err(named(format!("tree {n}: no {missing}{}", typo_hint(&t))));
+                return Err(src.error(Some(span), &format!("[[tree]] {n}"), &format!("no {missing}{}", typo_hint(&t))));
             };
-            let mut options: OptionLayer =
-                toml::Value::Table(t).try_into().map_err(|e| named(format!("tree {n} ({localroot}): {e}")))?;
+            let layer = format!("[[tree]] {n}, localroot {localroot}");
+            Remote::parse(&remote).map_err(|e| src.error(Some(remote_at), &layer, &format!("remote: {e:#}")))?;
+            let mut options = src.layer(Spanned::new(span, t), &layer)?;
             options.password_file = options.password_file.map(|p| base.join(p));
-            let tree = TreeSpec { remote, localroot: base.join(localroot), state: state.map(|s| base.join(s)) };
+            let tree = TreeSpec { remote, localroot: base.join(localroot), state: state.map(|(s, _)| base.join(s)) };
             tables.push(TreeTable { tree, options });
         }
-        let cfg = MirrorConfig { defaults, trees: tables };
-        // Every tree's options must resolve: an error names it now, before
-        // any tree runs.
-        for t in &cfg.trees {
-            let merged = merge(&[&t.options, &cfg.defaults]);
-            resolve(&t.tree, &merged, RunFlags::default())
-                .map_err(|e| named(format!("tree {}: {e}", t.tree.localroot.display())))?;
-        }
-        Ok(cfg)
+        Ok(MirrorConfig { defaults, trees: tables })
     }
 
     /// Every tree with its options merged: `cli` over the tree's table over
     /// the file's defaults.
     pub fn merged<'a>(&'a self, cli: &'a OptionLayer) -> impl Iterator<Item = (&'a TreeSpec, OptionLayer)> + 'a {
-        self.trees.iter().map(move |t| (&t.tree, merge(&[cli, &t.options, &self.defaults])))
+        self.trees.iter().map(move |t| (&t.tree, OptionLayer::merge(&[cli, &t.options, &self.defaults])))
     }
 }
 
@@ -279,14 +478,9 @@ const TREE_KEYS: [&str; 3] = ["remote", "localroot", "state"];
 
 /// For a table that lacks `remote` or `localroot`: the unknown key that
 /// is probably it misspelt (`locaroot`), named, or nothing.
-fn typo_hint(rest: &toml::Table) -> String {
-    let unknown: Vec<&String> = rest
-        .keys()
-        .filter(|k| {
-            let one: toml::Table = [((*k).clone(), rest[k.as_str()].clone())].into_iter().collect();
-            toml::Value::Table(one).try_into::<OptionLayer>().is_err_and(|e| e.to_string().contains("unknown field"))
-        })
-        .collect();
+fn typo_hint(rest: &DeTable<'_>) -> String {
+    let unknown: Vec<&str> =
+        rest.keys().map(|k| k.get_ref().as_ref()).filter(|k| !OptionLayer::KEYS.contains(k)).collect();
     let Some(key) = unknown.first() else { return String::new() };
     let close = TREE_KEYS.iter().find(|t| edit_distance(t, key) <= 2);
     match close {
@@ -408,13 +602,13 @@ mod tests {
         type Set = fn(&mut OptionLayer, u64);
         type Get = fn(&Config) -> String;
         let table: &[(&str, Set, Get, &str)] = &[
-            ("interval", |l, v| l.interval = Some(v as f64), |c| c.interval.as_secs().to_string(), "20"),
+            ("interval", |l, v| l.interval = Some(LoopInterval(v as f64)), |c| c.interval.as_secs().to_string(), "20"),
             ("skip_deletes", |l, v| l.skip_deletes = Some(v % 4 == 3), |c| c.skip_deletes.to_string(), "false"),
             ("checksum", |l, v| l.checksum = Some(v % 4 == 3), |c| c.checksum.to_string(), "false"),
             ("max_delete", |l, v| l.max_delete = Some(v), |c| format!("{:?}", c.max_delete), "None"),
             (
                 "max_files_per_connection",
-                |l, v| l.max_files_per_connection = Some(v),
+                |l, v| l.max_files_per_connection = Some(AtLeastOne(v)),
                 |c| c.max_files_per_connection.to_string(),
                 "20000",
             ),
@@ -433,21 +627,21 @@ mod tests {
             ),
             (
                 "exclude",
-                |l, v| l.exclude = Some(vec![format!("*.x{v}")]),
+                |l, v| l.exclude = Some(vec![format!("*.x{v}").parse().unwrap()]),
                 |c| c.excludes.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(","),
                 "",
             ),
             ("on_pass", |l, v| l.on_pass = Some(format!("hook{v}")), |c| format!("{:?}", c.on_pass), "None"),
             (
                 "on_pass_timeout",
-                |l, v| l.on_pass_timeout = Some(v as f64),
+                |l, v| l.on_pass_timeout = Some(Seconds(v as f64)),
                 |c| c.on_pass_timeout.as_secs().to_string(),
                 "600",
             ),
             ("timeout", |l, v| l.timeout = Some(v), |c| c.rsync.timeout.to_string(), "300"),
             (
                 "full_every",
-                |l, v| l.full_every = Some(format!("{v}d")),
+                |l, v| l.full_every = Some(format!("{v}d").parse().unwrap()),
                 |c| format!("{:?}", c.full_every.map(|d| d.as_secs() / 86_400)),
                 "None",
             ),
@@ -458,7 +652,9 @@ mod tests {
             // the next one, and the built-in false against the defaults.
             let (cli, tab, def) = (layer(|l| set(l, 3)), layer(|l| set(l, 5)), layer(|l| set(l, 7)));
             let none = OptionLayer::default();
-            let got = |layers: &[&OptionLayer]| get(&resolve(&tree(), &merge(layers), RunFlags::default()).unwrap());
+            let got = |layers: &[&OptionLayer]| {
+                get(&resolve(&tree(), &OptionLayer::merge(layers), RunFlags::default()).unwrap())
+            };
             let expect = |v| get(&resolve(&tree(), &layer(|l| set(l, v)), RunFlags::default()).unwrap());
             assert_eq!(got(&[&cli, &tab, &def]), expect(3), "{name}: the command line wins");
             assert_eq!(got(&[&none, &tab, &def]), expect(5), "{name}: the tree's table beats the defaults");
@@ -469,13 +665,22 @@ mod tests {
         }
     }
 
+    /// One check per value, the same for the command line and a file.
     #[test]
     fn interval_below_one_second_is_refused() {
-        for bad in [0.0, 0.5, -1.0, f64::NAN] {
-            let e = resolve(&tree(), &layer(|l| l.interval = Some(bad)), RunFlags::default()).unwrap_err();
+        for bad in ["0", "0.5", "-1", "NaN"] {
+            let e = bad.parse::<LoopInterval>().unwrap_err();
             assert!(e.contains("at least 1 s"), "{bad}: {e}");
         }
-        assert!(resolve(&tree(), &layer(|l| l.interval = Some(1.0)), RunFlags::default()).is_ok());
+        assert_eq!("1".parse::<LoopInterval>(), Ok(LoopInterval(1.0)));
+        assert_eq!("x".parse::<LoopInterval>().unwrap_err(), "\"x\" is not a number of seconds");
+        assert!("0".parse::<AtLeastOne>().is_err() && "-1".parse::<Seconds>().is_err());
+        assert!("7x".parse::<FullEvery>().is_err() && "".parse::<Exclude>().is_err());
+        let e = MirrorConfig::parse(
+            "interval = 0.5\n[[tree]]\nremote = \"h::M/R.recent\"\nlocalroot = \"/a\"\n",
+            Path::new("m"),
+        );
+        assert!(e.unwrap_err().contains("at least 1 s"));
     }
 
     #[test]
@@ -523,14 +728,26 @@ skip_deletes = true
         assert!(parse("[[tree]]\nlocalroot = \"/a\"\n").contains("no remote"));
         // A missing key misspelt: the typo is named.
         let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocaroot = \"/a\"\n");
-        assert_eq!(e, "config m.toml: tree 1: no localroot; unknown key `locaroot`: did you mean `localroot`?");
+        assert_eq!(
+            e,
+            "config m.toml line 1 ([[tree]] 1): no localroot; unknown key `locaroot`: did you mean `localroot`?"
+        );
         let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\ninterval = 3\nroot = \"/a\"\n");
-        assert!(e.ends_with("tree 1: no localroot; unknown key `root`"), "{e}");
+        assert!(e.ends_with("([[tree]] 1): no localroot; unknown key `root`"), "{e}");
         assert_eq!((edit_distance("remote", "remot"), edit_distance("state", "localroot")), (1, 8));
+        // A bad value: the file, its line and its layer.
         let e = parse("interval = 0\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\n");
-        assert!(e.contains("m.toml") && e.contains("/a") && e.contains("at least 1 s"), "{e}");
-        let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\nexclude = [\"\"]\n");
+        assert_eq!(
+            e,
+            "config m.toml line 1 (top-level defaults): 0 s: must be at least 1 s (a shorter loop hammers the upstream)"
+        );
+        let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\n\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/b\"\nexclude = [\"\"]\n");
+        assert!(e.starts_with("config m.toml line 8 ([[tree]] 2, localroot /b): "), "{e}");
         assert!(e.contains("matches nothing"), "{e}");
+        let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\ntimeout = \"5\"\n");
+        assert!(e.starts_with("config m.toml line 4 ([[tree]] 1, localroot /a): invalid type"), "{e}");
+        let e = parse("[[tree]]\nremote = \"ftp://h/M/RECENT.recent\"\nlocalroot = \"/a\"\n");
+        assert!(e.starts_with("config m.toml line 2 ([[tree]] 1, localroot /a): remote: "), "{e}");
     }
 
     #[test]

@@ -567,7 +567,7 @@ fn each_tree_gets_its_own_layers_and_a_bad_value_names_its_layer_and_line() {
     fs::write(&file, &text).unwrap();
     let e = refused(&["rmirror", "--config", s(&file)], "a tree's table");
     let want = format!(
-        "config {} line 10 ([[tree]] 2, localroot {}): -1 is not a number of seconds",
+        "config {} line 10 ([[tree]] 2, localroot {}): `on_pass_timeout = -1`: -1 is not a number of seconds",
         file.display(),
         hung.display()
     );
@@ -575,7 +575,10 @@ fn each_tree_gets_its_own_layers_and_a_bad_value_names_its_layer_and_line() {
     fs::write(&file, text.replace("interval = 300", "interval = 0.5").replace("on_pass_timeout = -1", "")).unwrap();
     let e = refused(&["rmirror", "--config", s(&file)], "the file's top level");
     assert!(
-        e.contains(&format!("config {} line 1 (top-level defaults): 0.5 s: must be at least 1 s", file.display())),
+        e.contains(&format!(
+            "config {} line 1 (top-level defaults): `interval = 0.5`: 0.5 s: must be at least 1 s",
+            file.display()
+        )),
         "{e}"
     );
     let e = refused(&["rmirror", "--max-files-per-connection", "0", "--remote", &src, "--localroot", s(&fresh)], "cli");

@@ -400,10 +400,24 @@ impl Source<'_> {
         }
     }
 
-    /// One layer's options from its table, checked value by value.
+    /// The text of the line where `span` starts, trimmed.
+    fn line_at(&self, span: &Range<usize>) -> &str {
+        let start = span.start.min(self.text.len());
+        let from = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let to = self.text[start..].find('\n').map_or(self.text.len(), |i| start + i);
+        self.text[from..to].trim()
+    }
+
+    /// One layer's options from its table, checked value by value; an
+    /// error quotes the line of the bad key or value, which names the key.
     fn layer(&self, table: Spanned<DeTable<'_>>, layer: &str) -> Result<OptionLayer, String> {
-        OptionLayer::deserialize(toml::de::Deserializer::from(table))
-            .map_err(|e| self.error(e.span(), layer, e.message()))
+        OptionLayer::deserialize(toml::de::Deserializer::from(table)).map_err(|e| {
+            let message = match e.span() {
+                Some(span) => format!("`{}`: {}", self.line_at(&span), e.message()),
+                None => e.message().to_string(),
+            };
+            self.error(e.span(), layer, &message)
+        })
     }
 }
 
@@ -739,13 +753,16 @@ skip_deletes = true
         let e = parse("interval = 0\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\n");
         assert_eq!(
             e,
-            "config m.toml line 1 (top-level defaults): 0 s: must be at least 1 s (a shorter loop hammers the upstream)"
+            "config m.toml line 1 (top-level defaults): `interval = 0`: 0 s: must be at least 1 s (a shorter loop hammers the upstream)"
         );
         let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\n\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/b\"\nexclude = [\"\"]\n");
         assert!(e.starts_with("config m.toml line 8 ([[tree]] 2, localroot /b): "), "{e}");
         assert!(e.contains("matches nothing"), "{e}");
         let e = parse("[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"/a\"\ntimeout = \"5\"\n");
-        assert!(e.starts_with("config m.toml line 4 ([[tree]] 1, localroot /a): invalid type"), "{e}");
+        assert!(
+            e.starts_with("config m.toml line 4 ([[tree]] 1, localroot /a): `timeout = \"5\"`: invalid type"),
+            "{e}"
+        );
         let e = parse("[[tree]]\nremote = \"ftp://h/M/RECENT.recent\"\nlocalroot = \"/a\"\n");
         assert!(e.starts_with("config m.toml line 2 ([[tree]] 1, localroot /a): remote: "), "{e}");
     }

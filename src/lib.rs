@@ -59,7 +59,8 @@
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
 //!   sizes for people), [`output::manual`] (help and man page text);
-//! - [`hook`]: `--on-pass`; [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:
+//! - [`hook`]: runs `--on-pass` and `--on-batch` (a pass's `RRR_*`
+//!   variables are `mirror::on_pass`'s); [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:
 //!   the Perl tools' command lines.
 //!
 //! Modules shown without a link are internal (`pub(crate)`).

@@ -299,10 +299,10 @@ impl Run<'_> {
             p.write(self.clock);
         }
         if let Some(cmd) = &self.cfg.on_pass {
-            if crate::hook::wanted(rep) {
+            if super::on_pass::wanted(rep) {
                 let msg = err.map(|e| format!("{e:#}"));
                 let seconds = began.elapsed().as_secs_f64();
-                let env = crate::hook::environment(
+                let env = super::on_pass::environment(
                     &self.shown,
                     &self.cfg.remote.src,
                     exit as i32,

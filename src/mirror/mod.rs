@@ -132,6 +132,7 @@ pub(crate) mod fleet;
 pub(crate) mod health;
 mod install;
 pub mod looping;
+pub(crate) mod on_pass;
 pub mod options;
 pub(crate) mod ownership;
 mod pass;

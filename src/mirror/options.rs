@@ -4,10 +4,14 @@
 //! A tree's options come from four layers, the first that sets an option
 //! wins (docs/decisions.md#options): the command line, the tree's
 //! `[[tree]]` table, the file's top-level keys, the built-in defaults.
-//! Each layer is an [`OptionLayer`]; [`merge`] stacks them and
-//! `resolve` turns the result into the one typed per-tree struct the
-//! mirror runs on (`mirror::Config`: a parsed remote, compiled
-//! patterns, durations, counts), validated once.
+//! Each layer is an [`OptionLayer`], whose fields are declared once and
+//! serve as the clap arguments ([`CommandLine`], flattened into `rrr
+//! rmirror`'s), the config keys and the typed values, each value checked
+//! by its type as it is read (so an error names its layer, and in a file
+//! its line); [`OptionLayer::merge`] stacks them and `resolve` turns the
+//! result into the one per-tree struct the mirror runs on
+//! (`mirror::Config`: a parsed remote, compiled patterns, durations,
+//! counts, the built-in defaults filled in).
 //!
 //! The config file is TOML, one `[[tree]]` table per tree:
 //!

@@ -664,6 +664,11 @@ mod tests {
                 "None",
             ),
         ];
+        let mut named: Vec<&str> = table.iter().map(|t| t.0).collect();
+        let mut keys = OptionLayer::KEYS.to_vec();
+        named.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(named, keys, "every option goes through the layers here");
         for (name, set, get, builtin) in table {
             // Layer values 3 (cli), 5 (table), 7 (defaults); a boolean is
             // `v % 4 == 3`: true, false, true, so each layer shows against
@@ -681,6 +686,25 @@ mod tests {
             assert_ne!(expect(3), expect(5), "{name}: the table must tell the layers apart");
             assert_ne!(expect(5), expect(7), "{name}: the table must tell the layers apart");
         }
+    }
+
+    /// An option not given on the command line is not set in its layer,
+    /// although `--help` shows its default: the config file decides.
+    #[test]
+    fn the_command_line_sets_only_what_it_is_given() {
+        use clap::{Args, FromArgMatches};
+        let cmd = CommandLine::augment_args(clap::Command::new("rmirror"));
+        let parse = |args: &[&str]| {
+            let m = cmd.clone().try_get_matches_from(std::iter::once("rmirror").chain(args.iter().copied())).unwrap();
+            CommandLine::from_arg_matches(&m).unwrap().0
+        };
+        assert_eq!(parse(&[]), OptionLayer::default());
+        let given = parse(&["--interval", "20", "--checksum", "--exclude", "*.x", "--exclude", "/y/"]);
+        assert_eq!(given.interval, Some(LoopInterval(20.0)), "given, although the default");
+        assert_eq!((given.checksum, given.skip_deletes, given.timeout), (Some(true), None, None));
+        assert_eq!(given.exclude.map(|e| e.len()), Some(2));
+        let help = cmd.clone().render_long_help().to_string();
+        assert!(help.contains("[default: 20]") && help.contains("[default: 300]"), "{help}");
     }
 
     /// One check per value, the same for the command line and a file.

@@ -169,7 +169,7 @@ pub(crate) struct Config {
     pub state_file: PathBuf,
     pub skip_deletes: bool,
     pub max_delete: Option<u64>,
-    /// The next whole-tree pass may delete more than [`transfer::MASS_DELETE_SHARE`]
+    /// The next whole-tree pass may delete more than [`deletes::MASS_DELETE_SHARE`]
     /// of the tree (`--accept-deletes`, or `--adopt`); cleared by it.
     pub accept_deletes: bool,
     /// `--checksum`: whole-tree passes compare files of the same size and

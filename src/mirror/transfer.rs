@@ -5,7 +5,7 @@
 //! the paths it could not send recorded as failing, and retries with
 //! backoff.
 
-use super::deletes::{Placement, LOST_FOUND, MAX_DELETE_MSG};
+use super::deletes::{Placement, LOST_FOUND, MASS_DELETE_HALF, MASS_DELETE_MIN, MASS_DELETE_SHARE, MAX_DELETE_MSG};
 use super::remote::{self, FetchDir, Layout};
 use super::report::{abort_point, Fetched, Itemized, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
@@ -75,19 +75,6 @@ impl Index {
         &self.files[file].rf.events[event].path
     }
 }
-
-/// A whole-tree pass that would delete more than this share of the
-/// mirror's files stops first (docs/decisions.md#mass-deletes)…
-pub(super) const MASS_DELETE_SHARE: f64 = 0.10;
-/// … when they are at least this many; …
-pub(super) const MASS_DELETE_MIN: u64 = 100;
-/// … or more than this share of a mirror of any size (a small tree
-/// re-pointed at another collection).
-pub(super) const MASS_DELETE_HALF: f64 = 0.5;
-/// The delete events of one incremental pass are held when they would
-/// delete more than [`MASS_DELETE_SHARE`] of the mirror's files and at
-/// least this many (docs/decisions.md#mass-deletes).
-pub(super) const EVENT_MASS_DELETE_MIN: u64 = 1000;
 
 /// rsync's `--out-format` for transfers: item codes, length, name.
 const OUT_FORMAT: &str = "--out-format=%i %l %n";

@@ -135,7 +135,6 @@ pub mod looping;
 pub(crate) mod ownership;
 mod pass;
 pub(crate) mod pass_progress;
-pub mod remote;
 mod report;
 mod run_lock;
 mod safety;
@@ -143,7 +142,12 @@ mod state;
 pub mod targets;
 pub(crate) mod textfile;
 mod transfer;
+pub mod transport;
 pub mod trigger_pipe;
+
+/// The rsync transport under the name the rest of the crate uses for the
+/// remote (`config`, `ops::news`).
+pub use transport::rsync as remote;
 
 pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;
@@ -241,6 +245,9 @@ pub(crate) struct Mirror<'a> {
     files_counted: Option<u64>,
     /// The running attempt, as its heartbeats record it (`running`).
     pub(crate) attempt: pass_progress::AttemptNote,
+    /// How the pass's transfers reach the origin ([`transport`]): rsync to
+    /// `cfg.remote`, or the test transport.
+    transport: Box<dyn transport::Transport + 'a>,
 }
 
 impl<'a> Mirror<'a> {
@@ -249,12 +256,14 @@ impl<'a> Mirror<'a> {
     pub fn new(cfg: Config, clock: Clock) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
-        if cfg.remote.transport == remote::Transport::Daemon && state.no_overlap.contains_key(&cfg.remote.normalized())
-        {
+        if cfg.remote.transport == remote::Reach::Daemon && state.no_overlap.contains_key(&cfg.remote.normalized()) {
             // A lesson of an earlier run: this daemon's slots are few.
             remote::forbid_overlap(&cfg.remote);
         }
+        let transport =
+            Box::new(transport::rsync::RsyncTransport { remote: cfg.remote.clone(), settings: cfg.rsync.clone() });
         Ok(Mirror {
+            transport,
             cfg,
             state,
             clock,

@@ -8,8 +8,9 @@
 
 use super::ownership::{self, CollectionId, Decision, Facts};
 use super::remote::{self, FetchDir, Remote};
-use super::report::{Fetched, Itemized, PassReport, Refusal};
+use super::report::{Fetched, PassReport, Refusal};
 use super::state::{load_state, Counters, State};
+use super::transport::Itemized;
 use super::Mirror;
 use crate::done::DoneSet;
 use crate::epoch::Epoch;

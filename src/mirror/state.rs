@@ -439,7 +439,7 @@ impl<'a> Mirror<'a> {
     /// learnt in this process) in the state, for the next run.
     fn remember_no_overlap(&mut self) {
         let remote = &self.cfg.remote;
-        if remote.transport == super::remote::Transport::Daemon && !super::remote::overlap_allowed(remote) {
+        if remote.transport == super::remote::Reach::Daemon && !super::remote::overlap_allowed(remote) {
             let now = self.clock.now();
             self.state.no_overlap.entry(remote.normalized()).or_insert(now);
         }

@@ -7,14 +7,16 @@
 
 use super::deletes::{Placement, LOST_FOUND, MASS_DELETE_HALF, MASS_DELETE_MIN, MASS_DELETE_SHARE, MAX_DELETE_MSG};
 use super::remote::{self, FetchDir, Layout};
-use super::report::{abort_point, Fetched, Itemized, PassReport};
+use super::report::{abort_point, Fetched, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{under_any, Failing, MISSING_GRACE_ATTEMPTS, MISSING_GRACE_SECS};
+use super::transport::rsync::{self, OUT_FORMAT};
+use super::transport::{Itemized, Outcome, PathsJob};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, RelPath};
-use crate::sys::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
+use crate::sys::rsync::{Output, Rsync, RsyncError};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
@@ -75,9 +77,6 @@ impl Index {
         &self.files[file].rf.events[event].path
     }
 }
-
-/// rsync's `--out-format` for transfers: item codes, length, name.
-const OUT_FORMAT: &str = "--out-format=%i %l %n";
 
 impl<'a> Mirror<'a> {
     /// Sleep up to `d`, waking early when stopped.
@@ -147,16 +146,9 @@ impl<'a> Mirror<'a> {
         }
     }
 
-    /// rsync's `--temp-dir`: `<localroot>/.rrr/tmp` (same filesystem, so
-    /// files are still renamed into place), so that the temp files of a
-    /// killed rsync are not left all over the tree; emptied at start.
+    /// rsync's `--temp-dir` for this target ([`rsync::temp_dir`]).
     fn rsync_temp_dir(&self) -> Result<PathBuf> {
-        let d = self.cfg.state_dir().join("tmp");
-        fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
-        // Absolute: rsync resolves a relative --temp-dir against the
-        // destination directory, not the cwd, so a relative --localroot
-        // made every transfer fail ("The temp-dir does not exist").
-        std::path::absolute(&d).with_context(|| format!("cannot resolve {}", d.display()))
+        rsync::temp_dir(&self.cfg.state_dir())
     }
 
     /// The whole-tree rsync: `-rlt --safe-links`, the ignore set excluded,
@@ -411,7 +403,7 @@ impl<'a> Mirror<'a> {
         principal: Fetched,
         layout: &Layout,
         names: &[String],
-    ) -> Result<(Index, Result<RsyncOutcome>, Itemized)> {
+    ) -> Result<(Index, Result<Outcome>, Itemized)> {
         let dry = self.cfg.dry_run;
         let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
         // rsync's per-file progress lines only for a bar (mirror::pass_progress).
@@ -439,6 +431,7 @@ impl<'a> Mirror<'a> {
                     }
                     progress.output(out);
                 })
+                .map(Outcome::from)
             });
             progress.finish();
             (reader.join(), res)
@@ -454,10 +447,10 @@ impl<'a> Mirror<'a> {
     /// installed yet, and a kill leaves the saved `resync`.
     fn account_whole_tree(
         &mut self,
-        res: Result<RsyncOutcome>,
+        res: Result<Outcome>,
         seen: &mut Itemized,
         rep: &mut PassReport,
-    ) -> Result<Option<RsyncOutcome>> {
+    ) -> Result<Option<Outcome>> {
         let (outcome, max_delete_hit) = match res {
             Ok(out) => (Some(out), false),
             Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
@@ -494,7 +487,7 @@ impl<'a> Mirror<'a> {
     /// rsync named: a path failing before is in place now.
     fn note_whole_tree_outcome(
         &mut self,
-        out: &RsyncOutcome,
+        out: &Outcome,
         deletion_skipped: bool,
         fetched: &[Fetched],
         rep: &mut PassReport,
@@ -529,7 +522,7 @@ impl<'a> Mirror<'a> {
     /// check, their directories left out of the next whole-tree passes.
     /// A pass that looked at them again (`--full`) and did not meet one
     /// drops it.
-    fn quarantine(&mut self, out: &RsyncOutcome, rep: &mut PassReport) {
+    fn quarantine(&mut self, out: &Outcome, rep: &mut PassReport) {
         let now = self.clock.now();
         let mut met = HashSet::new();
         for t in &out.too_long {
@@ -699,7 +692,7 @@ impl<'a> Mirror<'a> {
     /// is an error of the pass.
     fn record_failures(
         &mut self,
-        out: &RsyncOutcome,
+        out: &Outcome,
         asked: Option<(&HashSet<&RelPath>, &HashMap<&RelPath, &Epoch>)>,
         fetched: &[Fetched],
         rep: &mut PassReport,
@@ -741,33 +734,21 @@ impl<'a> Mirror<'a> {
         failed
     }
 
-    /// One `--files-from` rsync of `paths` (sorted, unique) into the target.
-    fn run_files_from(&mut self, what: &str, paths: &[&RelPath], rep: &mut PassReport) -> Result<RsyncOutcome> {
-        let (source, prefix) = self.cfg.remote.files_from_base();
-        let listed: Vec<Vec<u8>> = paths.iter().map(|p| [prefix.as_bytes(), p.as_bytes()].concat()).collect();
-        let listed: Vec<&[u8]> = listed.iter().map(Vec::as_slice).collect();
-        let list = crate::sys::rsync::write_files_from(&self.cfg.state_dir(), &listed)
-            .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
-        let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        // An event is proof that its file changed: transfer it whatever its
-        // size and mtime say (a rewrite within the same second at the same
-        // size passes rsync's quick check). The delta algorithm still sends
-        // only what differs from our copy (README.mirror, "Same size, same
-        // second").
-        r.args(["-rlt", "--safe-links", "--ignore-times", "--from0", OUT_FORMAT]);
-        if paths.iter().any(|p| self.replacing.contains_key(*p)) {
-            // A directory the origin replaced by a file (Mirror::place): every
-            // listed path that is a directory here passed the same checks.
-            r.arg("--force");
-        }
-        r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
-        r.arg(format!("--files-from={}", list.path().display()));
-        r.arg(source);
-        r.arg(format!("{}/", self.cfg.localroot.display()));
+    /// One transfer of `paths` (sorted, unique) into the target, through
+    /// the transport, retried as [`Mirror::with_retries`] says.
+    fn run_files_from(&mut self, what: &str, paths: &[&RelPath], rep: &mut PassReport) -> Result<Outcome> {
+        let state_dir = self.cfg.state_dir();
+        let job = PathsJob {
+            paths,
+            localroot: &self.cfg.localroot,
+            state_dir: &state_dir,
+            replace_dirs: paths.iter().any(|p| self.replacing.contains_key(*p)),
+        };
+        let call = self.transport.send_paths(&job)?;
         let mut seen = Itemized::default();
         let res = self.with_retries(what, || {
             seen = Itemized::default();
-            r.run_with(&mut |line| seen.line(line))
+            call.run(&mut seen)
         });
         self.count_replaced(paths, rep);
         // What arrived before a failure arrived too.
@@ -906,7 +887,7 @@ impl<'a> Mirror<'a> {
     /// did not is no news.
     fn settle_paths(
         &mut self,
-        out: &RsyncOutcome,
+        out: &Outcome,
         paths: &[&RelPath],
         epochs: &HashMap<&RelPath, &Epoch>,
         aliases: &[(RelPath, RelPath)],

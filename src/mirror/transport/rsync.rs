@@ -1,5 +1,7 @@
-//! The remote side of a mirror: where its collection lives (the SRC forms)
-//! and fetching its recentfiles into a hidden temporary directory.
+//! The rsync transport (see [`super`]): where the collection lives (the
+//! SRC forms), fetching its recentfiles into a hidden temporary directory,
+//! the `--files-from` transfer of a list of paths ([`RsyncTransport`]), and
+//! reading rsync's itemized output ([`Itemized::line`]).
 //!
 //! SRC names the remote principal:
 //!
@@ -22,10 +24,12 @@
 //! built from validated file names, never from remote meta
 //! (`check_meta` refuses a `filenameroot` such as `../x`).
 
+use super::{Call, FailedPath, Failure, Itemized, Outcome, PathsJob, Transport};
 use crate::collection::split_name;
 use crate::interval::Interval;
+use crate::recentfile::shown_path;
 use crate::recentfile::Recentfile;
-use crate::sys::rsync::{Output, Rsync, RsyncError};
+use crate::sys::rsync::{unescape, Output, Rsync, RsyncError, RsyncOutcome};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
 use std::fs;
@@ -34,7 +38,7 @@ use std::sync::{Arc, Mutex};
 
 /// How rsync reaches the remote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Transport {
+pub(crate) enum Reach {
     Daemon,
     Ssh,
     Local,
@@ -49,7 +53,7 @@ pub(crate) struct Remote {
     pub root: String,
     /// `RECENT.recent` or a recentfile name.
     pub name: String,
-    pub transport: Transport,
+    pub transport: Reach,
 }
 
 impl Remote {
@@ -73,23 +77,23 @@ impl Remote {
             }
         }
         let transport = if src.starts_with("rsync://") {
-            Transport::Daemon
+            Reach::Daemon
         } else {
             let head = src.split('/').next().unwrap_or("");
             if head.contains("::") {
-                Transport::Daemon
+                Reach::Daemon
             } else if head.contains(':') {
-                Transport::Ssh
+                Reach::Ssh
             } else {
-                Transport::Local
+                Reach::Local
             }
         };
         let (root, name) = match src.rfind('/') {
             Some(i) => (&src[..i], &src[i + 1..]),
-            None if transport == Transport::Local => (".", src),
+            None if transport == Reach::Local => (".", src),
             None => bail!("--remote {src:?}: expected .../RECENT.recent or .../RECENT-1h.yaml"),
         };
-        if transport == Transport::Daemon && src.starts_with("rsync://") && root.matches('/').count() < 3 {
+        if transport == Reach::Daemon && src.starts_with("rsync://") && root.matches('/').count() < 3 {
             bail!("--remote {src:?}: expected rsync://HOST[:PORT]/MODULE/[PATH/]RECENT.recent");
         }
         check_name(name).with_context(|| format!("--remote {src:?}"))?;
@@ -119,7 +123,7 @@ impl Remote {
     /// entry is `authors/./id/...`: the `/./` marker keeps `authors/` out of
     /// the destination path.
     pub fn files_from_base(&self) -> (String, String) {
-        if self.transport == Transport::Daemon {
+        if self.transport == Reach::Daemon {
             let (module_start, rest) = match self.root.strip_prefix("rsync://") {
                 Some(r) => match r.find('/') {
                     Some(i) => ("rsync://".len() + i + 1, &r[i + 1..]),
@@ -168,20 +172,20 @@ impl Remote {
             format!("{}:{port}", host.to_ascii_lowercase())
         }
         match self.transport {
-            Transport::Daemon => {
+            Reach::Daemon => {
                 let (hp, rest) = match self.src.strip_prefix("rsync://") {
                     Some(r) => r.split_once('/').unwrap_or((r, "")),
                     None => self.src.split_once("::").unwrap_or((&self.src, "")),
                 };
                 format!("rsync://{}/{}", host_port(hp, "873"), collapse(rest))
             }
-            Transport::Ssh => {
+            Reach::Ssh => {
                 let (hp, path) = self.src.split_once(':').unwrap_or((&self.src, ""));
                 let host = hp.rsplit_once('@').map_or(hp, |(_, h)| h).to_ascii_lowercase();
                 let lead = if path.starts_with('/') { "/" } else { "" };
                 format!("{host}:{lead}{}", collapse(path))
             }
-            Transport::Local => {
+            Reach::Local => {
                 let root = Path::new(&self.root);
                 let root = fs::canonicalize(root).or_else(|_| std::path::absolute(root)).unwrap_or(root.into());
                 format!("/{}/{}", collapse(&root.to_string_lossy()), self.name)
@@ -284,7 +288,7 @@ pub(crate) struct RsyncSettings {
 
 impl RsyncSettings {
     /// A new rsync command with the options every call uses.
-    pub fn command(&self, transport: Transport) -> Rsync {
+    pub fn command(&self, transport: Reach) -> Rsync {
         let mut r = Rsync::new();
         if self.timeout > 0 {
             let limit = std::time::Duration::from_secs(self.timeout);
@@ -295,7 +299,7 @@ impl RsyncSettings {
                 r.arg(format!("--timeout={}", self.timeout));
             }
         }
-        if transport == Transport::Daemon {
+        if transport == Reach::Daemon {
             r.arg(format!("--contimeout={}", self.contimeout));
             // rsync's handshake is many small writes; with Nagle's
             // algorithm each waits for the peer's delayed ACK (40 ms on
@@ -782,6 +786,158 @@ pub(crate) fn clean_stale(state_dir: &Path) {
     }
 }
 
+/// rsync's `--out-format` for transfers: item codes, length, name.
+pub(crate) const OUT_FORMAT: &str = "--out-format=%i %l %n";
+
+/// rsync's `--temp-dir`: `<state_dir>/tmp` (same filesystem, so files are
+/// still renamed into place), so that the temp files of a killed rsync are
+/// not left all over the tree; emptied at start.
+pub(crate) fn temp_dir(state_dir: &Path) -> Result<PathBuf> {
+    let d = state_dir.join("tmp");
+    fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    // Absolute: rsync resolves a relative --temp-dir against the
+    // destination directory, not the cwd, so a relative --localroot
+    // made every transfer fail ("The temp-dir does not exist").
+    std::path::absolute(&d).with_context(|| format!("cannot resolve {}", d.display()))
+}
+
+/// The production [`Transport`]: rsync to a [`Remote`], with the settings
+/// every call shares.
+pub(crate) struct RsyncTransport {
+    pub remote: Remote,
+    pub settings: RsyncSettings,
+}
+
+/// A prepared `--files-from` rsync: the command and its list (removed when
+/// the call is dropped).
+struct FilesFrom {
+    command: Rsync,
+    _list: tempfile::NamedTempFile,
+}
+
+impl Call for FilesFrom {
+    fn run(&self, seen: &mut Itemized) -> Result<Outcome, Failure> {
+        self.command.run_with(&mut |line| seen.line(line)).map(Outcome::from)
+    }
+}
+
+impl Transport for RsyncTransport {
+    /// One `--files-from` rsync of `job.paths` into the target.
+    fn send_paths(&self, job: &PathsJob<'_>) -> Result<Box<dyn Call>> {
+        let (source, prefix) = self.remote.files_from_base();
+        let listed: Vec<Vec<u8>> = job.paths.iter().map(|p| [prefix.as_bytes(), p.as_bytes()].concat()).collect();
+        let listed: Vec<&[u8]> = listed.iter().map(Vec::as_slice).collect();
+        let list = crate::sys::rsync::write_files_from(job.state_dir, &listed)
+            .with_context(|| format!("cannot write a --files-from list in {}", job.state_dir.display()))?;
+        let mut r = self.settings.command(self.remote.transport);
+        // An event is proof that its file changed: transfer it whatever its
+        // size and mtime say (a rewrite within the same second at the same
+        // size passes rsync's quick check). The delta algorithm still sends
+        // only what differs from our copy (README.mirror, "Same size, same
+        // second").
+        r.args(["-rlt", "--safe-links", "--ignore-times", "--from0", OUT_FORMAT]);
+        if job.replace_dirs {
+            // A directory the origin replaced by a file (Mirror::place): every
+            // listed path that is a directory here passed the same checks.
+            r.arg("--force");
+        }
+        r.arg(format!("--temp-dir={}", temp_dir(job.state_dir)?.display()));
+        r.arg(format!("--files-from={}", list.path().display()));
+        r.arg(source);
+        r.arg(format!("{}/", job.localroot.display()));
+        Ok(Box::new(FilesFrom { command: r, _list: list }))
+    }
+}
+
+impl From<RsyncOutcome> for Outcome {
+    fn from(o: RsyncOutcome) -> Outcome {
+        let paths = |v: Vec<crate::sys::rsync::FailedPath>| {
+            v.into_iter().map(|f| FailedPath { path: f.path, message: f.message }).collect()
+        };
+        Outcome {
+            vanished: o.vanished,
+            failed: paths(o.failed),
+            too_long: paths(o.too_long),
+            deletion_skipped: o.deletion_skipped,
+        }
+    }
+}
+
+/// Reading rsync's [`OUT_FORMAT`] and `--stats` lines: one itemized line per
+/// item it changed, so this counts what really arrived (not what was asked for).
+impl Itemized {
+    pub(crate) fn line(&mut self, line: &str) {
+        if self.stats_line(line) {
+            return;
+        }
+        if line.starts_with("IO error encountered -- skipping file deletion") {
+            self.deletion_skipped = true;
+            return;
+        }
+        if let Some(rest) = line.strip_prefix("*deleting") {
+            self.deleted += 1;
+            let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
+            if !name.ends_with('/') {
+                self.deleted_files += 1;
+            }
+            if self.listing {
+                self.would.push(format!("delete {}", shown_path(unescape(name))));
+            }
+            return;
+        }
+        let mut it = line.splitn(3, ' ');
+        let (Some(item), Some(len), Some(name)) = (it.next(), it.next(), it.next()) else { return };
+        let b = item.as_bytes();
+        if b.len() != 11 {
+            return;
+        }
+        // `>f`: a file received; `cL` etc.: a symlink (or device) created.
+        let received = b[0] == b'>' && b[1] == b'f';
+        let created = b[0] == b'c' && b[1] != b'd';
+        if received || created {
+            self.files += 1;
+            if received {
+                self.bytes += len.parse::<u64>().unwrap_or(0);
+            }
+            if self.listing {
+                self.would.push(format!("new {}", shown_path(unescape(name))));
+            }
+        }
+    }
+
+    /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
+    /// see [`Mirror::bootstrap_command`]), counted the way the itemized
+    /// lines would be: regular files received and links, devices or
+    /// specials created; their bytes; deletes. Returns whether it was one.
+    fn stats_line(&mut self, line: &str) -> bool {
+        fn number(s: &str) -> u64 {
+            let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
+            digits.replace(',', "").parse().unwrap_or(0)
+        }
+        if let Some(rest) = line.strip_prefix("Number of regular files transferred:") {
+            self.files += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Total transferred file size:") {
+            self.bytes += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of deleted files:") {
+            self.deleted += number(rest);
+        } else if let Some(rest) = line.strip_prefix("Number of created files:") {
+            // "424 (reg: 382, dir: 41, link: 1)": the regular ones are
+            // among those transferred.
+            let kinds = rest.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
+            for kind in kinds.split(',') {
+                if let Some((k, n)) = kind.split_once(':') {
+                    if matches!(k.trim(), "link" | "dev" | "special") {
+                        self.files += number(n);
+                    }
+                }
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -804,16 +960,16 @@ mod tests {
         let r = Remote::parse("rsync://h:8873/CPAN/sub/RECENT.recent").unwrap();
         assert_eq!(
             (r.root.as_str(), r.name.as_str(), r.transport),
-            ("rsync://h:8873/CPAN/sub", "RECENT.recent", Transport::Daemon)
+            ("rsync://h:8873/CPAN/sub", "RECENT.recent", Reach::Daemon)
         );
         assert_eq!(r.source("RECENT-1h.yaml"), "rsync://h:8873/CPAN/sub/RECENT-1h.yaml");
         assert_eq!(r.tree_source(), "rsync://h:8873/CPAN/sub/");
         let r = Remote::parse("h::CPAN/RECENT-1h.yaml").unwrap();
-        assert_eq!((r.root.as_str(), r.name.as_str(), r.transport), ("h::CPAN", "RECENT-1h.yaml", Transport::Daemon));
+        assert_eq!((r.root.as_str(), r.name.as_str(), r.transport), ("h::CPAN", "RECENT-1h.yaml", Reach::Daemon));
         let r = Remote::parse("h:/srv/cpan/RECENT.recent").unwrap();
-        assert_eq!((r.root.as_str(), r.transport), ("h:/srv/cpan", Transport::Ssh));
+        assert_eq!((r.root.as_str(), r.transport), ("h:/srv/cpan", Reach::Ssh));
         let r = Remote::parse("/srv/cpan/RECENT.recent").unwrap();
-        assert_eq!((r.root.as_str(), r.transport), ("/srv/cpan", Transport::Local));
+        assert_eq!((r.root.as_str(), r.transport), ("/srv/cpan", Reach::Local));
         let r = Remote::parse("RECENT.recent").unwrap();
         assert_eq!(r.root, ".");
         for bad in

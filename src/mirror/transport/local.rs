@@ -1,0 +1,225 @@
+//! The test transport: in-process copies from a local directory standing
+//! for the origin's tree, no rsync and no daemon. It answers as a transport
+//! must ([`super::Transport`]): a path the origin lacks is
+//! [`Outcome::vanished`], a path listed in [`LocalDirs::unsendable`] is
+//! [`Outcome::failed`] with its message, and [`LocalDirs::down`] makes
+//! every call fail as a refused connection would. Paths are reported
+//! relative to the collection's root.
+
+use super::{Call, FailedPath, Failure, Itemized, Outcome, PathsJob, Transport};
+use crate::recentfile::RelPath;
+use crate::sys::rsync::RsyncFailure;
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The origin's tree at `origin`, and what it does wrong.
+#[derive(Clone, Default)]
+pub(crate) struct LocalDirs {
+    pub origin: PathBuf,
+    /// Paths the origin cannot send, with the message it gives.
+    pub unsendable: HashMap<RelPath, String>,
+    /// Every call fails as a refused connection.
+    pub down: bool,
+    /// The paths of every call, in order (what the pass asked for).
+    pub calls: Arc<Mutex<Vec<Vec<RelPath>>>>,
+}
+
+struct Copy {
+    dirs: LocalDirs,
+    paths: Vec<RelPath>,
+    localroot: PathBuf,
+}
+
+impl Transport for LocalDirs {
+    fn send_paths(&self, job: &PathsJob<'_>) -> anyhow::Result<Box<dyn Call>> {
+        let paths: Vec<RelPath> = job.paths.iter().map(|p| (*p).clone()).collect();
+        self.calls.lock().unwrap().push(paths.clone());
+        Ok(Box::new(Copy { dirs: self.clone(), paths, localroot: job.localroot.to_path_buf() }))
+    }
+}
+
+impl Call for Copy {
+    fn run(&self, seen: &mut Itemized) -> Result<Outcome, Failure> {
+        if self.dirs.down {
+            return Err(Failure {
+                command: "local test transport".into(),
+                code: Some(10),
+                signal: None,
+                stderr: "connection refused (test transport down)".into(),
+                class: RsyncFailure::from_code(10),
+                cause: None,
+            });
+        }
+        let mut out = Outcome::default();
+        for p in &self.paths {
+            let rel = std::ffi::OsStr::from_bytes(p.as_bytes());
+            if let Some(message) = self.dirs.unsendable.get(p) {
+                out.failed.push(FailedPath { path: p.as_bytes().to_vec(), message: message.clone() });
+                continue;
+            }
+            let from = self.dirs.origin.join(rel);
+            let Ok(bytes) = fs::read(&from) else {
+                out.vanished.push(p.as_bytes().to_vec());
+                continue;
+            };
+            let to = self.localroot.join(rel);
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            let tmp = to.with_extension("local-transport.tmp");
+            fs::write(&tmp, &bytes).unwrap();
+            fs::rename(&tmp, &to).unwrap();
+            seen.files += 1;
+            seen.bytes += bytes.len() as u64;
+        }
+        Ok(out)
+    }
+}
+
+/// The pass's decisions on what a transport reports, without a daemon:
+/// chunks, done-sets, failing and missing paths, a failed call.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::epoch::Epoch;
+    use crate::mirror::remote::Remote;
+    use crate::mirror::report::{Fetched, PassReport};
+    use crate::mirror::{Config, Mirror};
+    use crate::recentfile::{Event, EventKind, Recentfile};
+    use crate::sys::clock::Clock;
+    use crate::sys::tree::IgnoreSet;
+    use std::collections::HashSet;
+    use std::path::Path;
+    use std::time::Duration;
+
+    /// A mirror of `origin` into `<dir>/mirror`, through `dirs`, with
+    /// chunks of two paths and one attempt per call.
+    fn mirror(dir: &Path, dirs: LocalDirs) -> Mirror<'static> {
+        let localroot = dir.join("mirror");
+        fs::create_dir_all(localroot.join(".rrr")).unwrap();
+        let cfg = Config {
+            remote: Remote::parse(&format!("{}/RECENT.recent", dirs.origin.display())).unwrap(),
+            state_file: localroot.join(".rrr/state.json"),
+            localroot,
+            skip_deletes: false,
+            max_delete: None,
+            accept_deletes: false,
+            checksum: false,
+            max_files_per_connection: 2,
+            rsync: Default::default(),
+            dry_run: false,
+            attempts: 1,
+            backoff: Duration::ZERO,
+            progress: false,
+            max_recentfile_size: 1 << 20,
+            excludes: Vec::new(),
+            interval: Duration::from_secs(20),
+            on_pass: None,
+            on_pass_timeout: Duration::from_secs(1),
+            full_every: None,
+        };
+        let clock = Clock::pinned(Epoch::parse("1700001000").unwrap());
+        let mut m = Mirror::new(cfg, clock).unwrap();
+        m.transport = Box::new(dirs);
+        m
+    }
+
+    /// Origin files (path, content) and a recentfile of `new` events for
+    /// `listed`, newest first.
+    fn origin(dir: &Path, files: &[(&str, &str)], listed: &[&str]) -> (LocalDirs, Fetched) {
+        let origin = dir.join("origin");
+        for (p, c) in files {
+            let f = origin.join(p);
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(f, c).unwrap();
+        }
+        let events = listed
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Event {
+                epoch: Epoch::parse(&format!("1700000{:03}", 900 - i)).unwrap(),
+                path: RelPath::from(p.as_bytes()),
+                kind: EventKind::New,
+            })
+            .collect();
+        let f = Fetched { name: "RECENT-1h.yaml".into(), rf: Recentfile::from_events(events) };
+        (LocalDirs { origin, ..LocalDirs::default() }, f)
+    }
+
+    /// Run `Mirror::transfer` over every event of `f`.
+    fn transfer(m: &mut Mirror, f: &Fetched, rep: &mut PassReport) -> bool {
+        let epochs: Vec<&Epoch> = f.rf.events.iter().map(|e| &e.epoch).collect();
+        let news: Vec<usize> = (0..f.rf.events.len()).collect();
+        let ignore = IgnoreSet::new("RECENT", &[]);
+        let mut attempted = HashSet::new();
+        m.transfer(f, &epochs, &news, &ignore, &mut attempted, rep).unwrap()
+    }
+
+    fn done_count(m: &Mirror, f: &Fetched) -> usize {
+        let ds = &m.state.done["RECENT-1h.yaml"];
+        f.rf.events.iter().filter(|e| ds.covered(&e.epoch)).count()
+    }
+
+    #[test]
+    fn chunks_arrive_and_are_done() {
+        let t = tempfile::tempdir().unwrap();
+        let (dirs, f) = origin(t.path(), &[("a", "1"), ("d/b", "22"), ("c", "333")], &["c", "d/b", "a"]);
+        let calls = dirs.calls.clone();
+        let mut m = mirror(t.path(), dirs);
+        let mut rep = PassReport::default();
+        assert!(transfer(&mut m, &f, &mut rep));
+        // Newest chunk first, each sorted; two paths a connection.
+        let asked: Vec<Vec<Vec<u8>>> =
+            calls.lock().unwrap().iter().map(|c| c.iter().map(|p| p.as_bytes().to_vec()).collect()).collect();
+        assert_eq!(asked, vec![vec![b"c".to_vec(), b"d/b".to_vec()], vec![b"a".to_vec()]]);
+        assert_eq!((rep.transferred, rep.bytes), (3, 6));
+        assert_eq!(fs::read_to_string(t.path().join("mirror/d/b")).unwrap(), "22");
+        assert_eq!(done_count(&m, &f), 3);
+        assert!(m.state.failing.is_empty() && m.state.missing.is_empty());
+    }
+
+    #[test]
+    fn a_path_the_origin_cannot_send_is_failing_and_holds_back_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut dirs, f) = origin(t.path(), &[("a", "1"), ("secret", "x")], &["secret", "a"]);
+        let msg = "rsync: [sender] send_files failed to open \"secret\": Permission denied (13)";
+        dirs.unsendable.insert(RelPath::from(&b"secret"[..]), msg.to_string());
+        let mut m = mirror(t.path(), dirs);
+        let mut rep = PassReport::default();
+        assert!(transfer(&mut m, &f, &mut rep));
+        assert_eq!(rep.transferred, 1);
+        let failing: Vec<&[u8]> = m.state.failing.iter().map(|x| x.path.as_bytes()).collect();
+        assert_eq!(failing, vec![&b"secret"[..]]);
+        assert_eq!(m.state.failing[0].message, msg);
+        // Both events are done: the failing path is retried from `failing`.
+        assert_eq!(done_count(&m, &f), 2);
+    }
+
+    #[test]
+    fn a_path_the_origin_lacks_is_missing_not_failing() {
+        let t = tempfile::tempdir().unwrap();
+        let (dirs, f) = origin(t.path(), &[("a", "1")], &["gone", "a"]);
+        let mut m = mirror(t.path(), dirs);
+        let mut rep = PassReport::default();
+        assert!(transfer(&mut m, &f, &mut rep));
+        assert_eq!((rep.transferred, rep.vanished), (1, 1));
+        assert!(m.state.failing.is_empty());
+        assert!(m.state.is_missing("gone"));
+        assert_eq!(done_count(&m, &f), 2);
+    }
+
+    #[test]
+    fn a_failed_call_leaves_its_chunk_undone_and_counts_the_class() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut dirs, f) = origin(t.path(), &[("a", "1")], &["a"]);
+        dirs.down = true;
+        let mut m = mirror(t.path(), dirs);
+        let mut rep = PassReport::default();
+        assert!(!transfer(&mut m, &f, &mut rep));
+        assert_eq!(rep.errors.len(), 1, "{:?}", rep.errors);
+        assert!(m.state.done.get("RECENT-1h.yaml").is_none_or(|ds| !ds.covered(&f.rf.events[0].epoch)));
+        assert!(!t.path().join("mirror/a").exists());
+        assert_eq!(m.state.counters.errors.values().sum::<u64>(), 1);
+    }
+}

@@ -7,7 +7,7 @@ use super::report::PassReport;
 use super::report::Refusal;
 use super::safety::{check_event_path, reported_path};
 use super::state::PendingDelete;
-use super::Mirror;
+use super::{Mirror, LOST_FOUND};
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, RelPath};
 use crate::sys::tree::IgnoreSet;
@@ -18,9 +18,6 @@ use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-
-/// The top-level directory rrr never deletes (a filesystem's own).
-pub(super) const LOST_FOUND: &str = "lost+found";
 
 /// `--max-delete` was reached in this run.
 pub(super) const MAX_DELETE_MSG: &str = "--max-delete reached";

@@ -163,6 +163,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The top-level directory rrr never deletes (a filesystem's own).
+pub(crate) const LOST_FOUND: &str = "lost+found";
+
 /// A tree's settings: `rrr rmirror`'s options after merging the command
 /// line, the config file and the built-in defaults, validated
 /// ([`crate::config::resolve`], the one place that builds it).

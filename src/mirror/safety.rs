@@ -351,11 +351,11 @@ impl<'a> Mirror<'a> {
                 l
             }
         };
-        let r = self.bootstrap_command(&layout, true, None, false)?;
+        let call = self.whole_tree_call(&layout, true, false)?;
         let mut seen = Itemized::default();
         self.with_retries("counting the deletes of --adopt", || {
             seen = Itemized::default();
-            r.run_with(&mut |l| seen.line(l))
+            call.run(&mut seen)
         })?;
         if seen.deleted > max {
             return Err(Refused(format!(

@@ -6,7 +6,7 @@
 //! every call fail as a refused connection would. Paths are reported
 //! relative to the collection's root.
 
-use super::{Call, FailedPath, Failure, Itemized, Outcome, PathsJob, Transport};
+use super::{Call, FailedPath, Failure, Itemized, Outcome, PathsJob, Transport, TreeJob};
 use crate::recentfile::RelPath;
 use crate::sys::rsync::RsyncFailure;
 use std::collections::HashMap;
@@ -38,6 +38,13 @@ impl Transport for LocalDirs {
         let paths: Vec<RelPath> = job.paths.iter().map(|p| (*p).clone()).collect();
         self.calls.lock().unwrap().push(paths.clone());
         Ok(Box::new(Copy { dirs: self.clone(), paths, localroot: job.localroot.to_path_buf() }))
+    }
+
+    /// Not needed yet: the whole-tree pass is tested end to end (its
+    /// recentfiles come through `rsync::FetchDir`, which no test transport
+    /// stands in for).
+    fn sync_tree(&self, _job: &TreeJob<'_>) -> anyhow::Result<Box<dyn Call>> {
+        anyhow::bail!("the local test transport has no whole-tree pass")
     }
 }
 

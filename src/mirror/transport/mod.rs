@@ -30,8 +30,7 @@
 //!   errors into [`Failure`]'s classes.
 //!
 //! Not behind the trait yet (rsync-only today, called directly by the
-//! pass): the fetch of the recentfiles ([`rsync::FetchDir`]) and the
-//! whole-tree pass (`Mirror::bootstrap_command`).
+//! pass): the fetch of the recentfiles ([`rsync::FetchDir`]).
 
 pub mod rsync;
 
@@ -63,11 +62,66 @@ pub(crate) struct PathsJob<'a> {
     pub replace_dirs: bool,
 }
 
+/// What a whole-tree pass asks of a transport: make the target the
+/// origin's tree, but for rrr's own files. Plain data, decided by the pass
+/// (`Mirror::whole_tree_call`).
+#[derive(Debug)]
+pub(crate) struct TreeJob<'a> {
+    /// The target (`--localroot`).
+    pub localroot: &'a Path,
+    /// rrr's own directory in the target (`.rrr/`), never touched.
+    pub state_dir: &'a Path,
+    /// The collection's file name root: its recentfiles, link, locks and
+    /// temp files are left out (docs/decisions.md#ignore-set).
+    pub filenameroot: &'a str,
+    /// The user's `--exclude` patterns: left out, never deleted.
+    pub excludes: &'a [crate::pattern::Pattern],
+    /// Change nothing; list what would change ([`Itemized::would`]).
+    pub dry_run: bool,
+    /// Compare files of the same size and mtime by content (`--checksum`).
+    pub checksum: bool,
+    /// Report progress per file (a progress bar is shown).
+    pub progress: bool,
+    /// Whether files the origin does not have are deleted.
+    pub deletes: TreeDeletes,
+    /// Paths the transport cannot carry (`State::quarantined`): their
+    /// directories are left out. Empty when they are to be looked at again.
+    pub quarantined: Vec<&'a [u8]>,
+}
+
+/// Deletes of a whole-tree pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TreeDeletes {
+    /// `--skip-deletes`: extraneous files stay.
+    Keep,
+    /// Extraneous files go, at most `max` of them (`--max-delete` minus
+    /// this run's deletes so far).
+    Delete { max: Option<u64> },
+}
+
+/// What a long call says while it runs: a line of its progress output, or
+/// that it has been quiet for a while (with the process to look at). The
+/// rsync transport's own type; `mirror::pass_progress` reads it.
+pub(crate) use crate::sys::rsync::Output;
+
 /// One transport call, prepared: [`Call::run`] is one try of it, run
 /// again by the pass's retries.
 pub(crate) trait Call {
     /// Carry out the call; `seen` counts what arrived, also when it fails.
     fn run(&self, seen: &mut Itemized) -> Result<Outcome, Failure>;
+
+    /// [`Call::run`], telling `watch` what the call prints and, after
+    /// `quiet` without a word, that it is quiet (for a progress bar and
+    /// the heartbeat).
+    fn run_watched(
+        &self,
+        seen: &mut Itemized,
+        quiet: Option<std::time::Duration>,
+        watch: &mut dyn FnMut(Output<'_>),
+    ) -> Result<Outcome, Failure> {
+        let _ = (quiet, watch);
+        self.run(seen)
+    }
 }
 
 /// How a mirror reaches its origin (see the module docs).
@@ -77,6 +131,9 @@ pub(crate) trait Transport {
     /// atomically, whatever its size and mtime say (an event is proof of
     /// a change). Errors here are local (a scratch file not written).
     fn send_paths(&self, job: &PathsJob<'_>) -> anyhow::Result<Box<dyn Call>>;
+
+    /// Prepare a whole-tree pass ([`TreeJob`]).
+    fn sync_tree(&self, job: &TreeJob<'_>) -> anyhow::Result<Box<dyn Call>>;
 }
 
 /// What a finished transport call reports about the paths it did not

@@ -250,7 +250,7 @@ pub(crate) struct Mirror<'a> {
     pub(crate) attempt: pass_progress::AttemptNote,
     /// How the pass's transfers reach the origin ([`transport`]): rsync to
     /// `cfg.remote`, or the test transport.
-    transport: Box<dyn transport::Transport + 'a>,
+    transport: std::rc::Rc<dyn transport::Transport + 'a>,
 }
 
 impl<'a> Mirror<'a> {
@@ -259,12 +259,9 @@ impl<'a> Mirror<'a> {
     pub fn new(cfg: Config, clock: Clock) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
-        if cfg.remote.transport == remote::Reach::Daemon && state.no_overlap.contains_key(&cfg.remote.normalized()) {
-            // A lesson of an earlier run: this daemon's slots are few.
-            remote::forbid_overlap(&cfg.remote);
-        }
+        let settings = cfg.rsync.clone();
         let transport =
-            Box::new(transport::rsync::RsyncTransport { remote: cfg.remote.clone(), settings: cfg.rsync.clone() });
+            std::rc::Rc::new(transport::rsync::RsyncTransport::new(cfg.remote.clone(), settings, &state.no_overlap));
         Ok(Mirror {
             transport,
             cfg,

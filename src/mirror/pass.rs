@@ -42,12 +42,11 @@ impl<'a> Mirror<'a> {
     /// default rsyncd); reads of `dir` wait for it
     /// ([`FetchDir::fetch_until_landed`]).
     pub(super) fn fetch(&mut self, dir: &FetchDir, names: &[&str]) -> Result<()> {
-        let remote = self.cfg.remote.clone();
-        let settings = self.cfg.rsync.clone();
-        let what = format!("fetching {} from {}", names.join(" "), remote.root);
+        let what = format!("fetching {} from {}", names.join(" "), self.cfg.remote.root);
         self.in_flight = Some(dir.finishing());
         self.watched_fetch(|m, watch| {
-            m.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names, watch))
+            let transport = m.transport.clone();
+            m.with_retries(&what, || transport.fetch(dir, names, watch))
         })
     }
 
@@ -88,17 +87,17 @@ impl<'a> Mirror<'a> {
     /// the call goes on ([`FetchDir::fetch_index_until`]).
     fn fetch_index(&mut self, dir: &FetchDir) -> Result<bool> {
         let remote = self.cfg.remote.clone();
-        let settings = self.cfg.rsync.clone();
         let what = format!("fetching the recentfiles of {}", remote.root);
         self.in_flight = Some(dir.finishing());
-        let principal_landed = |d: &FetchDir| {
+        let mut principal_landed = |d: &FetchDir| {
             if !remote.is_link() {
                 return d.landed(&remote.name);
             }
             d.link_landed(&remote.name)
         };
         self.watched_fetch(|m, watch| {
-            m.with_retries(&what, || dir.fetch_index_until(&remote, &settings, watch, principal_landed))
+            let transport = m.transport.clone();
+            m.with_retries(&what, || transport.fetch_index(dir, watch, &mut principal_landed))
         })
     }
 

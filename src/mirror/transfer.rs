@@ -95,11 +95,11 @@ impl<'a> Mirror<'a> {
             self.attempt.call(what, attempt, self.cfg.attempts);
             match f() {
                 Ok(v) => return Ok(v),
-                Err(e) if e.is_connection_limit() && remote::forbid_overlap(&self.cfg.remote) => {
+                Err(e) if self.transport.serialize_after(&e) => {
                     // Our own fetch, still finishing, most likely holds the
                     // daemon's last slot: wait for it and try again at once
                     // (not a failed attempt); from now on no call to this
-                    // remote overlaps another (remote::overlap_allowed).
+                    // remote overlaps another (Transport::serialize_after).
                     tracing::info!(
                         "{}: the daemon refused a connection (max connections reached) while a call of \
                          ours was finishing; from now on this process runs its calls to it one after another",

@@ -29,13 +29,16 @@
 //!   [`Outcome::vanished`] and a 403 as [`Outcome::failed`], and maps its
 //!   errors into [`Failure`]'s classes.
 //!
-//! Not behind the trait yet (rsync-only today, called directly by the
-//! pass): the fetch of the recentfiles ([`rsync::FetchDir`]).
+//! The recentfiles are fetched into a [`FetchDir`] (a hidden temp dir in the
+//! target, read once each file has landed): rsync's today, in `rsync.rs`,
+//! the place an HTTP transport would share with it or generalise.
 
 pub mod rsync;
 
 #[cfg(test)]
 pub(crate) mod local;
+
+pub(crate) use rsync::{FetchDir, FetchWatch};
 
 use crate::recentfile::RelPath;
 use std::path::Path;
@@ -134,6 +137,36 @@ pub(crate) trait Transport {
 
     /// Prepare a whole-tree pass ([`TreeJob`]).
     fn sync_tree(&self, job: &TreeJob<'_>) -> anyhow::Result<Box<dyn Call>>;
+
+    /// The origin refused `e`'s connection for its capacity while a call of
+    /// ours was still finishing: from now on this transport runs its calls
+    /// one after another. True when that is news (the pass then waits for
+    /// the finishing call and tries again at once).
+    fn serialize_after(&self, e: &Failure) -> bool {
+        let _ = e;
+        false
+    }
+
+    /// The key under which the state remembers that calls to this origin
+    /// must not overlap (`State::no_overlap`), once they must not.
+    fn no_overlap_key(&self) -> Option<String> {
+        None
+    }
+
+    /// Fetch the recentfiles `names` into `dir`; returns once each is in
+    /// place (or the call ended), the call's teardown may go on
+    /// ([`FetchDir::settle`] waits for it).
+    fn fetch(&self, dir: &FetchDir, names: &[&str], watch: &mut FetchWatch<'_>) -> Result<(), Failure>;
+
+    /// Fetch the whole index (the principal link and every recentfile) in
+    /// one call; returns once `landed(dir)`, or false when the remote's
+    /// name cannot be turned into a filter (then nothing was fetched).
+    fn fetch_index(
+        &self,
+        dir: &FetchDir,
+        watch: &mut FetchWatch<'_>,
+        landed: &mut dyn FnMut(&FetchDir) -> bool,
+    ) -> Result<bool, Failure>;
 }
 
 /// What a finished transport call reports about the paths it did not

@@ -839,7 +839,33 @@ impl Call for Command {
     }
 }
 
+impl RsyncTransport {
+    /// rsync to `remote`; `no_overlap` is what earlier runs learnt
+    /// ([`Transport::no_overlap_key`]): a daemon listed there gets its calls
+    /// one after another from the start.
+    pub fn new(
+        remote: Remote,
+        settings: RsyncSettings,
+        no_overlap: &std::collections::BTreeMap<String, crate::epoch::Epoch>,
+    ) -> Self {
+        if remote.transport == Reach::Daemon && no_overlap.contains_key(&remote.normalized()) {
+            // A lesson of an earlier run: this daemon's slots are few.
+            forbid_overlap(&remote);
+        }
+        RsyncTransport { remote, settings }
+    }
+}
+
 impl Transport for RsyncTransport {
+    fn serialize_after(&self, e: &Failure) -> bool {
+        e.is_connection_limit() && forbid_overlap(&self.remote)
+    }
+
+    fn no_overlap_key(&self) -> Option<String> {
+        let daemon = self.remote.transport == Reach::Daemon;
+        (daemon && !overlap_allowed(&self.remote)).then(|| self.remote.normalized())
+    }
+
     /// One `--files-from` rsync of `job.paths` into the target.
     fn send_paths(&self, job: &PathsJob<'_>) -> Result<Box<dyn Call>> {
         let (source, prefix) = self.remote.files_from_base();
@@ -934,6 +960,19 @@ impl Transport for RsyncTransport {
         r.arg(self.remote.tree_source());
         r.arg(format!("{}/", job.localroot.display()));
         Ok(Box::new(Command { command: r, _list: None }))
+    }
+
+    fn fetch(&self, dir: &FetchDir, names: &[&str], watch: &mut FetchWatch<'_>) -> Result<(), Failure> {
+        dir.fetch_until_landed(&self.remote, &self.settings, names, watch)
+    }
+
+    fn fetch_index(
+        &self,
+        dir: &FetchDir,
+        watch: &mut FetchWatch<'_>,
+        landed: &mut dyn FnMut(&FetchDir) -> bool,
+    ) -> Result<bool, Failure> {
+        dir.fetch_index_until(&self.remote, &self.settings, watch, landed)
     }
 }
 

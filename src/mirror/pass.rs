@@ -12,11 +12,11 @@ use super::remote::{self, FetchDir, FetchWatch, Layout};
 use super::report::{abort_point, FailingReport, Fetched, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{Failing, Outcome, PendingDelete};
+use super::transport::{Failure, Output};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
-use crate::sys::rsync::{Output, RsyncError};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{Context, Result};
@@ -291,7 +291,7 @@ impl<'a> Mirror<'a> {
             Ok(x) => x,
             Err(e) => {
                 if e.downcast_ref::<Interrupted>().is_none() {
-                    let class = if e.downcast_ref::<RsyncError>().is_some() { "fetch" } else { "index" };
+                    let class = if e.downcast_ref::<Failure>().is_some() { "fetch" } else { "index" };
                     self.state.error(class);
                 }
                 return Err(e);

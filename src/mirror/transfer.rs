@@ -10,12 +10,11 @@ use super::remote::{self, FetchDir, Layout};
 use super::report::{abort_point, Fetched, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{under_any, Failing, MISSING_GRACE_ATTEMPTS, MISSING_GRACE_SECS};
-use super::transport::{Call, Itemized, Outcome, PathsJob, TreeDeletes, TreeJob};
+use super::transport::{Call, Failure, Itemized, Outcome, PathsJob, TreeDeletes, TreeJob};
 use super::{Mirror, LOST_FOUND};
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, RelPath};
-use crate::sys::rsync::RsyncError;
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
@@ -88,7 +87,7 @@ impl<'a> Mirror<'a> {
     /// reported with the exact command and stderr, and counted. A failure
     /// that no retry can cure (unknown module or host, a full disk) is not
     /// retried.
-    pub(super) fn with_retries<T>(&mut self, what: &str, mut f: impl FnMut() -> Result<T, RsyncError>) -> Result<T> {
+    pub(super) fn with_retries<T>(&mut self, what: &str, mut f: impl FnMut() -> Result<T, Failure>) -> Result<T> {
         let mut delay = self.cfg.backoff;
         let mut attempt = 1;
         loop {
@@ -391,7 +390,7 @@ impl<'a> Mirror<'a> {
     ) -> Result<Option<Outcome>> {
         let (outcome, max_delete_hit) = match res {
             Ok(out) => (Some(out), false),
-            Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
+            Err(e) if e.downcast_ref::<Failure>().is_some_and(Failure::is_max_delete_reached) => (None, true),
             Err(e) => return Err(e),
         };
         if self.cfg.dry_run {

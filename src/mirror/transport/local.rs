@@ -219,6 +219,26 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_path_is_retried_and_arrives_once_the_origin_sends_it() {
+        let t = tempfile::tempdir().unwrap();
+        let (mut dirs, f) = origin(t.path(), &[("a", "1"), ("secret", "x")], &["secret", "a"]);
+        let healthy = dirs.clone();
+        let msg = "rsync: [sender] send_files failed to open \"secret\": Permission denied (13)";
+        dirs.unsendable.insert(RelPath::from(&b"secret"[..]), msg.to_string());
+        let mut m = mirror(t.path(), dirs);
+        assert!(transfer(&mut m, &f, &mut PassReport::default()));
+        assert_eq!(m.state.failing.len(), 1);
+        // The next pass: the origin sends it now; no new event names it.
+        m.transport = std::rc::Rc::new(healthy);
+        let mut rep = PassReport::default();
+        let ignore = IgnoreSet::new("RECENT", &[]);
+        m.retry_failing(&ignore, &Default::default(), &mut HashSet::new(), &mut rep).unwrap();
+        assert!(m.state.failing.is_empty(), "{:?}", m.state.failing);
+        assert_eq!(fs::read_to_string(t.path().join("mirror/secret")).unwrap(), "x");
+        assert_eq!(rep.transferred, 1);
+    }
+
+    #[test]
     fn a_path_the_origin_lacks_is_missing_not_failing() {
         let t = tempfile::tempdir().unwrap();
         let (dirs, f) = origin(t.path(), &[("a", "1")], &["gone", "a"]);

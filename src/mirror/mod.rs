@@ -120,12 +120,16 @@
 //! # Files
 //!
 //! `state` (the state file), `pass` (one pass, the incremental walk),
-//! `transfer` (the rsync calls), `deletes`, `safety` (what is refused,
-//! ownership), `install` (our copies of the recentfiles), over `report`
-//! (a leaf: the pass report and the types they share); the helpers
-//! [`remote`], `ownership`, `health` and `pass_progress`. Around a pass:
-//! [`looping`] (one tree's run, `--loop`), `fleet` (a config's trees, a
-//! thread each) and [`trigger_pipe`] (how `rrr trigger` wakes a loop).
+//! `transfer` (chunks, retries, the whole-tree pass), `deletes`, `safety`
+//! (what is refused, ownership), `install` (our copies of the
+//! recentfiles), over `report` (a leaf: the pass report and the types they
+//! share); the helpers `ownership`, `health` and `pass_progress`. How the
+//! origin is reached is [`transport`]: the `Transport` trait and the plain
+//! data of its calls, `transport/rsync.rs` its one implementation (also
+//! reachable as [`remote`]: the SRC forms, the recentfiles' fetch), and
+//! where another (HTTP) would go. Around a pass: [`looping`] (one tree's
+//! run, `--loop`), `fleet` (a config's trees, a thread each) and
+//! [`trigger_pipe`] (how `rrr trigger` wakes a loop).
 
 mod deletes;
 pub(crate) mod fleet;
@@ -142,12 +146,12 @@ mod state;
 pub mod targets;
 pub(crate) mod textfile;
 mod transfer;
-pub mod transport;
+pub(crate) mod transport;
 pub mod trigger_pipe;
 
 /// The rsync transport under the name the rest of the crate uses for the
 /// remote (`config`, `ops::news`).
-pub use transport::rsync as remote;
+pub(crate) use transport::rsync as remote;
 
 pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;

@@ -33,7 +33,7 @@
 //! target, read once each file has landed): rsync's today, in `rsync.rs`,
 //! the place an HTTP transport would share with it or generalise.
 
-pub mod rsync;
+pub(crate) mod rsync;
 
 #[cfg(test)]
 pub(crate) mod local;

@@ -124,9 +124,9 @@
 //! (what is refused, ownership), `install` (our copies of the
 //! recentfiles), over `report` (a leaf: the pass report and the types they
 //! share); the helpers `ownership`, `health` and `pass_progress`. How the
-//! origin is reached is [`transport`]: the `Transport` trait and the plain
+//! origin is reached is `transport`: the `Transport` trait and the plain
 //! data of its calls, `transport/rsync.rs` its one implementation (also
-//! reachable as [`remote`]: the SRC forms, the recentfiles' fetch), and
+//! reachable as `remote`: the SRC forms, the recentfiles' fetch), and
 //! where another (HTTP) would go. Around a pass: [`looping`] (one tree's
 //! run, `--loop`), `fleet` (a config's trees, a thread each) and
 //! [`trigger_pipe`] (how `rrr trigger` wakes a loop).

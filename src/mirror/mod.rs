@@ -139,6 +139,8 @@ pub mod looping;
 pub(crate) mod ownership;
 mod pass;
 pub(crate) mod pass_progress;
+#[cfg(test)]
+mod pass_tests;
 mod report;
 mod run_lock;
 mod safety;
@@ -156,6 +158,7 @@ pub(crate) use transport::rsync as remote;
 pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;
 pub(crate) use state::{load_state, Failing, State};
+use transport::LOST_FOUND;
 
 use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
@@ -166,9 +169,6 @@ use report::Fetched;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// The top-level directory rrr never deletes (a filesystem's own).
-pub(crate) const LOST_FOUND: &str = "lost+found";
 
 /// A tree's settings: `rrr rmirror`'s options after merging the command
 /// line, the config file and the built-in defaults, validated

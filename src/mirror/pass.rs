@@ -69,7 +69,11 @@ impl<'a> Mirror<'a> {
                     });
                     r.output(said);
                 };
-                let mut watch = FetchWatch { max_size: self.cfg.max_recentfile_size, on_output: &mut on_output };
+                let mut watch = FetchWatch {
+                    max_size: self.cfg.max_recentfile_size,
+                    on_output: &mut on_output,
+                    quiet: super::pass_progress::quiet_period(),
+                };
                 fetch(self, &mut watch)
             };
             if let Some(r) = reporter {

@@ -43,6 +43,10 @@ pub(crate) use rsync::{FetchDir, FetchWatch};
 use crate::recentfile::RelPath;
 use std::path::Path;
 
+/// The top-level directory rrr never deletes (a filesystem's own): a
+/// whole-tree pass of any transport leaves it alone.
+pub(crate) const LOST_FOUND: &str = "lost+found";
+
 /// Why a transport call failed, with its failure class
 /// (`crate::sys::rsync::RsyncFailure`: connection, timeout, protocol, …)
 /// and, for a failure no retry can cure, its cause. These classes are

@@ -24,10 +24,9 @@
 //! built from validated file names, never from remote meta
 //! (`check_meta` refuses a `filenameroot` such as `../x`).
 
-use super::{Call, FailedPath, Failure, Itemized, Outcome, PathsJob, Transport, TreeDeletes, TreeJob};
+use super::{Call, FailedPath, Failure, Itemized, Outcome, PathsJob, Transport, TreeDeletes, TreeJob, LOST_FOUND};
 use crate::collection::split_name;
 use crate::interval::Interval;
-use crate::mirror::LOST_FOUND;
 use crate::recentfile::shown_path;
 use crate::recentfile::Recentfile;
 use crate::sys::rsync::{unescape, Output, Rsync, RsyncError, RsyncOutcome};
@@ -352,11 +351,13 @@ pub(crate) struct FetchWatch<'w> {
     /// or broken upstream cannot fill the disk or the link with it).
     pub max_size: u64,
     /// Called with what rsync said (a line), or with its pid whenever it
-    /// has been quiet for a while ([`crate::mirror::pass_progress::quiet_period`]):
+    /// has been quiet for [`FetchWatch::quiet`]:
     /// a long fetch (a slow link, a large principal) reports progress and
     /// keeps the heartbeat, whether rsync prints lines (an operator's
     /// `--info=progress2`) or nothing.
     pub on_output: &'w mut dyn FnMut(Output<'_>),
+    /// How long rsync may be silent before `on_output` hears of it.
+    pub quiet: std::time::Duration,
 }
 
 impl FetchWatch<'_> {
@@ -522,7 +523,7 @@ impl FetchDir {
         // What rsync said: a line (`Ok`), or its pid after a silence.
         let (quiet_tx, quiet_rx) = std::sync::mpsc::channel::<Result<String, u32>>();
         let oversized = self.oversized.clone();
-        let quiet = crate::mirror::pass_progress::quiet_period();
+        let quiet = watch.quiet;
         // rsync's death signal follows this thread, which waits for it; the
         // thread is the tree's (its stop, its log lines).
         let running = crate::sys::signals::spawn_in_tree(move || {
@@ -920,7 +921,7 @@ impl Transport for RsyncTransport {
             r.arg("--checksum");
         }
         if job.progress {
-            // For the bar only: a line per file (mirror::pass_progress).
+            // For the bar only: a line per file (the pass's progress reporter).
             r.arg("--info=progress2");
         }
         if job.dry_run {

@@ -236,8 +236,6 @@ pub(crate) struct Mirror<'a> {
     /// Called after each heartbeat written during a long rsync (e.g. to
     /// rewrite a Prometheus textfile).
     pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
-    /// The last fetch, which may still be finishing while the next call starts.
-    in_flight: Option<remote::Finishing>,
     /// Local directories the next transfer of their path may replace by
     /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
     replacing: std::collections::HashMap<RelPath, u64>,
@@ -278,7 +276,6 @@ impl<'a> Mirror<'a> {
             adopt_counted: false,
             future_seen: HashSet::new(),
             on_heartbeat: None,
-            in_flight: None,
             replacing: Default::default(),
             ride_along: Vec::new(),
             recheck_quarantine: false,

@@ -43,7 +43,6 @@ impl<'a> Mirror<'a> {
     /// ([`FetchDir::fetch_until_landed`]).
     pub(super) fn fetch(&mut self, dir: &FetchDir, names: &[&str]) -> Result<()> {
         let what = format!("fetching {} from {}", names.join(" "), self.cfg.remote.root);
-        self.in_flight = Some(dir.finishing());
         self.watched_fetch(|m, watch| {
             let transport = m.transport.clone();
             m.with_retries(&what, || transport.fetch(dir, names, watch))
@@ -92,7 +91,6 @@ impl<'a> Mirror<'a> {
     fn fetch_index(&mut self, dir: &FetchDir) -> Result<bool> {
         let remote = self.cfg.remote.clone();
         let what = format!("fetching the recentfiles of {}", remote.root);
-        self.in_flight = Some(dir.finishing());
         let mut principal_landed = |d: &FetchDir| {
             if !remote.is_link() {
                 return d.landed(&remote.name);

@@ -95,19 +95,16 @@ impl<'a> Mirror<'a> {
             match f() {
                 Ok(v) => return Ok(v),
                 Err(e) if self.transport.serialize_after(&e) => {
-                    // Our own fetch, still finishing, most likely holds the
-                    // daemon's last slot: wait for it and try again at once
-                    // (not a failed attempt); from now on no call to this
-                    // remote overlaps another (Transport::serialize_after).
+                    // Our own fetch, still finishing, most likely held the
+                    // daemon's last slot: the transport waited for it; try
+                    // again at once (not a failed attempt). From now on no
+                    // call to this remote overlaps another.
                     tracing::info!(
                         "{}: the daemon refused a connection (max connections reached) while a call of \
                          ours was finishing; from now on this process runs its calls to it one after another",
                         self.cfg.remote.root
                     );
                     tracing::debug!("{what}: {}", e.details());
-                    if let Some(f) = &self.in_flight {
-                        remote::wait_finished(f);
-                    }
                 }
                 Err(e) => {
                     tracing::debug!("{what}: {}", e.details());

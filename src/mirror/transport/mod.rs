@@ -144,8 +144,8 @@ pub(crate) trait Transport {
 
     /// The origin refused `e`'s connection for its capacity while a call of
     /// ours was still finishing: from now on this transport runs its calls
-    /// one after another. True when that is news (the pass then waits for
-    /// the finishing call and tries again at once).
+    /// one after another. True when that is news: the transport has waited
+    /// for its finishing call, and the pass tries again at once.
     fn serialize_after(&self, e: &Failure) -> bool {
         let _ = e;
         false

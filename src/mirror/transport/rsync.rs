@@ -810,6 +810,9 @@ pub(crate) fn temp_dir(state_dir: &Path) -> Result<PathBuf> {
 pub(crate) struct RsyncTransport {
     pub remote: Remote,
     pub settings: RsyncSettings,
+    /// The last fetch, which may still be finishing while the next call
+    /// starts ([`FetchDir::finishing`]).
+    in_flight: std::cell::RefCell<Option<Finishing>>,
 }
 
 /// A prepared rsync: the command, and its `--files-from` list (removed
@@ -853,13 +856,19 @@ impl RsyncTransport {
             // A lesson of an earlier run: this daemon's slots are few.
             forbid_overlap(&remote);
         }
-        RsyncTransport { remote, settings }
+        RsyncTransport { remote, settings, in_flight: Default::default() }
     }
 }
 
 impl Transport for RsyncTransport {
     fn serialize_after(&self, e: &Failure) -> bool {
-        e.is_connection_limit() && forbid_overlap(&self.remote)
+        let news = e.is_connection_limit() && forbid_overlap(&self.remote);
+        if news {
+            if let Some(f) = &*self.in_flight.borrow() {
+                wait_finished(f);
+            }
+        }
+        news
     }
 
     fn no_overlap_key(&self) -> Option<String> {
@@ -964,6 +973,7 @@ impl Transport for RsyncTransport {
     }
 
     fn fetch(&self, dir: &FetchDir, names: &[&str], watch: &mut FetchWatch<'_>) -> Result<(), Failure> {
+        *self.in_flight.borrow_mut() = Some(dir.finishing());
         dir.fetch_until_landed(&self.remote, &self.settings, names, watch)
     }
 
@@ -973,6 +983,7 @@ impl Transport for RsyncTransport {
         watch: &mut FetchWatch<'_>,
         landed: &mut dyn FnMut(&FetchDir) -> bool,
     ) -> Result<bool, Failure> {
+        *self.in_flight.borrow_mut() = Some(dir.finishing());
         dir.fetch_index_until(&self.remote, &self.settings, watch, landed)
     }
 }

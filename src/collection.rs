@@ -166,7 +166,8 @@ fn not_a_recentfile(path: &Path, name: &str, meta: &fs::Metadata) -> String {
 /// `….lock` and what is inside it, the Perl writers' shared temp file
 /// `….new` and rrr's own `….<pid>.new`. Anything else that merely starts
 /// like them (`RECENT-1h.yaml.backup`, `RECENT-notes.txt`) is an ordinary
-/// file.
+/// file. The beacon `RECENT.beacon.json` and its signature `….sig` are
+/// the collection's own files too (with their lock and temp names).
 pub fn is_recentfile_name(rel: &str, filenameroot: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let Some(rest) = rel.strip_prefix(filenameroot) else { return false };
@@ -175,6 +176,14 @@ pub fn is_recentfile_name(rel: &str, filenameroot: &str) -> bool {
     }
     if let Some(pid) = rest.strip_prefix(".recent.") {
         return digits(pid);
+    }
+    // The beacon and its signature (recentfile::beacon), their lock
+    // directory and what is inside it, their temp files `….<pid>.new`.
+    if let Some(b) = rest.strip_prefix(".beacon.json") {
+        let b = b.strip_prefix(".sig").unwrap_or(b);
+        return b.is_empty()
+            || b.strip_prefix(".lock").is_some_and(|l| l.is_empty() || l.starts_with('/'))
+            || b.strip_prefix('.').and_then(|t| t.strip_suffix(".new")).is_some_and(digits);
     }
     let Some(rest) = rest.strip_prefix('-') else { return false };
     let base = match rest.split_once('/') {
@@ -216,6 +225,24 @@ mod tests {
         assert!(is_recentfile_name("RECENT-1h.yaml.4242.new", "RECENT"));
         assert!(is_recentfile_name("RECENT-1h.yaml.lock", "RECENT"));
         assert!(is_recentfile_name("RECENT.recent.4242", "RECENT"));
+        for beacon in [
+            "RECENT.beacon.json",
+            "RECENT.beacon.json.sig",
+            "RECENT.beacon.json.lock",
+            "RECENT.beacon.json.lock/process",
+            "RECENT.beacon.json.4242.new",
+            "RECENT.beacon.json.sig.4242.new",
+        ] {
+            assert!(is_recentfile_name(beacon, "RECENT"), "{beacon}");
+        }
+        for no in [
+            "RECENT.beacon.json.bak",
+            "RECENT.beacon.jsonx",
+            "RECENT.beacon.json.x.new",
+            "RECENT.beacon.json.sig.lock.x",
+        ] {
+            assert!(!is_recentfile_name(no, "RECENT"), "{no}");
+        }
         for no in ["RECENT-1h.yaml.backup", "RECENT-1h.yaml.x.new", "RECENT-1h.txt", "RECENT-1h.yaml.lockx/a"] {
             assert!(!is_recentfile_name(no, "RECENT"), "{no}");
         }

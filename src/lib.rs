@@ -83,3 +83,4 @@ pub mod pattern;
 pub mod perl_compat;
 pub mod store;
 pub mod sys;
+pub mod trust;

@@ -64,7 +64,8 @@ impl Cli {
     }
 
     /// What every command gets from the global flags; results go to `out`.
-    pub fn ctx<'a>(&self, out: &'a mut dyn Write) -> Ctx<'a> {
+    /// `beacon`: the origin writers' `--sign-key` and co., loaded at start.
+    pub fn ctx<'a>(&self, out: &'a mut dyn Write, beacon: rrr::origin::beacon::BeaconSettings) -> Ctx<'a> {
         let writer = Writer {
             clock: self.now.clone().map_or_else(Clock::system, Clock::pinned),
             program: std::env::args().next().unwrap_or_else(|| "rrr".into()),
@@ -73,6 +74,7 @@ impl Cli {
                 .locktimeout()
                 .or(self.locktimeout)
                 .map_or(rrr::store::DEFAULT_LOCK_TIMEOUT, Duration::from_secs),
+            beacon,
         };
         Ctx::new(writer, rrr::output::progress::enabled(self.quiet > 0), self.verbose > 0, out)
     }
@@ -104,6 +106,36 @@ pub struct LockArgs {
     /// Seconds to wait for a recentfile's lock held by another process (then exit 75).
     #[arg(long, value_name = "SECONDS")]
     pub locktimeout: Option<u64>,
+}
+
+/// The beacon options of every origin writer (init, update, aggregate,
+/// fsck --repair, watch, beacon): docs/decisions.md#the-signed-beacon.
+#[derive(Args, Debug, Clone, Default)]
+pub struct BeaconArgs {
+    /// Sign the beacon RECENT.beacon.json with this OpenSSH ed25519 private key (no passphrase; SSHSIG, namespace rrr).
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// The origin's name in the beacon (default: the beacon's, else the host name).
+    #[arg(long, value_name = "NAME")]
+    pub origin_name: Option<String>,
+    /// Seconds between beacon refreshes that watch promises (and writes) (default: the beacon's, else 60).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub beacon_interval: Option<u64>,
+    /// Write a once-signed collection's beacon unsigned (mirrors with --trust-key then refuse it).
+    #[arg(long, conflicts_with = "sign_key")]
+    pub unsign: bool,
+}
+
+impl BeaconArgs {
+    /// The settings, the key loaded and checked now (an error names the file: exit 2 before any work).
+    pub fn settings(&self) -> anyhow::Result<rrr::origin::beacon::BeaconSettings> {
+        Ok(rrr::origin::beacon::BeaconSettings {
+            sign: self.sign_key.as_deref().map(rrr::trust::SignKey::load).transpose()?,
+            origin_name: self.origin_name.clone(),
+            interval: self.beacon_interval,
+            unsign: self.unsign,
+        })
+    }
 }
 
 /// Which mirror(s) `status` and `check` look at.

@@ -1,4 +1,4 @@
-//! The origin's signed beacon `RECENT.beacon.json` (issues 34, 35): every
+//! The origin's signed beacon `RECENT-1h.yaml.beacon.json` (issues 34, 35): every
 //! origin writer keeps it current in the right order, signs it with
 //! `--sign-key` so that the real `ssh-keygen -Y verify -n rrr` accepts it,
 //! refuses bad keys at start and unsigned writes to a signed collection,
@@ -30,12 +30,12 @@ fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 
 /// `ssh-keygen -Y verify` of the beacon against `allowed` as identity `id`.
 fn ssh_verify(root: &Path, allowed: &Path, id: &str) -> bool {
-    let beacon = std::fs::File::open(root.join("RECENT.beacon.json")).unwrap();
+    let beacon = std::fs::File::open(root.join("RECENT-1h.yaml.beacon.json")).unwrap();
     let out = Command::new("ssh-keygen")
         .args(["-Y", "verify", "-n", "rrr", "-I", id, "-f"])
         .arg(allowed)
         .arg("-s")
-        .arg(root.join("RECENT.beacon.json.sig"))
+        .arg(root.join("RECENT-1h.yaml.beacon.json.sig"))
         .stdin(beacon)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -45,7 +45,7 @@ fn ssh_verify(root: &Path, allowed: &Path, id: &str) -> bool {
 }
 
 fn beacon(root: &Path) -> Beacon {
-    Beacon::parse(&std::fs::read(root.join("RECENT.beacon.json")).unwrap()).unwrap()
+    Beacon::parse(&std::fs::read(root.join("RECENT-1h.yaml.beacon.json")).unwrap()).unwrap()
 }
 
 fn digest(p: &Path) -> FileDigest {
@@ -94,12 +94,12 @@ fn writers_sign_the_beacon_in_order_and_ssh_keygen_verifies_it() {
     assert!(ssh_verify(&root, &other_allowed, "other"));
     // --unsign: the signature goes, the beacon says unsigned.
     util::ok(&["aggregate", "--unsign", &p]);
-    assert!(!root.join("RECENT.beacon.json.sig").exists());
+    assert!(!root.join("RECENT-1h.yaml.beacon.json.sig").exists());
     let b3 = beacon(&root);
     assert!(!b3.signed);
     // Every current recentfile is listed with its current bytes.
     for name in std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()) {
-        if name.starts_with("RECENT-") {
+        if name.starts_with("RECENT-") && !name.contains(".beacon.json") {
             assert_eq!(b3.files[&name].sha256, digest(&root.join(&name)).sha256, "{name}");
         }
     }
@@ -150,7 +150,7 @@ fn beacon_command_and_watch_refresh_it() {
     let root = t.path().join("tree");
     write(&root, "a", "a");
     util::ok(&["--now", "1700000000", "init", s(&root)]);
-    assert!(!root.join("RECENT.beacon.json").exists(), "no beacon unless asked for");
+    assert!(!root.join("RECENT-1h.yaml.beacon.json").exists(), "no beacon unless asked for");
     let p = util::principal(&root);
     util::ok(&["--now", "1700000100", "beacon", "--sign-key", s(&key), "--beacon-interval", "1", &p]);
     assert!(ssh_verify(&root, &allowed, "k"));
@@ -161,7 +161,7 @@ fn beacon_command_and_watch_refresh_it() {
     // The watch daemon rewrites it (time moves) although nothing changes.
     let watch = Rrr::new().args(["watch", "--sign-key", s(&key), &p]).stderr(Stdio::null()).spawn();
     util::wait_for("a refreshed beacon", Duration::from_secs(20), || {
-        std::fs::read(root.join("RECENT.beacon.json"))
+        std::fs::read(root.join("RECENT-1h.yaml.beacon.json"))
             .ok()
             .and_then(|b| Beacon::parse(&b).ok())
             .is_some_and(|b| b.time > first.time)
@@ -171,6 +171,30 @@ fn beacon_command_and_watch_refresh_it() {
     assert!(ssh_verify(&root, &allowed, "k"));
     let later = beacon(&root);
     assert_eq!(later.check_progress(&first), Ok(()));
+    // Never an event: neither the daemon nor its start-up scan indexed it.
+    let principal = std::fs::read_to_string(root.join("RECENT-1h.yaml")).unwrap();
+    assert!(!principal.contains("beacon"), "{principal}");
     // The daemon's start-up writes list the principal as it is now.
     assert_eq!(later.files["RECENT-1h.yaml"].sha256, digest(&root.join("RECENT-1h.yaml")).sha256);
+}
+
+/// The Perl `rrr-server` (File::Rsync::Mirror::Recent 0.4.3, bin/rrr-server)
+/// ignores top-level names matching `^<root>-[0-9]*[smhdWMQYZ]<suffix>` (a
+/// prefix); the beacon's names, and their lock and temp names, match it,
+/// so a Perl daemon on an rrr origin never records them as events.
+#[test]
+fn the_perl_server_ignore_rule_covers_the_beacon() {
+    let perl_rule = regex::Regex::new(r"^RECENT-[0-9]*[smhdWMQYZ]\.yaml").unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let (key, _) = keypair(t.path(), "k");
+    let root = t.path().join("tree");
+    write(&root, "a", "a");
+    util::ok(&["init", "--sign-key", s(&key), s(&root)]);
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let name = e.file_name().into_string().unwrap();
+        if name.contains("beacon") {
+            assert!(perl_rule.is_match(&name), "{name} is not ignored by the Perl rrr-server");
+        }
+    }
+    assert!(perl_rule.is_match("RECENT-1h.yaml.beacon.json.4242.new"));
 }

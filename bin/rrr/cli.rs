@@ -112,7 +112,7 @@ pub struct LockArgs {
 /// fsck --repair, watch, beacon): docs/decisions.md#the-signed-beacon.
 #[derive(Args, Debug, Clone, Default)]
 pub struct BeaconArgs {
-    /// Sign the beacon RECENT.beacon.json with this OpenSSH ed25519 private key (no passphrase; SSHSIG, namespace rrr).
+    /// Sign the beacon RECENT-1h.yaml.beacon.json with this OpenSSH ed25519 private key (no passphrase; SSHSIG, namespace rrr).
     #[arg(long, value_name = "FILE")]
     pub sign_key: Option<PathBuf>,
     /// The origin's name in the beacon (default: the beacon's, else the host name).

@@ -1,4 +1,4 @@
-//! `rrr beacon`: rewrite the origin's beacon `RECENT.beacon.json` (and its
+//! `rrr beacon`: rewrite the origin's beacon `RECENT-1h.yaml.beacon.json` (and its
 //! signature) now, with the origin's time, newest epoch and dirtymark
 //! (`origin::beacon::refresh`). For origins that record with `update` from
 //! cron; `rrr watch` refreshes it by itself every beacon interval.

@@ -1,11 +1,11 @@
-//! Writing the beacon `RECENT.beacon.json` (and its signature
-//! `RECENT.beacon.json.sig`) at the origin: the edge half of
+//! Writing the beacon `RECENT-1h.yaml.beacon.json` (and its signature
+//! `….beacon.json.sig`) at the origin: the edge half of
 //! `recentfile::beacon` (docs/decisions.md#the-signed-beacon).
 //!
 //! A collection has a beacon once a writer was given `--sign-key` or
 //! `--origin-name`, or `rrr beacon` ran on it; from then on every rrr
 //! writer keeps it current, because the file exists. Under the beacon's
-//! own lock (`RECENT.beacon.json.lock`, always taken after a recentfile's,
+//! own lock (`….beacon.json.lock`, always taken after a recentfile's,
 //! so never a deadlock), a writer that replaces a recentfile first writes
 //! the new manifest (the new bytes' sha256 as current, the replaced one's
 //! as previous) and its signature, then renames the recentfile
@@ -48,12 +48,12 @@ impl BeaconSettings {
 
 /// The beacon's path in `coll`.
 pub fn beacon_path(coll: &Collection) -> PathBuf {
-    coll.root.join(beacon::beacon_name(&coll.filenameroot))
+    coll.root.join(beacon::beacon_name(&coll.file_name(coll.principal())))
 }
 
 /// The signature's path in `coll`.
 pub fn signature_path(coll: &Collection) -> PathBuf {
-    coll.root.join(beacon::signature_name(&coll.filenameroot))
+    coll.root.join(beacon::signature_name(&coll.file_name(coll.principal())))
 }
 
 /// Whether writers of `coll` keep a beacon: asked for, or one exists.

@@ -63,7 +63,7 @@ pub enum Command {
     /// The origin daemon: watch the tree with inotify and record every change.
     #[command(after_help = rrr::output::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
-    /// Rewrite the origin's beacon RECENT.beacon.json now (signed with --sign-key): for origins that record from cron.
+    /// Rewrite the origin's beacon RECENT-1h.yaml.beacon.json now (signed with --sign-key): for origins that record from cron.
     #[command(after_help = rrr::output::manual::after_help("beacon"))]
     Beacon(beacon::BeaconCmdArgs),
 }

@@ -1,9 +1,10 @@
-//! The beacon `RECENT.beacon.json`: one small, canonical JSON manifest
+//! The beacon `RECENT-1h.yaml.beacon.json` (the principal's name with
+//! `.beacon.json`, see [`beacon_name`]): one small, canonical JSON manifest
 //! beside the principal that is at once the origin's freshness beacon
 //! (issue 35: who the origin is, its clock when written, the newest epoch
 //! and dirtymark) and, when the collection is signed, the one signed
 //! document that vouches for every current recentfile by its sha256
-//! (issue 34). Its SSHSIG signature is the sidecar `RECENT.beacon.json.sig`
+//! (issue 34). Its SSHSIG signature is the sidecar `….beacon.json.sig`
 //! (made and checked at the edge, `rrr::trust`); this module is the pure
 //! part: the format, its hostile-input reader, and the rules a mirror
 //! applies (docs/protocol.md section 15, docs/decisions.md#the-signed-beacon):
@@ -39,14 +40,18 @@ pub const SIG_NAMESPACE: &str = "rrr";
 /// The refresh interval `rrr watch` uses when not told (seconds).
 pub const DEFAULT_INTERVAL: u64 = 60;
 
-/// `RECENT.beacon.json` for filenameroot `RECENT`.
-pub fn beacon_name(filenameroot: &str) -> String {
-    format!("{filenameroot}.beacon.json")
+/// `RECENT-1h.yaml.beacon.json` for the principal `RECENT-1h.yaml`: a
+/// name that starts with a recentfile's, which the Perl `rrr-server`
+/// ignores as it ignores the writers' temp files (its rule is
+/// `^RECENT-[0-9]*[smhdWMQYZ]\.yaml`, a prefix), so that a Perl daemon on
+/// the same tree never records the beacon as an event.
+pub fn beacon_name(principal_file_name: &str) -> String {
+    format!("{principal_file_name}.beacon.json")
 }
 
-/// `RECENT.beacon.json.sig`: the SSHSIG sidecar of [`beacon_name`].
-pub fn signature_name(filenameroot: &str) -> String {
-    format!("{filenameroot}.beacon.json.sig")
+/// `RECENT-1h.yaml.beacon.json.sig`: the SSHSIG sidecar of [`beacon_name`].
+pub fn signature_name(principal_file_name: &str) -> String {
+    format!("{principal_file_name}.beacon.json.sig")
 }
 
 /// A sha256 as 64 lowercase hex digits (checked on construction).

@@ -93,7 +93,7 @@ fn run(cli: Cli) -> Result<Exit> {
     let mut out = io::BufWriter::new(stdout.lock());
     let beacon = cli.command.beacon().map(|b| b.settings()).transpose()?.unwrap_or_default();
     let ctx = cli.ctx(&mut out, beacon);
-    let exit = cli.command.exec(&ctx)?;
+    let exit = cli.command.exec(&ctx, <Cli as clap::CommandFactory>::command)?;
     drop(ctx);
     // A command that already failed (a daemon whose stdout closed: 1) keeps
     // its status; a listing whose reader went away ends here with 0.

@@ -1,6 +1,6 @@
 //! `rrr aggregate`: its arguments and their conversion into `ops::aggregate::Options`.
 
-use crate::cli::LockArgs;
+use super::prelude::LockArgs;
 use clap::Args;
 use rrr::ops::aggregate::Options;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ pub struct AggregateArgs {
     #[command(flatten)]
     pub lock: LockArgs,
     #[command(flatten)]
-    pub beacon: crate::cli::BeaconArgs,
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Merge every file, whatever its age.

@@ -1,6 +1,6 @@
 //! `rrr beacon`: its arguments and their conversion into `ops::beacon::Options`.
 
-use crate::cli::{BeaconArgs, LockArgs};
+use super::prelude::{BeaconArgs, LockArgs};
 use clap::Args;
 use rrr::ops::beacon::Options;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! `rrr fsck`: its arguments and their conversion into `ops::fsck::Options`.
 
-use crate::cli::{exclude_pattern, LockArgs};
+use super::prelude::{exclude_pattern, LockArgs};
 use clap::Args;
 use rrr::ops::fsck::Options;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ pub struct FsckArgs {
     #[command(flatten)]
     pub lock: LockArgs,
     #[command(flatten)]
-    pub beacon: crate::cli::BeaconArgs,
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile) of the tree to check.
     pub principal: PathBuf,
     /// Record the differences as events at the current time.

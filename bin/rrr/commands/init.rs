@@ -1,6 +1,6 @@
 //! `rrr init`: its arguments and their conversion into `ops::init::Options`.
 
-use crate::cli::{exclude_pattern, LockArgs};
+use super::prelude::{exclude_pattern, LockArgs};
 use clap::{Args, ValueEnum};
 use rrr::interval::{self, Interval};
 use rrr::ops::init::Options;
@@ -12,7 +12,7 @@ pub struct InitArgs {
     #[command(flatten)]
     pub lock: LockArgs,
     #[command(flatten)]
-    pub beacon: crate::cli::BeaconArgs,
+    pub beacon: super::prelude::BeaconArgs,
     /// The tree to index.
     pub root: PathBuf,
     /// The principal's interval.

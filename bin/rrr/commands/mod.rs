@@ -12,6 +12,7 @@ mod init;
 mod manpages;
 mod news;
 mod overview;
+mod prelude;
 mod rmirror;
 mod status;
 mod trigger;
@@ -70,7 +71,10 @@ pub enum Command {
 
 impl Command {
     /// Run the command: its arguments become `ops::<command>::Options`.
-    pub fn exec(self, ctx: &Ctx) -> Result<Exit> {
+    /// `whole` builds the whole command line (`crate::cli::Cli`'s), which
+    /// `completions` and `manpages` describe: given by the caller, so no
+    /// command file imports `crate::cli`.
+    pub fn exec(self, ctx: &Ctx, whole: fn() -> clap::Command) -> Result<Exit> {
         match self {
             Command::Init(a) => ops::init::run(&a.into(), ctx),
             Command::Update(a) => ops::update::run(&a.into(), ctx),
@@ -78,8 +82,8 @@ impl Command {
             Command::News(a) => ops::news::run(&a.into(), ctx),
             Command::Overview(a) => ops::overview::run(&a.into(), ctx),
             Command::Fsck(a) => ops::fsck::run(&a.into(), ctx),
-            Command::Completions(a) => completions::exec(&a, ctx),
-            Command::Manpages(a) => manpages::exec(&a),
+            Command::Completions(a) => completions::exec(&a, ctx, whole()),
+            Command::Manpages(a) => manpages::exec(&a, whole()),
             Command::Rmirror(a) => ops::rmirror::run(&a.into(), ctx),
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),
@@ -103,7 +107,7 @@ impl Command {
     }
 
     /// The beacon options of an origin writer.
-    pub fn beacon(&self) -> Option<&crate::cli::BeaconArgs> {
+    pub fn beacon(&self) -> Option<&prelude::BeaconArgs> {
         match self {
             Command::Init(a) => Some(&a.beacon),
             Command::Update(a) => Some(&a.beacon),

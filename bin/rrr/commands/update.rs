@@ -1,6 +1,6 @@
 //! `rrr update`: its arguments and their conversion into `ops::update::Options`.
 
-use crate::cli::LockArgs;
+use super::prelude::LockArgs;
 use clap::Args;
 use rrr::epoch::Epoch;
 use rrr::ops::update::Options;
@@ -12,7 +12,7 @@ pub struct UpdateArgs {
     #[command(flatten)]
     pub lock: LockArgs,
     #[command(flatten)]
-    pub beacon: crate::cli::BeaconArgs,
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Files, relative to the root or absolute inside it (any bytes).

@@ -1,6 +1,6 @@
 //! `rrr watch`: its arguments and their conversion into `ops::watch::Options`.
 
-use crate::cli::{exclude_pattern, LockArgs};
+use super::prelude::{exclude_pattern, LockArgs};
 use clap::Args;
 use rrr::ops::watch::Options;
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ pub struct WatchArgs {
     #[command(flatten)]
     pub lock: LockArgs,
     #[command(flatten)]
-    pub beacon: crate::cli::BeaconArgs,
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent, the principal recentfile, or the root).
     pub principal: PathBuf,
     /// Record a batch when this many changes are pending.

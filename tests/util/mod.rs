@@ -9,7 +9,7 @@ pub mod names;
 pub mod net;
 pub mod rsyncd;
 
-pub use cmd::{Rrr, Running};
+pub use cmd::{kill, Rrr, Running};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -119,7 +119,7 @@ fn seconds(s: &str) -> Result<f64, String> {
 }
 
 /// `--full-every`: an interval spec (`7d`, `1W`), kept as typed.
-fn full_every(s: &str) -> Result<String, String> {
+fn full_every(s: &str) -> Result<String, rrr::interval::IntervalError> {
     Interval::parse(s).map(|_| s.to_string())
 }
 

@@ -328,7 +328,9 @@ fn signal_ends_a_lock_wait_without_writing() {
         .args(["update", &principal(&root), root.join("d/f0").to_str().unwrap()])
         .stderr(Stdio::piped())
         .spawn();
-    std::thread::sleep(Duration::from_millis(500));
+    // The event: rrr's SIGTERM handler is in place (it is installed before
+    // the lock is sought, and the wait polls the flag it sets).
+    wait_for("rrr's SIGTERM handler", Duration::from_secs(30), || catches_signal(child.id(), libc::SIGTERM));
     let _ = kill(child.id() as i32, libc::SIGTERM);
     let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));

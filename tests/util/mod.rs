@@ -127,6 +127,15 @@ pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// Whether process `pid` has a handler installed for `signal` (bit
+/// `signal - 1` of `SigCgt` in /proc/PID/status): after this, the signal
+/// reaches rrr's handler instead of ending the process.
+pub fn catches_signal(pid: u32, signal: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim);
+    mask.and_then(|m| u64::from_str_radix(m, 16).ok()).is_some_and(|m| m & (1 << (signal - 1)) != 0)
+}
+
 /// Wait until `cond` holds; panic naming `what` after `limit`.
 #[track_caller]
 pub fn wait_for(what: &str, limit: Duration, cond: impl FnMut() -> bool) {

@@ -1,7 +1,7 @@
 //! The system layer: what rrr asks of the operating system beyond plain
 //! files, each in one place: reading `/proc` (`proc`), running child
-//! processes (`child`) and rsync (`rsync`), the tree walk and the one
-//! ignore set (`tree`), SIGINT/SIGTERM/SIGUSR1/SIGHUP ([`signals`]), the one
+//! processes (`child`) and rsync (`rsync`), paths of any length below a
+//! root (`tree`), SIGINT/SIGTERM/SIGUSR1/SIGHUP ([`signals`]), the one
 //! clock ([`clock`], `--now`, and local time as libc breaks it down),
 //! returning freed heap (`memory`), sd_notify (`notify`) and the bytes
 //! a process received from the network (`netbytes`).

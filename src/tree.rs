@@ -253,7 +253,7 @@ pub fn walk_with(
             continue;
         }
         if let Err(why) = crate::recentfile::check_relative_path(&rel) {
-            skipped(&shown(rel.as_bytes()), Skip::Unindexable(why));
+            skipped(&shown(rel.as_bytes()), Skip::Unindexable(why.to_string()));
             continue;
         }
         match de.metadata() {

@@ -14,6 +14,7 @@ mod first_attempt;
 mod fleet;
 mod format;
 mod harness;
+mod human_output;
 mod locks;
 mod mixed_writers;
 mod names;

@@ -76,6 +76,7 @@ pub mod config;
 pub mod exit;
 pub mod hook;
 pub mod mirror;
+pub mod monitor;
 pub mod ops;
 pub mod origin;
 pub mod output;

@@ -4,3 +4,4 @@
 //! survey of mirrors ([`probe`]).
 
 pub mod trace;
+pub mod trace_write;

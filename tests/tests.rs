@@ -15,6 +15,7 @@ mod fleet;
 mod format;
 mod harness;
 mod locks;
+mod metrics_http;
 mod mixed_writers;
 mod names;
 mod names_bytes;

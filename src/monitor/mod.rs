@@ -3,5 +3,6 @@
 //! Prometheus metrics over HTTP ([`metrics_http`]) and `rrr probe`'s
 //! survey of mirrors ([`probe`]).
 
+pub mod metrics_http;
 pub mod trace;
 pub mod trace_write;

@@ -27,6 +27,7 @@ mod patterns;
 mod perl_entry;
 mod perl_reference;
 mod pins_mirror;
+mod probe;
 mod props;
 mod retry_drops;
 mod rmirror_basic;

@@ -4,5 +4,6 @@
 //! survey of mirrors ([`probe`]).
 
 pub mod metrics_http;
+pub mod probe;
 pub mod trace;
 pub mod trace_write;

@@ -11,6 +11,7 @@ mod init;
 mod manpages;
 mod news;
 mod overview;
+mod probe;
 mod rmirror;
 mod status;
 mod trigger;
@@ -59,6 +60,9 @@ pub enum Command {
     /// Wake the running rmirror --loop of a tree: it passes now (push). Exit 3 when none runs.
     #[command(after_help = rrr::output::manual::after_help("trigger"))]
     Trigger(trigger::TriggerArgs),
+    /// How fresh are these mirrors, measured from the origin (their traces): exit 0 fresh, 1 stale, 3 unreachable.
+    #[command(after_help = rrr::output::manual::after_help("probe"))]
+    Probe(probe::ProbeArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
     #[command(after_help = rrr::output::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
@@ -80,6 +84,7 @@ impl Command {
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),
             Command::Trigger(a) => ops::trigger::run(&a.into(), ctx),
+            Command::Probe(a) => ops::probe::run(&a.into(), ctx),
             Command::Watch(a) => ops::watch::run(&a.into(), ctx),
         }
     }

@@ -141,8 +141,9 @@ fn read_held(dir: &Path, host: &str) -> Result<Held> {
 }
 
 /// Fetch `url`'s trace directory (its files, not below, each at most
-/// 64 KiB) into `into`.
-fn fetch(url: &str, trace_dir: &str, timeout: Duration, into: &Path) -> Result<()> {
+/// 64 KiB) into `into`: what `rrr probe` reads, and what a mirror's pass
+/// fetches from its upstream before [`super::trace_write::install_upstream_traces`].
+pub fn fetch(url: &str, trace_dir: &str, timeout: Duration, into: &Path) -> Result<()> {
     let src = format!("{}/{}/", url.trim_end_matches('/'), trace_dir.trim_matches('/'));
     let mut r = Rsync::new();
     r.args(["--recursive", "--times", "--no-motd", "--exclude=/*/"])

@@ -109,6 +109,37 @@ pub fn write_mirror_trace(root: &Path, dir: &Path, name: &str, trace: &Trace) ->
     Ok(file)
 }
 
+/// The upstream's traces, fetched into `fetched` (by
+/// [`super::probe::fetch`]), installed into `<root>/<dir>` before this
+/// mirror writes its own: every file that reads as a trace, except one
+/// named `own` (this mirror's is its own to write), each atomically; the
+/// upstream's `_hierarchy` becomes `_hierarchy.mirror`, the base of ours.
+/// Other names (hidden, `_` files, non-traces) are left out. Returns how
+/// many files were installed.
+pub fn install_upstream_traces(fetched: &Path, root: &Path, dir: &Path, own: &str) -> Result<usize> {
+    let at = trace_dir(root, dir)?;
+    let mut n = 0;
+    for e in std::fs::read_dir(fetched).with_context(|| format!("cannot read {}", fetched.display()))? {
+        let e = e?;
+        let Ok(name) = e.file_name().into_string() else { continue };
+        if !e.file_type()?.is_file() || name == own {
+            continue;
+        }
+        let bytes = read_bounded(&e.path())?;
+        if name == HIERARCHY {
+            crate::store::write_atomic(&at.join(UPSTREAM_HIERARCHY), &bytes, None)
+                .with_context(|| format!("cannot write {}", at.join(UPSTREAM_HIERARCHY).display()))?;
+        } else if check_trace_name(&name).is_ok() && super::trace::parse(&bytes).is_ok() {
+            crate::store::write_atomic(&at.join(&name), &bytes, None)
+                .with_context(|| format!("cannot write {}", at.join(&name).display()))?;
+        } else {
+            continue;
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// The origin's trace, `<root>/<dir>/master`. Returns its path.
 pub fn write_master_trace(root: &Path, dir: &Path, trace: &Trace) -> Result<PathBuf> {
     let file = trace_dir(root, dir)?.join(MASTER);
@@ -175,6 +206,30 @@ mod tests {
             std::fs::read_dir(&tdir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         assert_eq!(names, ["_hierarchy", "_hierarchy.mirror", "master", "t1.example", "t2.example"]);
+    }
+
+    #[test]
+    fn upstream_traces_are_installed_and_ours_kept() {
+        let up = tempfile::tempdir().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let dir = Path::new("project/trace");
+        std::fs::write(up.path().join("master"), trace("origin.example", None).render()).unwrap();
+        std::fs::write(up.path().join("t1.example"), trace("t1.example", Some("origin.example")).render()).unwrap();
+        std::fs::write(up.path().join("t2.example"), "an upstream's copy of our trace").unwrap();
+        std::fs::write(up.path().join(HIERARCHY), "t1.example t1.example t1.example origin.example\n").unwrap();
+        std::fs::write(up.path().join("junk"), "<html>not a trace</html>").unwrap();
+        std::fs::write(up.path().join("_traces"), "master\n").unwrap();
+        let n = install_upstream_traces(up.path(), t.path(), dir, "t2.example").unwrap();
+        assert_eq!(n, 3);
+        write_mirror_trace(t.path(), dir, "t2.example", &trace("t2.example", Some("t1.example"))).unwrap();
+        let tdir = t.path().join(dir);
+        let mut names: Vec<String> =
+            std::fs::read_dir(&tdir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["_hierarchy", "_hierarchy.mirror", "master", "t1.example", "t2.example"]);
+        let h = std::fs::read_to_string(tdir.join(HIERARCHY)).unwrap();
+        assert_eq!(h, "t1.example t1.example t1.example origin.example\nt2.example t2.example t2.example t1.example\n");
+        assert!(parse(&std::fs::read(tdir.join("t2.example")).unwrap()).is_ok(), "ours, not the upstream's copy");
     }
 
     #[test]

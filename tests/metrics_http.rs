@@ -26,7 +26,8 @@ fn textfile_served_over_http_passes_promtool() {
     let origin = Origin::new([("id/A/a.tar.gz", "a\n"), ("id/B/b.tar.gz", "b\n")], &["init"]);
     let mirror = origin.mirror();
     mirror.rmirror().assert_ok();
-    let text = mirror.monitoring(&[]).prometheus;
+    // The mirror's textfile, plus the origin's counters under rrrgo's names.
+    let text = mirror.monitoring(&[]).prometheus + &rrr::monitor::metrics_http::rrrgo_metrics(5, 2, 0, Some(1));
     assert!(text.contains("rrr_"), "{text}");
     // The oracle sees a fault: promtool is not a rubber stamp.
     let (ok, out) = promtool("# TYPE x counter\nx_total{a=\"1\"} 1\nx_total{a=\"1\"} 2\n\n");

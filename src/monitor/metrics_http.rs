@@ -109,6 +109,31 @@ pub fn serve_metrics(addr: &str, render: impl Fn() -> String + Send + Sync + 'st
     Ok(MetricsServer { addr: local, stop, threads })
 }
 
+/// The origin's counters under the names abh/rrrgo's `rrr-server` serves
+/// (docs/decisions.md#freshness), to append to the watch daemon's metrics:
+/// `rrr_events_processed_total{type}` (rrr's `rrr_watch_changes_total`),
+/// `rrr_events_in_queue` (`rrr_watch_pending_changes`) and, once the
+/// daemon counts them, `rrr_aggregation_runs_total`. Unlabelled, as
+/// rrrgo's: one daemon per process.
+pub fn rrrgo_metrics(news: u64, deletes: u64, pending: u64, aggregation_runs: Option<u64>) -> String {
+    use crate::mirror::health::prometheus_metric as metric;
+    let mut out = String::new();
+    let events = [("type=\"new\"".to_string(), news as f64), ("type=\"delete\"".to_string(), deletes as f64)];
+    metric(&mut out, "rrr_events_processed_total", "counter", "Total number of file system events processed", &events);
+    if let Some(n) = aggregation_runs {
+        metric(
+            &mut out,
+            "rrr_aggregation_runs_total",
+            "counter",
+            "Total number of aggregation runs",
+            &[(String::new(), n as f64)],
+        );
+    }
+    let q = [(String::new(), pending as f64)];
+    metric(&mut out, "rrr_events_in_queue", "gauge", "Current number of events queued for processing", &q);
+    out
+}
+
 fn worker(rx: &Mutex<Receiver<TcpStream>>, render: &(dyn Fn() -> String + Send + Sync)) {
     loop {
         let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
@@ -216,6 +241,21 @@ mod tests {
         assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
         drop(server);
         assert!(TcpStream::connect(addr).is_err(), "stopped when dropped");
+    }
+
+    #[test]
+    fn rrrgos_names() {
+        let t = rrrgo_metrics(3, 1, 7, Some(2));
+        for want in [
+            "rrr_events_processed_total{type=\"new\"} 3\n",
+            "rrr_events_processed_total{type=\"delete\"} 1\n",
+            "rrr_aggregation_runs_total 2\n",
+            "rrr_events_in_queue 7\n",
+            "# TYPE rrr_events_processed_total counter\n",
+        ] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
+        assert!(!rrrgo_metrics(0, 0, 0, None).contains("aggregation"));
     }
 
     #[test]

@@ -94,3 +94,24 @@ fn fresh_stale_and_dead_mirrors() {
     let o = Rrr::new().args(["probe", "http://example.org/x"]).output();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// A mirror that trickles its traces (a daemon limited to 1 KiB/s serving
+/// 60 KiB) keeps the stall timeout from firing: the hard deadline (twice
+/// `--timeout`) stops it, and the fresh mirror beside it is reported.
+#[test]
+fn a_trickling_mirror_is_stopped_at_the_deadline() {
+    let t = tempfile::tempdir().unwrap();
+    let (fresh, slow) = (t.path().join("fresh"), t.path().join("slow"));
+    mirror_tree(&fresh, "fresh.example", "origin.example", NOW - 60);
+    mirror_tree(&slow, "slow.example", "origin.example", NOW - 60);
+    let big: String = "Padding: x\n".repeat(60 * 1024 / 11);
+    let text = std::fs::read_to_string(slow.join("project/trace/slow.example")).unwrap() + &big;
+    std::fs::write(slow.join("project/trace/slow.example"), text).unwrap();
+    let fast = RsyncDaemon::start(&[("fresh", &fresh)]);
+    let d = RsyncDaemon::start_limited(&[("slow", &slow)], "", &["--bwlimit=1"]);
+    let (code, r, err) = probe(&["--timeout", "2", &fast.url("fresh"), &d.url("slow")]);
+    assert_eq!(code, Some(3), "{err}\n{r:?}");
+    assert_eq!(r[0]["status"], "fresh");
+    assert_eq!(r[1]["status"], "unreachable");
+    assert!(r[1]["error"].as_str().unwrap().contains("still fetching after 4 s"), "{r:?}");
+}

@@ -2,9 +2,10 @@
 //! origin. For every mirror URL (`rsync://HOST[:PORT]/MODULE[/PATH]`) it
 //! fetches the trace directory (`project/trace` by default) into a temp
 //! directory, in parallel (at most [`PARALLEL`] at once) and each bounded
-//! by the rsync runner's stall timeout plus `--contimeout`, so a dead or
-//! hanging mirror costs its own slot and never delays the others' answers
-//! beyond the timeout. From what it holds it reads:
+//! by the rsync runner's stall timeout plus `--contimeout` (a silent
+//! mirror), and by [`hard_deadline`] (one that trickles bytes), so a dead
+//! or hanging mirror costs its own slot and never delays the others'
+//! answers beyond that. From what it holds it reads:
 //!
 //! - the origin time: the date of the origin's `master` trace (the
 //!   origin's clock when it wrote it; the origin refreshes it even when
@@ -152,7 +153,31 @@ pub fn fetch(url: &str, trace_dir: &str, timeout: Duration, into: &Path) -> Resu
         .arg(src)
         .arg(into)
         .stall_limit(timeout);
-    r.run().map(|_| ()).map_err(|e| anyhow::anyhow!("{}", e.to_string().lines().last().unwrap_or("rsync failed")))
+    // The stall timeout stops a silent mirror; one that trickles bytes is
+    // stopped at the hard deadline, checked each second without output
+    // (this fetch prints nothing), while its pid is still rsync's.
+    let deadline = std::time::Instant::now() + hard_deadline(timeout);
+    let mut stopped = false;
+    let res = r.run_watched(Some(Duration::from_secs(1)), &mut |out| {
+        if let crate::sys::rsync::Output::Quiet { pid } = out {
+            if !stopped && std::time::Instant::now() >= deadline {
+                stopped = true;
+                let pid = nix::unistd::Pid::from_raw(pid as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+        }
+    });
+    match res {
+        Ok(_) => Ok(()),
+        Err(_) if stopped => bail!("still fetching after {} s: stopped", hard_deadline(timeout).as_secs()),
+        Err(e) => bail!("{}", e.to_string().lines().last().unwrap_or("rsync failed")),
+    }
+}
+
+/// The most one mirror's fetch may take, however it trickles: twice
+/// `--timeout` (connecting, then the few small files).
+pub fn hard_deadline(timeout: Duration) -> Duration {
+    timeout * 2
 }
 
 fn probe_one(url: &str, req: &Request) -> (Option<i64>, Report) {

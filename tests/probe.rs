@@ -79,6 +79,11 @@ fn fresh_stale_and_dead_mirrors() {
     assert_eq!(code, Some(1));
     assert_eq!(r.len(), 1);
     assert_eq!(r[0]["lag"], (10 * 3600 - 60) as f64);
+    // An origin that cannot be read leaves no lag, and says why.
+    let (code, r, _) = probe(&["--origin", &d.url("nosuch"), &d.url("fresh")]);
+    assert_eq!(code, Some(3));
+    let why = r[0]["error"].as_str().unwrap();
+    assert!(why.contains("the origin") && why.contains("nosuch"), "{why}");
     let (code, _, _) = probe(&["--max-lag", "86400", &d.url("fresh"), &d.url("stale")]);
     assert_eq!(code, Some(0), "within --max-lag: fresh");
 

@@ -246,6 +246,10 @@ pub fn probe(req: &Request) -> Vec<Report> {
     };
     for r in &mut reports {
         judge(r, freshest, req.max_lag);
+        if let (Some(o), None, Some(_)) = (&origin, r.lag, r.origin_time) {
+            let why = o.error.as_deref().unwrap_or("no master trace");
+            r.error = Some(format!("no lag: the origin {} could not be read: {why}", o.url));
+        }
     }
     reports
 }

@@ -46,3 +46,28 @@ fn textfile_served_over_http_passes_promtool() {
     let (ok, out) = promtool(body);
     assert!(ok, "promtool check metrics: {out}\n{body}");
 }
+
+/// What the watch daemon will serve (its textfile and the counters under
+/// rrrgo's names) and `rrr probe --prometheus` pass promtool too.
+#[test]
+fn watch_textfile_and_probe_output_pass_promtool() {
+    use crate::util::{poll_until, s, stdout, Rrr};
+    let (tmp, root) = crate::watch::tree(&["a/1.txt"]);
+    let prom = tmp.path().join("watch.prom");
+    let d = crate::watch::Daemon::start(&root, &["--prometheus", s(&prom)]);
+    assert!(poll_until(crate::watch::WAIT, || prom.exists()), "no textfile");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    d.stop();
+    assert!(text.contains("rrr_watch_changes_total"), "{text}");
+    let all = text + &rrr::monitor::metrics_http::rrrgo_metrics(1, 0, 0, None);
+    let (ok, out) = promtool(&all);
+    assert!(ok, "promtool check metrics: {out}\n{all}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("rsync://127.0.0.1:{}/M", closed.local_addr().unwrap().port());
+    drop(closed);
+    let o = Rrr::new().args(["probe", "--prometheus", &url]).output();
+    assert_eq!(o.status.code(), Some(3));
+    let (ok, out) = promtool(&stdout(&o));
+    assert!(ok, "promtool check metrics: {out}\n{}", stdout(&o));
+}

@@ -171,6 +171,36 @@ impl Trace {
     }
 }
 
+/// The host an upstream's rsync source names, for `Upstream-mirror` and
+/// `_hierarchy`: `rsync://[USER@]HOST[:PORT]/…`, `[USER@]HOST::MODULE/…`,
+/// `[USER@]HOST:PATH` (ssh); `None` for a local path. An IPv6 literal
+/// keeps its address without brackets.
+pub fn upstream_host(src: &str) -> Option<String> {
+    let (rest, daemon_url) = match src.strip_prefix("rsync://") {
+        Some(r) => (r, true),
+        None => (src, false),
+    };
+    let authority = if daemon_url {
+        rest.split('/').next()?
+    } else {
+        let head = rest.split('/').next()?;
+        if let Some((h, _)) = head.split_once("::") {
+            h
+        } else {
+            head.split_once(':')?.0
+        }
+    };
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next()?
+    } else if daemon_url {
+        authority.split(':').next()?
+    } else {
+        authority
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}
+
 /// Why a trace could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TraceError {
@@ -447,6 +477,21 @@ mod tests {
         let h = hierarchy(many.as_bytes(), &HierarchyLine { trace: "my host".into(), ..me });
         assert_eq!(h.lines().count(), MAX_HIERARCHY_LINES);
         assert!(h.ends_with("myhost t2.example t2.example t1.example\n"), "{h}");
+    }
+
+    #[test]
+    fn upstream_hosts() {
+        for (src, want) in [
+            ("rsync://cpan.example.org/CPAN/RECENT.recent", Some("cpan.example.org")),
+            ("rsync://u@cpan.example.org:8873/CPAN/RECENT.recent", Some("cpan.example.org")),
+            ("rsync://[::1]:8873/M/RECENT.recent", Some("::1")),
+            ("cpan.example.org::CPAN/RECENT.recent", Some("cpan.example.org")),
+            ("me@tier1:/srv/CPAN/RECENT.recent", Some("tier1")),
+            ("/srv/CPAN/RECENT.recent", None),
+            ("RECENT.recent", None),
+        ] {
+            assert_eq!(upstream_host(src).as_deref(), want, "{src}");
+        }
     }
 
     #[test]

@@ -25,6 +25,16 @@ pub const UPSTREAM_HIERARCHY: &str = "_hierarchy.mirror";
 /// The origin's trace.
 pub const MASTER: &str = "master";
 
+/// This machine's host name (ftpsync's `hostname -f` for its trace's
+/// name and `Running on host`), or `localhost` when it cannot be read.
+pub fn host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty() && check_trace_name(h).is_ok())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
 /// `dir` checked as a directory inside `root` (relative, no `.`/`..`), its
 /// missing parts created, none of them a symlink: the absolute path.
 pub fn trace_dir(root: &Path, dir: &Path) -> Result<PathBuf> {
@@ -247,6 +257,12 @@ mod tests {
         for bad in ["a/b", "_hierarchy", ".x", "a b", "", "..", "x\ny"] {
             assert!(write_mirror_trace(t.path(), Path::new("trace"), bad, &tr).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn host_name_is_a_trace_name() {
+        let h = host_name();
+        assert!(check_trace_name(&h).is_ok(), "{h:?}");
     }
 
     #[test]

@@ -26,7 +26,9 @@
 //! lock, `mirror::run_lock`), over the leaf
 //! `report` (the pass report and the types they share); one tree's run,
 //! `--loop` included ([`mirror::looping`]), and a config's trees on their
-//! threads (`mirror::fleet`); [`mirror::remote`] (SRC forms, fetching
+//! threads (`mirror::fleet`); [`mirror::options`] (rmirror's one option
+//! model: command line, `[[tree]]` table, top-level keys, built-in
+//! default, and its TOML file); [`mirror::remote`] (SRC forms, fetching
 //! into a hidden temp dir), `mirror::ownership` (pure: which trees rrr may
 //! write into and delete from), `mirror::health` (what `status` and
 //! `check` say), [`mirror::targets`] (the trees of a target or config and
@@ -57,9 +59,8 @@
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
 //!   sizes for people), [`output::manual`] (help and man page text);
-//! - [`hook`]: `--on-pass`; [`config`]: rmirror's one option model (command
-//!   line, `[[tree]]` table, top-level keys, built-in default) and its TOML
-//!   file; [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:
+//! - [`hook`]: runs `--on-pass` and `--on-batch` (a pass's `RRR_*`
+//!   variables are `mirror::on_pass`'s); [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:
 //!   the Perl tools' command lines.
 //!
 //! Modules shown without a link are internal (`pub(crate)`).
@@ -72,7 +73,6 @@ pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
 
 pub(crate) mod collection;
-pub mod config;
 pub mod exit;
 pub mod hook;
 pub mod mirror;

@@ -505,3 +505,84 @@ fn a_reload_does_not_renew_accept_deletes() {
     assert_eq!(hole.connections(), 1, "the hung tree's first call still hangs");
     assert_eq!(sigterm(&mut child).code(), Some(130));
 }
+
+/// One config, two trees (one from a black hole that never answers), an
+/// option set at each of the three layers, each tree's values seen in
+/// what it does: the file's top level gives both trees `--bwlimit=7001`
+/// and `checksum`, the hung tree's table replaces the bwlimit, the good
+/// tree's table turns checksum off, and the command line's `--exclude`
+/// holds for both. A bad value's error names its layer and its line
+/// (the command line's names its flag), and nothing runs.
+#[test]
+fn each_tree_gets_its_own_layers_and_a_bad_value_names_its_layer_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    write(&o, "id/A/kept.tar.gz", "kept\n");
+    write(&o, "id/A/left.skip", "left\n");
+    ok(&["init", s(&o)]);
+    let daemon = RsyncDaemon::start(&[("M", &o)]);
+    let src = format!("{}/RECENT.recent", daemon.url("M"));
+    let hole = BlackHole::start();
+    let (good, hung) = (tmp.path().join("m/good"), tmp.path().join("m/hung"));
+    let file = tmp.path().join("fleet.toml");
+    config(
+        &file,
+        "interval = 300\nrsync_options = [\"--bwlimit=7001\"]\nchecksum = true",
+        &[(&hole.src(), &hung, "rsync_options = [\"--bwlimit=7002\"]"), (&src, &good, "checksum = false")],
+    );
+    let log = tmp.path().join("fleet.log");
+    let mut child = spawn(&["-v", "rmirror", "--loop", "--exclude", "*.skip", "--config", s(&file)], &log);
+    wait_for("the good tree's first pass", LIMIT, || passes_counted(&good) >= 1);
+    wait_for("the hung tree's connection", LIMIT, || hole.connections() >= 1);
+    assert_eq!(sigterm(&mut child).code(), Some(130));
+    let text = fs::read_to_string(&log).unwrap();
+    let rsyncs = |root: &Path| -> Vec<String> {
+        let tree = format!("rmirror {}", abs(root));
+        text.lines().filter(|l| l.contains(&tree) && l.contains("running ")).map(String::from).collect()
+    };
+    let (good_calls, hung_calls) = (rsyncs(&good), rsyncs(&hung));
+    assert!(!good_calls.is_empty() && !hung_calls.is_empty(), "{text}");
+    assert!(good_calls.iter().all(|l| l.contains("--bwlimit=7001 ")), "the file's top level: {good_calls:#?}");
+    assert!(hung_calls.iter().all(|l| l.contains("--bwlimit=7002 ")), "the tree's table: {hung_calls:#?}");
+    let whole_tree: Vec<&String> = good_calls.iter().filter(|l| l.contains(" -rlt ")).collect();
+    assert!(!whole_tree.is_empty(), "a bootstrap is a whole-tree rsync: {good_calls:#?}");
+    assert!(whole_tree.iter().all(|l| l.contains("--exclude=*.skip") && !l.contains("--checksum")), "{whole_tree:#?}");
+    assert!(good.join("id/A/kept.tar.gz").exists());
+    assert!(!good.join("id/A/left.skip").exists(), "the command line's --exclude");
+
+    // A bad value: its layer and line, from the file; its flag, from the
+    // command line. Nothing runs.
+    let refused = |args: &[&str], what: &str| {
+        let out = rrr(args);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        stderr(&out)
+    };
+    let fresh = tmp.path().join("m/fresh");
+    let text = format!(
+        "interval = 300\n\n[[tree]]\nremote = \"{src}\"\nlocalroot = \"{}\"\n\n[[tree]]\nremote = \"{}\"\nlocalroot = \"{}\"\non_pass_timeout = -1\n",
+        fresh.display(),
+        hole.src(),
+        hung.display()
+    );
+    fs::write(&file, &text).unwrap();
+    let e = refused(&["rmirror", "--config", s(&file)], "a tree's table");
+    let want = format!(
+        "config {} line 10 ([[tree]] 2, localroot {}): `on_pass_timeout = -1`: -1 is not a number of seconds",
+        file.display(),
+        hung.display()
+    );
+    assert!(e.contains(&want), "{e}");
+    fs::write(&file, text.replace("interval = 300", "interval = 0.5").replace("on_pass_timeout = -1", "")).unwrap();
+    let e = refused(&["rmirror", "--config", s(&file)], "the file's top level");
+    assert!(
+        e.contains(&format!(
+            "config {} line 1 (top-level defaults): `interval = 0.5`: 0.5 s: must be at least 1 s",
+            file.display()
+        )),
+        "{e}"
+    );
+    let e = refused(&["rmirror", "--max-files-per-connection", "0", "--remote", &src, "--localroot", s(&fresh)], "cli");
+    assert!(e.contains("'--max-files-per-connection <N>'") && e.contains("must be at least 1"), "{e}");
+    assert!(!fresh.exists(), "nothing ran");
+    assert_eq!(hole.connections(), 1, "nothing ran");
+}

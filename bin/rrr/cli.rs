@@ -1,17 +1,16 @@
 //! The command line's global part: the flags every command takes, turned
-//! once into the log's settings and the commands' [`Ctx`], and the
-//! argument groups several commands share. Each command's own arguments
-//! live beside it in [`crate::commands`].
+//! once into the log's settings and the commands' [`Ctx`]. Each command's
+//! own arguments live beside it in [`crate::commands`], the groups several
+//! commands share in `commands::prelude` (which imports nothing from
+//! here: the arrows run from this file down to the commands only).
 
 use crate::commands::Command;
-use clap::{Args, Parser, ValueEnum};
+use clap::{Parser, ValueEnum};
 use rrr::epoch::Epoch;
-use rrr::mirror::targets::Targets;
 use rrr::ops::Ctx;
 use rrr::origin::Writer;
 use rrr::sys::clock::Clock;
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
@@ -91,43 +90,4 @@ pub fn subcommand_of(mut args: impl Iterator<Item = String>) -> Option<String> {
         }
     }
     None
-}
-
-/// An `--exclude` pattern that compiles (see `rrr::pattern`).
-pub fn exclude_pattern(s: &str) -> Result<String, String> {
-    rrr::pattern::Pattern::parse(s).map(|_| s.to_string())
-}
-
-/// `--locktimeout`, on the commands that take a recentfile's lock.
-#[derive(Args, Debug, Clone, Copy)]
-pub struct LockArgs {
-    /// Seconds to wait for a recentfile's lock held by another process (then exit 75).
-    #[arg(long, value_name = "SECONDS")]
-    pub locktimeout: Option<u64>,
-}
-
-/// Which mirror(s) `status` and `check` look at.
-#[derive(Args, Debug)]
-#[group(required = true, multiple = false)]
-pub struct TargetArgs {
-    /// The mirror's local tree (state in DIR/.rrr/state.json).
-    #[arg(long, value_name = "DIR")]
-    pub localroot: Option<PathBuf>,
-    /// A state file given to rmirror with --state.
-    #[arg(long, value_name = "FILE")]
-    pub state: Option<PathBuf>,
-    /// Every tree of an rmirror config file.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-}
-
-impl From<TargetArgs> for Targets {
-    fn from(t: TargetArgs) -> Targets {
-        match (t.localroot, t.state, t.config) {
-            (Some(r), _, _) => Targets::Localroot(r),
-            (_, Some(s), _) => Targets::State(s),
-            (_, _, Some(c)) => Targets::Config(c),
-            _ => unreachable!("clap requires one of --localroot, --state, --config"),
-        }
-    }
 }

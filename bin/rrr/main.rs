@@ -92,7 +92,7 @@ fn run(cli: Cli) -> Result<Exit> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let ctx = cli.ctx(&mut out);
-    let exit = cli.command.exec(&ctx)?;
+    let exit = cli.command.exec(&ctx, <Cli as clap::CommandFactory>::command)?;
     drop(ctx);
     // A command that already failed (a daemon whose stdout closed: 1) keeps
     // its status; a listing whose reader went away ends here with 0.

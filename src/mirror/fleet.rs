@@ -3,9 +3,9 @@
 //! result lines relayed whole to the one stdout. Trees that overlap one
 //! another or their own local remote are refused before any runs.
 
-use crate::config::{self, Footprint};
 use crate::exit::{exit_for_error, is_closed, Exit};
 use crate::mirror::looping::{self, Options};
+use crate::mirror::options::{self, Footprint};
 use crate::mirror::remote::Transport;
 use crate::mirror::targets::{read_config, Targets};
 use crate::mirror::textfile::Prometheus;
@@ -22,17 +22,17 @@ use std::sync::mpsc;
 fn footprint(cfg: &Config) -> Footprint {
     let default_state = cfg.localroot.join(".rrr/state.json");
     Footprint {
-        localroot: config::canonical(&cfg.localroot),
-        state_dir: (cfg.state_file != default_state).then(|| cfg.state_file.parent().map(config::canonical)).flatten(),
-        origin: (cfg.remote.transport == Transport::Local).then(|| config::canonical(Path::new(&cfg.remote.root))),
+        localroot: options::canonical(&cfg.localroot),
+        state_dir: (cfg.state_file != default_state).then(|| cfg.state_file.parent().map(options::canonical)).flatten(),
+        origin: (cfg.remote.transport == Transport::Local).then(|| options::canonical(Path::new(&cfg.remote.root))),
     }
 }
 
 /// Refuse, before anything runs, trees that overlap one another or their
-/// own local remote ([`config::check_footprints`]).
+/// own local remote ([`options::check_footprints`]).
 pub(crate) fn refuse_overlaps(trees: &[Config]) -> Result<()> {
     let prints: Vec<Footprint> = trees.iter().map(footprint).collect();
-    config::check_footprints(&prints).map_err(|e| anyhow::anyhow!("refused: {e}; nothing was changed"))
+    options::check_footprints(&prints).map_err(|e| anyhow::anyhow!("refused: {e}; nothing was changed"))
 }
 
 /// Set when the stream the trees' results go to has closed: every tree's
@@ -117,7 +117,7 @@ struct Planned {
     /// The canonical localroot: a tree's identity across reloads.
     key: std::path::PathBuf,
     /// The tree and its merged options, as the file and command line gave them.
-    given: (config::TreeSpec, config::OptionLayer),
+    given: (options::TreeSpec, options::OptionLayer),
     cfg: Config,
 }
 
@@ -131,9 +131,9 @@ fn planned_trees(file: &Path, opts: &Options, progress: bool) -> Result<Vec<Plan
     let trees: Vec<Planned> = cfg
         .merged(&opts.options)
         .map(|(t, o)| {
-            let resolved = config::resolve(t, &o, flags)
+            let resolved = options::resolve(t, &o, flags)
                 .map_err(|e| anyhow::anyhow!("config {}: tree {}: {e}", file.display(), t.localroot.display()))?;
-            Ok(Planned { key: config::canonical(&resolved.localroot), given: (t.clone(), o), cfg: resolved })
+            Ok(Planned { key: options::canonical(&resolved.localroot), given: (t.clone(), o), cfg: resolved })
         })
         .collect::<Result<_>>()?;
     refuse_overlaps(&trees.iter().map(|t| t.cfg.clone()).collect::<Vec<_>>())?;
@@ -270,7 +270,7 @@ impl Fleet<'_> {
             new.iter().filter(|p| !running.iter().any(|t| t.planned.key == p.key)).cloned().collect();
         for p in &fresh {
             let shown = looping::shown_root(&p.cfg);
-            finished.retain(|(c, _)| config::canonical(&c.localroot) != p.key);
+            finished.retain(|(c, _)| options::canonical(&c.localroot) != p.key);
             tracing::info!("SIGHUP: {shown} is new in {file} (or its run had ended): starting it");
         }
         let unchanged = new.len() - fresh.len() - changed;

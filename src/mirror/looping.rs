@@ -25,10 +25,10 @@
 //! (exit 1, state saved) when its log stream or stdout has closed.
 //! `--config FILE` runs several trees, each on its own thread through this
 //! same code (`mirror::fleet`). A tree's options are merged and
-//! validated once, before anything runs ([`crate::config`]).
+//! validated once, before anything runs ([`crate::mirror::options`]).
 
-use crate::config::{self, OptionLayer, RunFlags, TreeSpec};
 use crate::exit::{exit_for_error, is_closed, Exit};
+use crate::mirror::options::{OptionLayer, RunFlags, TreeSpec};
 use crate::mirror::run_lock::take_run_lock;
 use crate::mirror::textfile::Prometheus;
 use crate::mirror::trigger_pipe::Waker;
@@ -41,11 +41,6 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Seconds an rsync may move no data before it is stopped
-/// (docs/decisions.md#defaults: 300 s, watched by rrr itself,
-/// `rsync::Rsync::stall_limit`, instead of rsync's `--timeout`).
-pub const DEFAULT_TIMEOUT: u64 = config::DEFAULT_TIMEOUT;
-
 /// Which trees a run mirrors.
 #[derive(Clone, Debug)]
 pub enum Trees {
@@ -57,7 +52,7 @@ pub enum Trees {
 
 /// What `rrr rmirror` was asked to do, as the binary parsed it: which
 /// trees, the per-tree options the command line set (the top layer of
-/// [`crate::config`]), and the settings of the run itself.
+/// [`crate::mirror::options`]), and the settings of the run itself.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// One tree from the command line, or a config file's trees.
@@ -304,10 +299,10 @@ impl Run<'_> {
             p.write(self.clock);
         }
         if let Some(cmd) = &self.cfg.on_pass {
-            if crate::hook::wanted(rep) {
+            if super::on_pass::wanted(rep) {
                 let msg = err.map(|e| format!("{e:#}"));
                 let seconds = began.elapsed().as_secs_f64();
-                let env = crate::hook::environment(
+                let env = super::on_pass::environment(
                     &self.shown,
                     &self.cfg.remote.src,
                     exit as i32,

@@ -132,6 +132,8 @@ pub(crate) mod fleet;
 pub(crate) mod health;
 mod install;
 pub mod looping;
+pub(crate) mod on_pass;
+pub mod options;
 pub(crate) mod ownership;
 mod pass;
 pub(crate) mod pass_progress;
@@ -161,7 +163,7 @@ use std::time::Duration;
 
 /// A tree's settings: `rrr rmirror`'s options after merging the command
 /// line, the config file and the built-in defaults, validated
-/// ([`crate::config::resolve`], the one place that builds it).
+/// ([`crate::mirror::options::resolve`], the one place that builds it).
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub remote: Remote,

@@ -2,9 +2,9 @@
 //! file, every tree of a config) and their run records: what `rmirror`,
 //! `status` and `check` share.
 
-use crate::config::MirrorConfig;
 use crate::mirror::health::{self, Report};
 use crate::mirror::load_state;
+use crate::mirror::options::MirrorConfig;
 use crate::sys::clock::Clock;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};

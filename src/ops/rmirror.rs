@@ -1,18 +1,18 @@
 //! `rrr rmirror`: the command's entry. It resolves the tree's options
 //! (command line over `[[tree]]` over top-level keys over the built-in
-//! defaults, [`crate::config`]) and runs the engine: one tree in
+//! defaults, [`crate::mirror::options`]) and runs the engine: one tree in
 //! [`crate::mirror::looping`], a config's trees in `mirror::fleet`.
 
-use crate::config;
 use crate::exit::{exit_for_error, is_closed};
 use crate::mirror::fleet;
 use crate::mirror::looping::{run_in_span, span};
+use crate::mirror::options;
 use crate::mirror::targets::Targets;
 use crate::mirror::textfile::Prometheus;
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
 
-pub use crate::mirror::looping::{Options, Trees, DEFAULT_TIMEOUT};
+pub use crate::mirror::looping::{Options, Trees};
 
 /// Run rmirror on one tree, logging inside its `span`, or on every tree
 /// of a config file. The tree's options are merged and validated, and a
@@ -34,7 +34,7 @@ fn run_trees(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         Trees::Config(file) => return fleet::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
         Trees::One(tree) => tree,
     };
-    let cfg = config::resolve(tree, &opts.options, opts.flags(ctx.progress)).map_err(anyhow::Error::msg)?;
+    let cfg = options::resolve(tree, &opts.options, opts.flags(ctx.progress)).map_err(anyhow::Error::msg)?;
     fleet::refuse_overlaps(std::slice::from_ref(&cfg))?;
     let textfile = opts.prometheus.clone().map(|file| Prometheus {
         file,

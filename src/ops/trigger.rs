@@ -81,7 +81,7 @@ fn localroots(target: &Target) -> Result<Vec<PathBuf>> {
 
 /// Whether two spellings name one directory (`/srv/x` and `/srv/x/`, `..`, a link).
 fn same_dir(a: &Path, b: &Path) -> bool {
-    crate::config::canonical(a) == crate::config::canonical(b)
+    crate::mirror::options::canonical(a) == crate::mirror::options::canonical(b)
 }
 
 /// The pid of the holder the tree's run lock records: only the pid, not

@@ -487,14 +487,17 @@ pub fn perl_entry_page(e: &PerlEntry, version: &str, all_pages: &[String]) -> St
 
 /// The rmirror config file's keys: (key = VALUE, meaning and default).
 /// A test checks the list against the config reader's keys.
+/// Each option's default is not written here: [`config_section`] takes
+/// it from `mirror::options::OptionLayer`'s arguments, the constants
+/// `resolve` uses.
 pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("remote = \"SRC\"", "[[tree]] only, required: the remote principal (rmirror's --remote forms)."),
     ("localroot = \"DIR\"", "[[tree]] only, required: the mirror's tree; relative to the config file's directory."),
     ("state = \"FILE\"", "[[tree]] only: the state file (default LOCALROOT/.rrr/state.json)."),
-    ("interval = SECONDS", "Seconds between pass starts with --loop (default 20, at least 1)."),
-    ("skip_deletes = true|false", "Do not apply delete events (default false)."),
+    ("interval = SECONDS", "Seconds between pass starts with --loop (at least 1)."),
+    ("skip_deletes = true|false", "Do not apply delete events."),
     ("max_delete = N", "Deletes one run may apply; the rest stays pending (default unlimited)."),
-    ("max_files_per_connection = N", "Paths per rsync call (default 20000)."),
+    ("max_files_per_connection = N", "Paths per rsync call."),
     (
         "rsync_options = [\"OPT\", ...]",
         "Passed to every rsync call, in order; a tree's list replaces the top-level one.",
@@ -503,18 +506,18 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
         "password_file = \"FILE\"",
         "rsync's --password-file for daemon sources; relative to the config file's directory.",
     ),
-    ("max_recentfile_size = BYTES", "Remote recentfiles larger than this are refused unread (default 512 MiB)."),
+    ("max_recentfile_size = BYTES", "Remote recentfiles larger than this many bytes are refused unread."),
     (
         "exclude = [\"PATTERN\", ...]",
         "rsync --exclude patterns: not transferred, deleted or republished; a tree's list replaces the top-level one.",
     ),
     ("on_pass = \"CMD\"", "Run through /bin/sh -c after a pass that changed something or failed (RRR_* variables)."),
-    ("on_pass_timeout = SECONDS", "Seconds an on_pass hook may run (default 600)."),
-    ("timeout = SECONDS", "Seconds an rsync may move no data before it is stopped (default 300; 0: never)."),
+    ("on_pass_timeout = SECONDS", "Seconds an on_pass hook may run."),
+    ("timeout = SECONDS", "Seconds an rsync may move no data before it is stopped (0: never)."),
     ("full_every = \"DURATION\"", "A whole-tree pass when the last one is this old (7d, 1W)."),
     (
         "checksum = true|false",
-        "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum; default false).",
+        "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum).",
     ),
 ];
 
@@ -536,8 +539,16 @@ pub fn config_section() -> String {
          max_delete = 1000\n\
          .fi\n.RE\n.PP\nThe keys:\n",
     );
+    use clap::Args;
+    let options = crate::mirror::options::CommandLine::augment_args(clap::Command::new("rmirror"));
     for (key, what) in CONFIG_KEYS {
-        out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(key), roff(what)));
+        let name = key.split(' ').next().unwrap_or(key);
+        let default = options.get_arguments().find(|a| a.get_id() == name).and_then(|a| a.get_default_values().first());
+        let what = match default {
+            Some(d) => format!("{what} Default: {}.", d.to_string_lossy()),
+            None => what.to_string(),
+        };
+        out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(key), roff(&what)));
     }
     out
 }
@@ -625,7 +636,7 @@ mod tests {
     /// The config section lists exactly the keys the config reader takes.
     #[test]
     fn config_section_lists_every_key() {
-        let err = crate::config::MirrorConfig::parse(
+        let err = crate::mirror::options::MirrorConfig::parse(
             "no_such_key = 1\n[[tree]]\nremote = \"/o/RECENT.recent\"\nlocalroot = \"/m\"\n",
             std::path::Path::new("/etc/rrr/mirror.toml"),
         )
@@ -639,5 +650,9 @@ mod tests {
         assert_eq!(documented, read, "{err}");
         let section = config_section();
         assert!(section.contains("\\fBfull_every = \"DURATION\"\\fR"), "{section}");
+        assert!(
+            section.contains("Seconds between pass starts with \\-\\-loop (at least 1). Default: 20.\n"),
+            "{section}"
+        );
     }
 }

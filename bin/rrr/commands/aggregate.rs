@@ -1,6 +1,6 @@
 //! `rrr aggregate`: its arguments and their conversion into `ops::aggregate::Options`.
 
-use crate::cli::LockArgs;
+use super::prelude::LockArgs;
 use clap::Args;
 use rrr::ops::aggregate::Options;
 use std::path::PathBuf;

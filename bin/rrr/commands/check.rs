@@ -1,6 +1,6 @@
 //! `rrr check`: its arguments and their conversion into `ops::check::Options`.
 
-use crate::cli::TargetArgs;
+use super::prelude::TargetArgs;
 use clap::Args;
 use rrr::ops::check::Options;
 

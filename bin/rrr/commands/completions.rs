@@ -6,7 +6,7 @@
 //! bash-completion loads a script by the command's name.
 
 use anyhow::Result;
-use clap::{Args, CommandFactory};
+use clap::Args;
 use rrr::ops::{Ctx, Exit};
 use rrr::perl_compat::{option_names, TOOLS};
 
@@ -16,8 +16,8 @@ pub struct CompletionsArgs {
     shell: clap_complete::Shell,
 }
 
-pub fn exec(a: &CompletionsArgs, ctx: &Ctx) -> Result<Exit> {
-    let mut cmd = visible(&crate::cli::Cli::command());
+pub fn exec(a: &CompletionsArgs, ctx: &Ctx, whole: clap::Command) -> Result<Exit> {
+    let mut cmd = visible(&whole);
     let mut out = ctx.out();
     clap_complete::generate(a.shell, &mut cmd, "rrr", &mut **out);
     if a.shell == clap_complete::Shell::Bash {

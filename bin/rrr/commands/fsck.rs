@@ -1,6 +1,6 @@
 //! `rrr fsck`: its arguments and their conversion into `ops::fsck::Options`.
 
-use crate::cli::{exclude_pattern, LockArgs};
+use super::prelude::{exclude_pattern, LockArgs};
 use clap::Args;
 use rrr::ops::fsck::Options;
 use std::path::PathBuf;

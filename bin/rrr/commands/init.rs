@@ -1,6 +1,6 @@
 //! `rrr init`: its arguments and their conversion into `ops::init::Options`.
 
-use crate::cli::{exclude_pattern, LockArgs};
+use super::prelude::{exclude_pattern, LockArgs};
 use clap::{Args, ValueEnum};
 use rrr::interval::{self, Interval};
 use rrr::ops::init::Options;

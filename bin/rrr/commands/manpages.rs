@@ -7,7 +7,7 @@
 //! every option with its argument (`--remote SRC`), never a hidden one.
 
 use anyhow::{Context, Result};
-use clap::{ArgAction, Args, CommandFactory};
+use clap::{ArgAction, Args};
 use rrr::ops::Exit;
 use rrr::output::manual::{self, roff, synopsis_roff};
 use rrr::perl_compat::TOOLS;
@@ -25,11 +25,11 @@ pub struct ManpagesArgs {
 const FORMS: &[(&str, &[&[&str]])] =
     &[("rmirror", &[&["remote", "localroot"], &["config"]]), ("news", &[&["local"], &["remote", "?localroot"]])];
 
-pub fn exec(a: &ManpagesArgs) -> Result<Exit> {
+pub fn exec(a: &ManpagesArgs, whole: clap::Command) -> Result<Exit> {
     let dir = &a.dir;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let version = env!("CARGO_PKG_VERSION");
-    let cmd = crate::cli::Cli::command();
+    let cmd = whole;
     let subs: Vec<clap::Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned().collect();
     let mut pages: Vec<String> = vec!["rrr".into()];
     pages.extend(subs.iter().map(|s| format!("rrr-{}", s.get_name())));

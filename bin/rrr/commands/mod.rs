@@ -11,6 +11,7 @@ mod init;
 mod manpages;
 mod news;
 mod overview;
+mod prelude;
 mod probe;
 mod rmirror;
 mod status;
@@ -70,7 +71,10 @@ pub enum Command {
 
 impl Command {
     /// Run the command: its arguments become `ops::<command>::Options`.
-    pub fn exec(self, ctx: &Ctx) -> Result<Exit> {
+    /// `whole` builds the whole command line (`crate::cli::Cli`'s), which
+    /// `completions` and `manpages` describe: given by the caller, so no
+    /// command file imports `crate::cli`.
+    pub fn exec(self, ctx: &Ctx, whole: fn() -> clap::Command) -> Result<Exit> {
         match self {
             Command::Init(a) => ops::init::run(&a.into(), ctx),
             Command::Update(a) => ops::update::run(&a.into(), ctx),
@@ -78,8 +82,8 @@ impl Command {
             Command::News(a) => ops::news::run(&a.into(), ctx),
             Command::Overview(a) => ops::overview::run(&a.into(), ctx),
             Command::Fsck(a) => ops::fsck::run(&a.into(), ctx),
-            Command::Completions(a) => completions::exec(&a, ctx),
-            Command::Manpages(a) => manpages::exec(&a),
+            Command::Completions(a) => completions::exec(&a, ctx, whole()),
+            Command::Manpages(a) => manpages::exec(&a, whole()),
             Command::Rmirror(a) => ops::rmirror::run(&a.into(), ctx),
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),

@@ -1,6 +1,6 @@
 //! `rrr status`: its arguments and their conversion into `ops::status::Options`.
 
-use crate::cli::TargetArgs;
+use super::prelude::TargetArgs;
 use clap::Args;
 use rrr::ops::status::Options;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! `rrr update`: its arguments and their conversion into `ops::update::Options`.
 
-use crate::cli::LockArgs;
+use super::prelude::LockArgs;
 use clap::Args;
 use rrr::epoch::Epoch;
 use rrr::ops::update::Options;

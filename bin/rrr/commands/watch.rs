@@ -1,6 +1,6 @@
 //! `rrr watch`: its arguments and their conversion into `ops::watch::Options`.
 
-use crate::cli::{exclude_pattern, LockArgs};
+use super::prelude::{exclude_pattern, LockArgs};
 use clap::Args;
 use rrr::ops::watch::Options;
 use std::path::PathBuf;

@@ -1,0 +1,48 @@
+//! The argument groups several commands share (cargo's
+//! `commands/mod.rs` prelude): `--locktimeout`, which mirror(s) `status`
+//! and `check` look at, and an `--exclude` pattern's check. The command
+//! files import them from here, not from `crate::cli`, so the commands
+//! and the global command line form no circle.
+
+use clap::Args;
+use rrr::mirror::targets::Targets;
+use std::path::PathBuf;
+
+/// An `--exclude` pattern that compiles (see `rrr::pattern`).
+pub fn exclude_pattern(s: &str) -> Result<String, String> {
+    rrr::pattern::Pattern::parse(s).map(|_| s.to_string())
+}
+
+/// `--locktimeout`, on the commands that take a recentfile's lock.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct LockArgs {
+    /// Seconds to wait for a recentfile's lock held by another process (then exit 75).
+    #[arg(long, value_name = "SECONDS")]
+    pub locktimeout: Option<u64>,
+}
+
+/// Which mirror(s) `status` and `check` look at.
+#[derive(Args, Debug)]
+#[group(required = true, multiple = false)]
+pub struct TargetArgs {
+    /// The mirror's local tree (state in DIR/.rrr/state.json).
+    #[arg(long, value_name = "DIR")]
+    pub localroot: Option<PathBuf>,
+    /// A state file given to rmirror with --state.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Every tree of an rmirror config file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+impl From<TargetArgs> for Targets {
+    fn from(t: TargetArgs) -> Targets {
+        match (t.localroot, t.state, t.config) {
+            (Some(r), _, _) => Targets::Localroot(r),
+            (_, Some(s), _) => Targets::State(s),
+            (_, _, Some(c)) => Targets::Config(c),
+            _ => unreachable!("clap requires one of --localroot, --state, --config"),
+        }
+    }
+}

@@ -7,8 +7,7 @@ use super::report::PassReport;
 use super::report::Refusal;
 use super::safety::{check_event_path, reported_path};
 use super::state::PendingDelete;
-use super::transfer::{EVENT_MASS_DELETE_MIN, MASS_DELETE_SHARE};
-use super::Mirror;
+use super::{Mirror, LOST_FOUND};
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, RelPath};
 use crate::sys::tree::IgnoreSet;
@@ -20,11 +19,21 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-/// The top-level directory rrr never deletes (a filesystem's own).
-pub(super) const LOST_FOUND: &str = "lost+found";
-
 /// `--max-delete` was reached in this run.
 pub(super) const MAX_DELETE_MSG: &str = "--max-delete reached";
+
+/// A whole-tree pass that would delete more than this share of the
+/// mirror's files stops first (docs/decisions.md#mass-deletes)…
+pub(super) const MASS_DELETE_SHARE: f64 = 0.10;
+/// … when they are at least this many; …
+pub(super) const MASS_DELETE_MIN: u64 = 100;
+/// … or more than this share of a mirror of any size (a small tree
+/// re-pointed at another collection).
+pub(super) const MASS_DELETE_HALF: f64 = 0.5;
+/// The delete events of one incremental pass are held when they would
+/// delete more than [`MASS_DELETE_SHARE`] of the mirror's files and at
+/// least this many (docs/decisions.md#mass-deletes).
+pub(super) const EVENT_MASS_DELETE_MIN: u64 = 1000;
 
 impl<'a> Mirror<'a> {
     /// Remove the directories above `path` that its delete left empty,

@@ -6,7 +6,7 @@
 use crate::exit::{exit_for_error, is_closed, Exit};
 use crate::mirror::looping::{self, Options};
 use crate::mirror::options::{self, Footprint};
-use crate::mirror::remote::Transport;
+use crate::mirror::remote::Reach;
 use crate::mirror::targets::{read_config, Targets};
 use crate::mirror::textfile::Prometheus;
 use crate::mirror::Config;
@@ -24,7 +24,7 @@ fn footprint(cfg: &Config) -> Footprint {
     Footprint {
         localroot: options::canonical(&cfg.localroot),
         state_dir: (cfg.state_file != default_state).then(|| cfg.state_file.parent().map(options::canonical)).flatten(),
-        origin: (cfg.remote.transport == Transport::Local).then(|| options::canonical(Path::new(&cfg.remote.root))),
+        origin: (cfg.remote.transport == Reach::Local).then(|| options::canonical(Path::new(&cfg.remote.root))),
     }
 }
 

@@ -560,13 +560,13 @@ fn report_failed_pass(e: &anyhow::Error, cfg: &Config, opts: &Options, out: &mut
     Ok(())
 }
 
-/// A failure no later pass can cure before an operator acts: rsync itself
-/// cannot be run (docs/decisions.md#retries). A loop ends on it (exit 2),
+/// A failure no later pass can cure before an operator acts: the
+/// transport's program (rsync) cannot be run (docs/decisions.md#retries). A loop ends on it (exit 2),
 /// rather than retrying it every 10 minutes for ever; a supervisor's
 /// restart policy, or the operator, decides what follows.
 fn ends_the_loop(e: &anyhow::Error) -> bool {
-    use crate::sys::rsync::{Cause, RsyncError};
-    e.chain().any(|c| c.downcast_ref::<RsyncError>().is_some_and(|r| r.cause == Some(Cause::NoRsync)))
+    use crate::mirror::transport::Failure;
+    e.chain().any(|c| c.downcast_ref::<Failure>().is_some_and(Failure::is_program_missing))
 }
 
 /// Wait before the next `--loop` pass: until `interval` after the start of

@@ -120,12 +120,16 @@
 //! # Files
 //!
 //! `state` (the state file), `pass` (one pass, the incremental walk),
-//! `transfer` (the rsync calls), `deletes`, `safety` (what is refused,
-//! ownership), `install` (our copies of the recentfiles), over `report`
-//! (a leaf: the pass report and the types they share); the helpers
-//! [`remote`], `ownership`, `health` and `pass_progress`. Around a pass:
-//! [`looping`] (one tree's run, `--loop`), `fleet` (a config's trees, a
-//! thread each) and [`trigger_pipe`] (how `rrr trigger` wakes a loop).
+//! `transfer` (chunks, retries, the whole-tree pass), `deletes`, `safety`
+//! (what is refused, ownership), `install` (our copies of the
+//! recentfiles), over `report` (a leaf: the pass report and the types they
+//! share); the helpers `ownership`, `health` and `pass_progress`. How the
+//! origin is reached is `transport`: the `Transport` trait and the plain
+//! data of its calls, `transport/rsync.rs` its one implementation (also
+//! reachable as `remote`: the SRC forms, the recentfiles' fetch), and
+//! where another (HTTP) would go. Around a pass: [`looping`] (one tree's
+//! run, `--loop`), `fleet` (a config's trees, a thread each) and
+//! [`trigger_pipe`] (how `rrr trigger` wakes a loop).
 
 mod deletes;
 pub(crate) mod fleet;
@@ -137,7 +141,8 @@ pub mod options;
 pub(crate) mod ownership;
 mod pass;
 pub(crate) mod pass_progress;
-pub mod remote;
+#[cfg(test)]
+mod pass_tests;
 mod report;
 mod run_lock;
 mod safety;
@@ -145,11 +150,17 @@ mod state;
 pub mod targets;
 pub(crate) mod textfile;
 mod transfer;
+pub(crate) mod transport;
 pub mod trigger_pipe;
+
+/// The rsync transport under the name the rest of the crate uses for the
+/// remote (`config`, `ops::news`).
+pub(crate) use transport::rsync as remote;
 
 pub(crate) use report::PassReport;
 pub(crate) use safety::Refused;
 pub(crate) use state::{load_state, Failing, State};
+use transport::LOST_FOUND;
 
 use crate::recentfile::RelPath;
 use crate::sys::clock::Clock;
@@ -171,7 +182,7 @@ pub(crate) struct Config {
     pub state_file: PathBuf,
     pub skip_deletes: bool,
     pub max_delete: Option<u64>,
-    /// The next whole-tree pass may delete more than [`transfer::MASS_DELETE_SHARE`]
+    /// The next whole-tree pass may delete more than [`deletes::MASS_DELETE_SHARE`]
     /// of the tree (`--accept-deletes`, or `--adopt`); cleared by it.
     pub accept_deletes: bool,
     /// `--checksum`: whole-tree passes compare files of the same size and
@@ -227,8 +238,6 @@ pub(crate) struct Mirror<'a> {
     /// Called after each heartbeat written during a long rsync (e.g. to
     /// rewrite a Prometheus textfile).
     pub on_heartbeat: Option<Box<dyn FnMut() + 'a>>,
-    /// The last fetch, which may still be finishing while the next call starts.
-    in_flight: Option<remote::Finishing>,
     /// Local directories the next transfer of their path may replace by
     /// the origin's file (rsync `--force`), with their entries (`Mirror::place`).
     replacing: std::collections::HashMap<RelPath, u64>,
@@ -243,6 +252,9 @@ pub(crate) struct Mirror<'a> {
     files_counted: Option<u64>,
     /// The running attempt, as its heartbeats record it (`running`).
     pub(crate) attempt: pass_progress::AttemptNote,
+    /// How the pass's transfers reach the origin ([`transport`]): rsync to
+    /// `cfg.remote`, or the test transport.
+    transport: std::rc::Rc<dyn transport::Transport + 'a>,
 }
 
 impl<'a> Mirror<'a> {
@@ -251,12 +263,11 @@ impl<'a> Mirror<'a> {
     pub fn new(cfg: Config, clock: Clock) -> Result<Mirror<'a>> {
         let now = clock.now();
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
-        if cfg.remote.transport == remote::Transport::Daemon && state.no_overlap.contains_key(&cfg.remote.normalized())
-        {
-            // A lesson of an earlier run: this daemon's slots are few.
-            remote::forbid_overlap(&cfg.remote);
-        }
+        let settings = cfg.rsync.clone();
+        let transport =
+            std::rc::Rc::new(transport::rsync::RsyncTransport::new(cfg.remote.clone(), settings, &state.no_overlap));
         Ok(Mirror {
+            transport,
             cfg,
             state,
             clock,
@@ -267,7 +278,6 @@ impl<'a> Mirror<'a> {
             adopt_counted: false,
             future_seen: HashSet::new(),
             on_heartbeat: None,
-            in_flight: None,
             replacing: Default::default(),
             ride_along: Vec::new(),
             recheck_quarantine: false,

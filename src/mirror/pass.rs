@@ -12,11 +12,11 @@ use super::remote::{self, FetchDir, FetchWatch, Layout};
 use super::report::{abort_point, FailingReport, Fetched, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{Failing, Outcome, PendingDelete};
+use super::transport::{Failure, Output};
 use super::Mirror;
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
-use crate::sys::rsync::{Output, RsyncError};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{Context, Result};
@@ -42,12 +42,10 @@ impl<'a> Mirror<'a> {
     /// default rsyncd); reads of `dir` wait for it
     /// ([`FetchDir::fetch_until_landed`]).
     pub(super) fn fetch(&mut self, dir: &FetchDir, names: &[&str]) -> Result<()> {
-        let remote = self.cfg.remote.clone();
-        let settings = self.cfg.rsync.clone();
-        let what = format!("fetching {} from {}", names.join(" "), remote.root);
-        self.in_flight = Some(dir.finishing());
+        let what = format!("fetching {} from {}", names.join(" "), self.cfg.remote.root);
         self.watched_fetch(|m, watch| {
-            m.with_retries(&what, || dir.fetch_until_landed(&remote, &settings, names, watch))
+            let transport = m.transport.clone();
+            m.with_retries(&what, || transport.fetch(dir, names, watch))
         })
     }
 
@@ -70,7 +68,11 @@ impl<'a> Mirror<'a> {
                     });
                     r.output(said);
                 };
-                let mut watch = FetchWatch { max_size: self.cfg.max_recentfile_size, on_output: &mut on_output };
+                let mut watch = FetchWatch {
+                    max_size: self.cfg.max_recentfile_size,
+                    on_output: &mut on_output,
+                    quiet: super::pass_progress::quiet_period(),
+                };
                 fetch(self, &mut watch)
             };
             if let Some(r) = reporter {
@@ -88,17 +90,16 @@ impl<'a> Mirror<'a> {
     /// the call goes on ([`FetchDir::fetch_index_until`]).
     fn fetch_index(&mut self, dir: &FetchDir) -> Result<bool> {
         let remote = self.cfg.remote.clone();
-        let settings = self.cfg.rsync.clone();
         let what = format!("fetching the recentfiles of {}", remote.root);
-        self.in_flight = Some(dir.finishing());
-        let principal_landed = |d: &FetchDir| {
+        let mut principal_landed = |d: &FetchDir| {
             if !remote.is_link() {
                 return d.landed(&remote.name);
             }
             d.link_landed(&remote.name)
         };
         self.watched_fetch(|m, watch| {
-            m.with_retries(&what, || dir.fetch_index_until(&remote, &settings, watch, principal_landed))
+            let transport = m.transport.clone();
+            m.with_retries(&what, || transport.fetch_index(dir, watch, &mut principal_landed))
         })
     }
 
@@ -292,7 +293,7 @@ impl<'a> Mirror<'a> {
             Ok(x) => x,
             Err(e) => {
                 if e.downcast_ref::<Interrupted>().is_none() {
-                    let class = if e.downcast_ref::<RsyncError>().is_some() { "fetch" } else { "index" };
+                    let class = if e.downcast_ref::<Failure>().is_some() { "fetch" } else { "index" };
                     self.state.error(class);
                 }
                 return Err(e);

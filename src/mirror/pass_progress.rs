@@ -22,8 +22,9 @@
 //! link) beats and, after 10 s, logs like the bootstrap.
 
 use crate::epoch::Epoch;
+use crate::mirror::transport::Output;
 use crate::sys::netbytes::{read_locally, received};
-use crate::sys::rsync::{parse_progress2, Output};
+use crate::sys::rsync::parse_progress2;
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! it imports none of them.
 
 use crate::epoch::Epoch;
-use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
+use crate::recentfile::{EventKind, Recentfile, RelPath};
 use serde::Serialize;
 
 /// A failing (or missing) path as the pass reports it.
@@ -111,101 +111,5 @@ pub(super) fn abort_point(what: &str, n: u64) {
             tracing::error!("test hook: aborting at {v}");
             std::process::abort();
         }
-    }
-}
-
-/// What rsync's `transfer::OUT_FORMAT` lines said: one line per item it changed,
-/// so this counts what really arrived (not what was asked for).
-#[derive(Debug, Default)]
-pub(super) struct Itemized {
-    pub(super) files: u64,
-    pub(super) bytes: u64,
-    pub(super) deleted: u64,
-    /// Of those, files (not directories: a dry run names them with a `/`).
-    pub(super) deleted_files: u64,
-    /// Keep [`Itemized::would`] (a dry run).
-    pub(super) listing: bool,
-    /// rsync said "IO error encountered -- skipping file deletion" (on its
-    /// stdout: an I/O error at the origin made it leave `--delete` undone,
-    /// from there on).
-    pub(super) deletion_skipped: bool,
-    /// `new PATH` / `delete PATH`.
-    pub(super) would: Vec<String>,
-}
-
-impl Itemized {
-    pub(super) fn listing(listing: bool) -> Itemized {
-        Itemized { listing, ..Itemized::default() }
-    }
-
-    pub(super) fn line(&mut self, line: &str) {
-        if self.stats_line(line) {
-            return;
-        }
-        if line.starts_with("IO error encountered -- skipping file deletion") {
-            self.deletion_skipped = true;
-            return;
-        }
-        if let Some(rest) = line.strip_prefix("*deleting") {
-            self.deleted += 1;
-            let name = rest.trim_start().split_once(' ').map_or("", |(_, n)| n);
-            if !name.ends_with('/') {
-                self.deleted_files += 1;
-            }
-            if self.listing {
-                self.would.push(format!("delete {}", shown_path(crate::sys::rsync::unescape(name))));
-            }
-            return;
-        }
-        let mut it = line.splitn(3, ' ');
-        let (Some(item), Some(len), Some(name)) = (it.next(), it.next(), it.next()) else { return };
-        let b = item.as_bytes();
-        if b.len() != 11 {
-            return;
-        }
-        // `>f`: a file received; `cL` etc.: a symlink (or device) created.
-        let received = b[0] == b'>' && b[1] == b'f';
-        let created = b[0] == b'c' && b[1] != b'd';
-        if received || created {
-            self.files += 1;
-            if received {
-                self.bytes += len.parse::<u64>().unwrap_or(0);
-            }
-            if self.listing {
-                self.would.push(format!("new {}", shown_path(crate::sys::rsync::unescape(name))));
-            }
-        }
-    }
-
-    /// A line of rsync's `--stats` (a whole-tree pass that lists nothing:
-    /// see [`Mirror::bootstrap_command`]), counted the way the itemized
-    /// lines would be: regular files received and links, devices or
-    /// specials created; their bytes; deletes. Returns whether it was one.
-    fn stats_line(&mut self, line: &str) -> bool {
-        fn number(s: &str) -> u64 {
-            let digits: String = s.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == ',').collect();
-            digits.replace(',', "").parse().unwrap_or(0)
-        }
-        if let Some(rest) = line.strip_prefix("Number of regular files transferred:") {
-            self.files += number(rest);
-        } else if let Some(rest) = line.strip_prefix("Total transferred file size:") {
-            self.bytes += number(rest);
-        } else if let Some(rest) = line.strip_prefix("Number of deleted files:") {
-            self.deleted += number(rest);
-        } else if let Some(rest) = line.strip_prefix("Number of created files:") {
-            // "424 (reg: 382, dir: 41, link: 1)": the regular ones are
-            // among those transferred.
-            let kinds = rest.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
-            for kind in kinds.split(',') {
-                if let Some((k, n)) = kind.split_once(':') {
-                    if matches!(k.trim(), "link" | "dev" | "special") {
-                        self.files += number(n);
-                    }
-                }
-            }
-        } else {
-            return false;
-        }
-        true
     }
 }

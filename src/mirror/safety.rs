@@ -8,8 +8,9 @@
 
 use super::ownership::{self, CollectionId, Decision, Facts};
 use super::remote::{self, FetchDir, Remote};
-use super::report::{Fetched, Itemized, PassReport, Refusal};
+use super::report::{Fetched, PassReport, Refusal};
 use super::state::{load_state, Counters, State};
+use super::transport::Itemized;
 use super::Mirror;
 use crate::done::DoneSet;
 use crate::epoch::Epoch;
@@ -350,11 +351,11 @@ impl<'a> Mirror<'a> {
                 l
             }
         };
-        let r = self.bootstrap_command(&layout, true, None, false)?;
+        let call = self.whole_tree_call(&layout, true, false)?;
         let mut seen = Itemized::default();
         self.with_retries("counting the deletes of --adopt", || {
             seen = Itemized::default();
-            r.run_with(&mut |l| seen.line(l))
+            call.run(&mut seen)
         })?;
         if seen.deleted > max {
             return Err(Refused(format!(

@@ -435,13 +435,13 @@ impl<'a> Mirror<'a> {
         write_state(&self.cfg.state_file, &self.state)
     }
 
-    /// Keep the lesson of a refused connection (`remote::forbid_overlap`,
+    /// Keep the lesson of a refused connection (the transport's
+    /// [`no_overlap_key`](super::transport::Transport::no_overlap_key),
     /// learnt in this process) in the state, for the next run.
     fn remember_no_overlap(&mut self) {
-        let remote = &self.cfg.remote;
-        if remote.transport == super::remote::Transport::Daemon && !super::remote::overlap_allowed(remote) {
+        if let Some(key) = self.transport.no_overlap_key() {
             let now = self.clock.now();
-            self.state.no_overlap.entry(remote.normalized()).or_insert(now);
+            self.state.no_overlap.entry(key).or_insert(now);
         }
     }
 

@@ -5,23 +5,21 @@
 //! the paths it could not send recorded as failing, and retries with
 //! backoff.
 
-use super::deletes::{Placement, LOST_FOUND, MAX_DELETE_MSG};
+use super::deletes::{Placement, MASS_DELETE_HALF, MASS_DELETE_MIN, MASS_DELETE_SHARE, MAX_DELETE_MSG};
 use super::remote::{self, FetchDir, Layout};
-use super::report::{abort_point, Fetched, Itemized, PassReport};
+use super::report::{abort_point, Fetched, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
 use super::state::{under_any, Failing, MISSING_GRACE_ATTEMPTS, MISSING_GRACE_SECS};
-use super::Mirror;
+use super::transport::{Call, Failure, Itemized, Outcome, PathsJob, TreeDeletes, TreeJob};
+use super::{Mirror, LOST_FOUND};
 use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, RelPath};
-use crate::sys::rsync::{Output, Rsync, RsyncError, RsyncOutcome};
 use crate::sys::signals::Interrupted;
 use crate::sys::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The recentfiles of a whole-tree pass, read (and their paths interned)
@@ -76,22 +74,6 @@ impl Index {
     }
 }
 
-/// A whole-tree pass that would delete more than this share of the
-/// mirror's files stops first (docs/decisions.md#mass-deletes)…
-pub(super) const MASS_DELETE_SHARE: f64 = 0.10;
-/// … when they are at least this many; …
-pub(super) const MASS_DELETE_MIN: u64 = 100;
-/// … or more than this share of a mirror of any size (a small tree
-/// re-pointed at another collection).
-pub(super) const MASS_DELETE_HALF: f64 = 0.5;
-/// The delete events of one incremental pass are held when they would
-/// delete more than [`MASS_DELETE_SHARE`] of the mirror's files and at
-/// least this many (docs/decisions.md#mass-deletes).
-pub(super) const EVENT_MASS_DELETE_MIN: u64 = 1000;
-
-/// rsync's `--out-format` for transfers: item codes, length, name.
-const OUT_FORMAT: &str = "--out-format=%i %l %n";
-
 impl<'a> Mirror<'a> {
     /// Sleep up to `d`, waking early when stopped.
     fn nap(&self, d: Duration) {
@@ -105,27 +87,24 @@ impl<'a> Mirror<'a> {
     /// reported with the exact command and stderr, and counted. A failure
     /// that no retry can cure (unknown module or host, a full disk) is not
     /// retried.
-    pub(super) fn with_retries<T>(&mut self, what: &str, mut f: impl FnMut() -> Result<T, RsyncError>) -> Result<T> {
+    pub(super) fn with_retries<T>(&mut self, what: &str, mut f: impl FnMut() -> Result<T, Failure>) -> Result<T> {
         let mut delay = self.cfg.backoff;
         let mut attempt = 1;
         loop {
             self.attempt.call(what, attempt, self.cfg.attempts);
             match f() {
                 Ok(v) => return Ok(v),
-                Err(e) if e.is_connection_limit() && remote::forbid_overlap(&self.cfg.remote) => {
-                    // Our own fetch, still finishing, most likely holds the
-                    // daemon's last slot: wait for it and try again at once
-                    // (not a failed attempt); from now on no call to this
-                    // remote overlaps another (remote::overlap_allowed).
+                Err(e) if self.transport.serialize_after(&e) => {
+                    // Our own fetch, still finishing, most likely held the
+                    // daemon's last slot: the transport waited for it; try
+                    // again at once (not a failed attempt). From now on no
+                    // call to this remote overlaps another.
                     tracing::info!(
                         "{}: the daemon refused a connection (max connections reached) while a call of \
                          ours was finishing; from now on this process runs its calls to it one after another",
                         self.cfg.remote.root
                     );
                     tracing::debug!("{what}: {}", e.details());
-                    if let Some(f) = &self.in_flight {
-                        remote::wait_finished(f);
-                    }
                 }
                 Err(e) => {
                     tracing::debug!("{what}: {}", e.details());
@@ -160,92 +139,33 @@ impl<'a> Mirror<'a> {
         }
     }
 
-    /// rsync's `--temp-dir`: `<localroot>/.rrr/tmp` (same filesystem, so
-    /// files are still renamed into place), so that the temp files of a
-    /// killed rsync are not left all over the tree; emptied at start.
-    fn rsync_temp_dir(&self) -> Result<PathBuf> {
-        let d = self.cfg.state_dir().join("tmp");
-        fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
-        // Absolute: rsync resolves a relative --temp-dir against the
-        // destination directory, not the cwd, so a relative --localroot
-        // made every transfer fail ("The temp-dir does not exist").
-        std::path::absolute(&d).with_context(|| format!("cannot resolve {}", d.display()))
-    }
-
-    /// The whole-tree rsync: `-rlt --safe-links`, the ignore set excluded,
-    /// `--delete` within `--max-delete` unless `--skip-deletes`; what it
-    /// did is read from `--stats` (a dry run lists it with [`OUT_FORMAT`]).
-    ///
-    /// No rule names rsync's temp files (`.NAME.XXXXXX`): that is also the
-    /// name of an operator's `.env.sample`, which must be mirrored and
-    /// never deleted (docs/decisions.md#ignore-set). A leftover of a
-    /// transfer killed here is extraneous to the remote and goes with
-    /// `--delete`; a temp file in flight on the remote may be copied and
-    /// goes with the next whole-tree pass.
-    ///
-    /// Its temp files go beside their files, as rsync's own default: with
-    /// `--temp-dir` every new file's inode was allocated near one directory
-    /// and renamed out of it, which made a first mirror of many small files
-    /// twice as slow on ext4 (10k files: 2.3-2.8 s against 0.9-1.7 s). rsync
-    /// removes its temp file when stopped (and rrr's death stops it); one
-    /// left by an rsync killed outright is deleted by the next whole-tree
-    /// pass, which a killed one always owes. Only with `--skip-deletes`,
-    /// which cannot delete them, does it keep `temp_dir`.
-    pub(super) fn bootstrap_command(
-        &self,
-        layout: &Layout,
-        dry: bool,
-        temp_dir: Option<&Path>,
-        progress_lines: bool,
-    ) -> Result<Rsync> {
-        let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        r.args(["-rlt", "--safe-links"]);
-        if self.cfg.checksum {
-            // `--checksum`: files of the same size and mtime are compared
-            // by content (both sides read every such file).
-            r.arg("--checksum");
-        }
-        if progress_lines {
-            // For the bar only: a line per file (mirror::pass_progress).
-            r.arg("--info=progress2");
-        }
-        if dry {
-            r.args(["--dry-run", OUT_FORMAT]);
+    /// The whole-tree pass's call ([`TreeJob`]): deletes within
+    /// `--max-delete` unless `--skip-deletes` (never in a dry run's
+    /// count), the quarantined paths' directories left out unless this
+    /// pass looks at them again.
+    pub(super) fn whole_tree_call(&self, layout: &Layout, dry: bool, progress: bool) -> Result<Box<dyn Call>> {
+        let state_dir = self.cfg.state_dir();
+        let deletes = if self.cfg.skip_deletes {
+            TreeDeletes::Keep
         } else {
-            // Counted from its summary: a line per file cost rsync a quarter
-            // of a first mirror of small files (10k: 1.05 s against 0.80 s).
-            r.arg("--stats");
-        }
-        if !self.cfg.skip_deletes {
-            r.arg("--delete");
-            if let Some(n) = self.cfg.max_delete.filter(|_| !dry) {
-                let left = n.saturating_sub(self.deletes_this_run);
-                r.arg(format!("--max-delete={left}"));
-            }
-        } else if let Some(t) = temp_dir {
-            r.arg(format!("--temp-dir={}", t.display()));
-        }
-        for x in bootstrap_excludes(&layout.filenameroot)
-            .iter()
-            .map(String::as_str)
-            .chain(self.cfg.excludes.iter().map(|p| p.as_str()))
-        {
-            r.arg(format!("--exclude={x}"));
-        }
-        if !self.recheck_quarantine {
-            // rsync stops at a name it cannot build only after it listed
-            // the directory, and then skips every delete of the pass: the
-            // directory that holds a quarantined path is left out.
-            let paths = self.state.quarantined.iter().map(|q| q.path.as_bytes());
-            for dir in quarantine_excludes(paths, QUARANTINE_EXCLUDE_BYTES) {
-                let mut arg = b"--exclude=/".to_vec();
-                arg.extend(rsync_literal(dir));
-                r.arg(std::ffi::OsStr::from_bytes(&arg));
-            }
-        }
-        r.arg(self.cfg.remote.tree_source());
-        r.arg(format!("{}/", self.cfg.localroot.display()));
-        Ok(r)
+            let max = self.cfg.max_delete.filter(|_| !dry).map(|n| n.saturating_sub(self.deletes_this_run));
+            TreeDeletes::Delete { max }
+        };
+        let quarantined = match self.recheck_quarantine {
+            true => Vec::new(),
+            false => self.state.quarantined.iter().map(|q| q.path.as_bytes()).collect(),
+        };
+        self.transport.sync_tree(&TreeJob {
+            localroot: &self.cfg.localroot,
+            state_dir: &state_dir,
+            filenameroot: &layout.filenameroot,
+            excludes: &self.cfg.excludes,
+            dry_run: dry,
+            checksum: self.cfg.checksum,
+            progress,
+            deletes,
+            quarantined,
+        })
     }
 
     /// Whether this whole-tree pass would delete a mass of the mirror: more
@@ -268,11 +188,11 @@ impl<'a> Mirror<'a> {
         if files == 0 {
             return Ok(None);
         }
-        let r = self.bootstrap_command(layout, true, None, false)?;
+        let call = self.whole_tree_call(layout, true, false)?;
         let mut seen = Itemized::default();
         self.with_retries("counting the deletes of the whole-tree pass", || {
             seen = Itemized::default();
-            r.run_with(&mut |l| seen.line(l))
+            call.run(&mut seen)
         })?;
         let share = seen.deleted_files as f64 / files as f64;
         let mass = (seen.deleted_files >= MASS_DELETE_MIN && share > MASS_DELETE_SHARE) || share > MASS_DELETE_HALF;
@@ -424,11 +344,10 @@ impl<'a> Mirror<'a> {
         principal: Fetched,
         layout: &Layout,
         names: &[String],
-    ) -> Result<(Index, Result<RsyncOutcome>, Itemized)> {
+    ) -> Result<(Index, Result<Outcome>, Itemized)> {
         let dry = self.cfg.dry_run;
-        let temp = if dry || !self.cfg.skip_deletes { None } else { Some(self.rsync_temp_dir()?) };
-        // rsync's per-file progress lines only for a bar (mirror::pass_progress).
-        let r = self.bootstrap_command(layout, dry, temp.as_deref(), self.cfg.progress)?;
+        // Per-file progress only for a bar (mirror::pass_progress).
+        let call = self.whole_tree_call(layout, dry, self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
         let mut seen = Itemized::listing(dry);
         let max_size = self.cfg.max_recentfile_size;
@@ -446,12 +365,7 @@ impl<'a> Mirror<'a> {
             let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
                 seen = Itemized::listing(dry);
-                r.run_watched(quiet, &mut |out| {
-                    if let Output::Line(line) = out {
-                        seen.line(line);
-                    }
-                    progress.output(out);
-                })
+                call.run_watched(&mut seen, quiet, &mut |out| progress.output(out))
             });
             progress.finish();
             (reader.join(), res)
@@ -467,13 +381,13 @@ impl<'a> Mirror<'a> {
     /// installed yet, and a kill leaves the saved `resync`.
     fn account_whole_tree(
         &mut self,
-        res: Result<RsyncOutcome>,
+        res: Result<Outcome>,
         seen: &mut Itemized,
         rep: &mut PassReport,
-    ) -> Result<Option<RsyncOutcome>> {
+    ) -> Result<Option<Outcome>> {
         let (outcome, max_delete_hit) = match res {
             Ok(out) => (Some(out), false),
-            Err(e) if e.downcast_ref::<RsyncError>().is_some_and(|r| r.code == Some(25)) => (None, true),
+            Err(e) if e.downcast_ref::<Failure>().is_some_and(Failure::is_max_delete_reached) => (None, true),
             Err(e) => return Err(e),
         };
         if self.cfg.dry_run {
@@ -507,7 +421,7 @@ impl<'a> Mirror<'a> {
     /// rsync named: a path failing before is in place now.
     fn note_whole_tree_outcome(
         &mut self,
-        out: &RsyncOutcome,
+        out: &Outcome,
         deletion_skipped: bool,
         fetched: &[Fetched],
         rep: &mut PassReport,
@@ -542,7 +456,7 @@ impl<'a> Mirror<'a> {
     /// check, their directories left out of the next whole-tree passes.
     /// A pass that looked at them again (`--full`) and did not meet one
     /// drops it.
-    fn quarantine(&mut self, out: &RsyncOutcome, rep: &mut PassReport) {
+    fn quarantine(&mut self, out: &Outcome, rep: &mut PassReport) {
         let now = self.clock.now();
         let mut met = HashSet::new();
         for t in &out.too_long {
@@ -712,7 +626,7 @@ impl<'a> Mirror<'a> {
     /// is an error of the pass.
     fn record_failures(
         &mut self,
-        out: &RsyncOutcome,
+        out: &Outcome,
         asked: Option<(&HashSet<&RelPath>, &HashMap<&RelPath, &Epoch>)>,
         fetched: &[Fetched],
         rep: &mut PassReport,
@@ -754,33 +668,21 @@ impl<'a> Mirror<'a> {
         failed
     }
 
-    /// One `--files-from` rsync of `paths` (sorted, unique) into the target.
-    fn run_files_from(&mut self, what: &str, paths: &[&RelPath], rep: &mut PassReport) -> Result<RsyncOutcome> {
-        let (source, prefix) = self.cfg.remote.files_from_base();
-        let listed: Vec<Vec<u8>> = paths.iter().map(|p| [prefix.as_bytes(), p.as_bytes()].concat()).collect();
-        let listed: Vec<&[u8]> = listed.iter().map(Vec::as_slice).collect();
-        let list = crate::sys::rsync::write_files_from(&self.cfg.state_dir(), &listed)
-            .with_context(|| format!("cannot write a --files-from list in {}", self.cfg.state_dir().display()))?;
-        let mut r = self.cfg.rsync.command(self.cfg.remote.transport);
-        // An event is proof that its file changed: transfer it whatever its
-        // size and mtime say (a rewrite within the same second at the same
-        // size passes rsync's quick check). The delta algorithm still sends
-        // only what differs from our copy (README.mirror, "Same size, same
-        // second").
-        r.args(["-rlt", "--safe-links", "--ignore-times", "--from0", OUT_FORMAT]);
-        if paths.iter().any(|p| self.replacing.contains_key(*p)) {
-            // A directory the origin replaced by a file (Mirror::place): every
-            // listed path that is a directory here passed the same checks.
-            r.arg("--force");
-        }
-        r.arg(format!("--temp-dir={}", self.rsync_temp_dir()?.display()));
-        r.arg(format!("--files-from={}", list.path().display()));
-        r.arg(source);
-        r.arg(format!("{}/", self.cfg.localroot.display()));
+    /// One transfer of `paths` (sorted, unique) into the target, through
+    /// the transport, retried as [`Mirror::with_retries`] says.
+    fn run_files_from(&mut self, what: &str, paths: &[&RelPath], rep: &mut PassReport) -> Result<Outcome> {
+        let state_dir = self.cfg.state_dir();
+        let job = PathsJob {
+            paths,
+            localroot: &self.cfg.localroot,
+            state_dir: &state_dir,
+            replace_dirs: paths.iter().any(|p| self.replacing.contains_key(*p)),
+        };
+        let call = self.transport.send_paths(&job)?;
         let mut seen = Itemized::default();
         let res = self.with_retries(what, || {
             seen = Itemized::default();
-            r.run_with(&mut |line| seen.line(line))
+            call.run(&mut seen)
         });
         self.count_replaced(paths, rep);
         // What arrived before a failure arrived too.
@@ -919,7 +821,7 @@ impl<'a> Mirror<'a> {
     /// did not is no news.
     fn settle_paths(
         &mut self,
-        out: &RsyncOutcome,
+        out: &Outcome,
         paths: &[&RelPath],
         epochs: &HashMap<&RelPath, &Epoch>,
         aliases: &[(RelPath, RelPath)],
@@ -1218,145 +1120,4 @@ fn chunk_failed(e: anyhow::Error, rep: &mut PassReport) -> Result<()> {
     tracing::error!("{msg}");
     rep.errors.push(msg);
     Ok(())
-}
-
-/// rsync filter rules for the bootstrap: the ignore set
-/// (docs/decisions.md#ignore-set),
-/// and a top-level `lost+found` (excluded files are never deleted).
-pub(crate) fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
-    let r = filenameroot;
-    vec![
-        "/.rrr/".to_string(),
-        format!("/{LOST_FOUND}/"),
-        format!("/{r}.recent"),
-        format!("/{r}.recent.*"),
-        format!("/{r}-*.yaml"),
-        format!("/{r}-*.json"),
-        format!("/{r}-*.lock"),
-        format!("/{r}-*.new"),
-        ".~tmp~/".to_string(),
-        ".FRMRecent-*".to_string(),
-    ]
-}
-
-/// The most bytes the excludes of quarantined directories may add to a
-/// whole-tree rsync's command line: well below the kernel's limit of all
-/// arguments together (ARG_MAX, 2 MiB by default), where 500 directories
-/// of 4 KB would fail to start rsync at all.
-const QUARANTINE_EXCLUDE_BYTES: usize = 256 * 1024;
-
-/// The directories a whole-tree pass leaves out for the quarantined
-/// `paths` (docs/decisions.md#quarantine): each one's parent, none below
-/// another; and when they take more than `budget` bytes, their ancestors
-/// instead, one level up at a time (down to top-level directories), so
-/// that many quarantined paths cannot keep rsync from starting.
-fn quarantine_excludes<'p>(paths: impl Iterator<Item = &'p [u8]>, budget: usize) -> Vec<&'p [u8]> {
-    let parents: Vec<&[u8]> = paths.filter_map(|p| p.iter().rposition(|&b| b == b'/').map(|i| &p[..i])).collect();
-    let depth_of = |d: &[u8]| d.iter().filter(|&&b| b == b'/').count() + 1;
-    let mut depth = parents.iter().map(|d| depth_of(d)).max().unwrap_or(0);
-    loop {
-        // Each directory cut to `depth` components.
-        let mut cut: Vec<&[u8]> = parents
-            .iter()
-            .map(|d| match d.iter().enumerate().filter(|(_, &b)| b == b'/').nth(depth.saturating_sub(1)) {
-                Some((i, _)) => &d[..i],
-                None => *d,
-            })
-            .collect();
-        cut.sort_unstable_by_key(|d| (d.len(), *d));
-        cut.dedup();
-        let mut kept: HashSet<&[u8]> = HashSet::new();
-        let mut out = Vec::new();
-        for d in cut {
-            let under_kept = d.iter().enumerate().any(|(i, &b)| b == b'/' && kept.contains(&d[..i]));
-            if !under_kept {
-                kept.insert(d);
-                out.push(d);
-            }
-        }
-        if depth <= 1 || out.iter().map(|d| d.len() + 12).sum::<usize>() <= budget {
-            out.sort_unstable();
-            return out;
-        }
-        depth = out.iter().map(|d| depth_of(d)).max().unwrap_or(1).min(depth) - 1;
-    }
-}
-
-/// `path` as an rsync filter pattern that matches only itself: a pattern
-/// with a wildcard (`*?[`) takes `\\` as an escape, one without takes
-/// every byte literally.
-fn rsync_literal(path: &[u8]) -> Vec<u8> {
-    if !path.iter().any(|b| b"*?[".contains(b)) {
-        return path.to_vec();
-    }
-    let mut out = Vec::with_capacity(path.len() + 8);
-    for &b in path {
-        if b"*?[\\".contains(&b) {
-            out.push(b'\\');
-        }
-        out.push(b);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quarantined_directories_fit_a_command_line() {
-        let paths: Vec<&[u8]> = vec![b"a/b/c/x", b"a/b/c/y", b"a/b/z", b"d/e/f", b"top"];
-        // Each parent once, none below another (a/b/c is under a/b), a
-        // top-level path none.
-        assert_eq!(quarantine_excludes(paths.iter().copied(), 1000), [&b"a/b"[..], b"d/e"]);
-        // Over the budget: one level up at a time.
-        assert_eq!(quarantine_excludes(paths.iter().copied(), 8), [&b"a"[..], b"d"]);
-        assert_eq!(quarantine_excludes(paths.iter().copied(), 0), [&b"a"[..], b"d"], "top-level at the least");
-        // 600 directories of 4 KB: within the budget.
-        let long: Vec<Vec<u8>> =
-            (0..600).map(|i| format!("q/b{i:03}/{}/leaf", "d".repeat(4000)).into_bytes()).collect();
-        let out = quarantine_excludes(long.iter().map(|p| p.as_slice()), QUARANTINE_EXCLUDE_BYTES);
-        assert!(out.iter().map(|d| d.len() + 12).sum::<usize>() <= QUARANTINE_EXCLUDE_BYTES, "{}", out.len());
-        assert_eq!(out.len(), 600, "one level up is enough: q/bNNN");
-    }
-
-    #[test]
-    fn itemized_lines_count_what_arrived() {
-        let mut s = Itemized::listing(true);
-        for l in [
-            "*deleting   0 old/x",
-            "*deleting   0 old/",
-            ".d..t...... 4096 ./",
-            ">f+++++++++ 2 f",
-            ">f..t...... 30 changed",
-            "cL+++++++++ 1 l",
-            "cd+++++++++ 4096 d/",
-            ">f+++++++++ 3 d/with space",
-            "Number of files: 3",
-            "",
-        ] {
-            s.line(l);
-        }
-        assert_eq!((s.files, s.bytes, s.deleted), (4, 35, 2));
-        assert_eq!(s.would, ["delete old/x", "delete old/", "new f", "new changed", "new l", "new d/with space"]);
-    }
-
-    #[test]
-    fn stats_count_like_itemized_lines() {
-        let mut s = Itemized::listing(false);
-        for l in [
-            "",
-            "Number of files: 10,425 (reg: 10,382, dir: 42, link: 1)",
-            "Number of created files: 1,424 (reg: 1,382, dir: 39, link: 2, dev: 1)",
-            "Number of deleted files: 3 (reg: 2, dir: 1)",
-            "Number of regular files transferred: 1,383",
-            "Total file size: 5,187,727 bytes",
-            "Total transferred file size: 1,187,724 bytes",
-            "Literal data: 187,724 bytes",
-            "sent 215,965 bytes  received 7,469 bytes  148,956.00 bytes/sec",
-        ] {
-            s.line(l);
-        }
-        assert_eq!((s.files, s.bytes, s.deleted), (1383 + 3, 1_187_724, 3));
-    }
 }

@@ -242,6 +242,16 @@ impl RsyncError {
     pub fn is_connection_limit(&self) -> bool {
         self.stderr.contains("@ERROR: max connections")
     }
+
+    /// `--max-delete` stopped the deletes (exit 25); the rest was done.
+    pub fn is_max_delete_reached(&self) -> bool {
+        self.code == Some(25)
+    }
+
+    /// The rsync program itself could not be run: no later try can cure it.
+    pub fn is_program_missing(&self) -> bool {
+        self.cause == Some(Cause::NoRsync)
+    }
 }
 
 /// Failures that are the same on every attempt

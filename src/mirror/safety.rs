@@ -16,7 +16,7 @@ use crate::done::DoneSet;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, Event, RelPath};
 use crate::store;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::{bail, Context, Result};
 use std::collections::HashSet;
 use std::ffi::OsStr;

@@ -116,7 +116,7 @@ pub fn serve_metrics(addr: &str, render: impl Fn() -> String + Send + Sync + 'st
 /// daemon counts them, `rrr_aggregation_runs_total`. Unlabelled, as
 /// rrrgo's: one daemon per process.
 pub fn rrrgo_metrics(news: u64, deletes: u64, pending: u64, aggregation_runs: Option<u64>) -> String {
-    use crate::mirror::health::prometheus_metric as metric;
+    use crate::output::prometheus::metric;
     let mut out = String::new();
     let events = [("type=\"new\"".to_string(), news as f64), ("type=\"delete\"".to_string(), deletes as f64)];
     metric(&mut out, "rrr_events_processed_total", "counter", "Total number of file system events processed", &events);

@@ -270,8 +270,8 @@ fn judge(r: &mut Report, freshest: Option<i64>, max_lag: f64) {
 
 /// The reports as Prometheus metrics, one sample per mirror.
 pub fn prometheus(reports: &[Report]) -> String {
-    use crate::mirror::health::prometheus_metric as metric;
-    let label = |r: &Report| format!("mirror=\"{}\"", r.url.replace('\\', "\\\\").replace('"', "\\\""));
+    use crate::output::prometheus::metric;
+    let label = |r: &Report| format!("mirror=\"{}\"", crate::output::prometheus::label_value(&r.url));
     let mut out = String::new();
     let rows = |f: &dyn Fn(&Report) -> Option<f64>| -> Vec<(String, f64)> {
         reports.iter().filter_map(|r| f(r).map(|v| (label(r), v))).collect()

@@ -276,7 +276,7 @@ mod tests {
 
 #[cfg(test)]
 mod ignore_tests {
-    use crate::sys::tree::{IgnoreSet, Ignored};
+    use crate::tree::{IgnoreSet, Ignored};
 
     /// Traces are rrr's own files: the one ignore set leaves them out of
     /// init, fsck and watch once the trace directory is named.

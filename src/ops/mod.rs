@@ -8,7 +8,6 @@ use crate::sys::clock::Clock;
 use std::cell::{RefCell, RefMut};
 use std::io::Write;
 
-pub(crate) use crate::exit::LogClosed;
 pub use crate::exit::{exit_for_error, is_closed, Exit};
 
 /// What every command gets besides its own options: the settings of the

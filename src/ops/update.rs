@@ -18,7 +18,7 @@ use crate::ops::{Ctx, Exit};
 use crate::origin::record::record;
 use crate::query::{News, NewsFilter};
 use crate::recentfile::{Event, EventKind, RelPath};
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use crate::update::{check_caller_epoch, normalize, relative_to_root, Change, PathError};
 use anyhow::{anyhow, bail, Context, Result};
 use std::ffi::OsStr;

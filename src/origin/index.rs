@@ -18,7 +18,7 @@ use crate::origin::{self, Writer};
 use crate::output::progress;
 use crate::recentfile::{EventKind, Format, Recentfile};
 use crate::store::{self, Lock};
-use crate::sys::tree::{self, IgnoreSet, Skip};
+use crate::tree::{self, IgnoreSet, Skip};
 use crate::update::{batch_update, Change};
 use anyhow::{bail, Context, Result};
 use std::fs::File;

@@ -4,8 +4,9 @@
 //! change it with the pure core, write it back atomically with `minmax`
 //! and `Producers` maintained as the reference does (protocol.md 8.5). `rrr
 //! watch`'s daemon is [`watch`], with its pure rules (`watch::rules`: what
-//! an inotify event means, the pending batch, when it is recorded) and the
-//! inotify instance (`watch::watcher`). [`record`] records a batch under
+//! a watcher's event means, the pending batch, when it is recorded), the
+//! watcher seam (`watch::backend`) and its inotify backend
+//! (`watch::inotify`). [`record`] records a batch under
 //! the lock, `aggregate` runs the cascade into the larger files (`rrr
 //! aggregate`, `init --aggregate`, the watch daemon), [`index`] indexes a
 //! tree (`init`), [`index_check`] compares index and tree; the commands in

@@ -1,14 +1,16 @@
 //! The system layer: what rrr asks of the operating system beyond plain
 //! files, each in one place: reading `/proc` (`proc`), running child
-//! processes (`child`) and rsync (`rsync`), the tree walk and the one
-//! ignore set (`tree`), SIGINT/SIGTERM/SIGUSR1/SIGHUP ([`signals`]), the one
+//! processes (`child`) and rsync (`rsync`), paths of any length below a
+//! root (`tree`), SIGINT/SIGTERM/SIGUSR1/SIGHUP ([`signals`]), the one
 //! clock ([`clock`], `--now`, and local time as libc breaks it down),
 //! returning freed heap (`memory`), sd_notify (`notify`) and the bytes
 //! a process received from the network (`netbytes`).
 //!
-//! Every `unsafe` block of rrr is in this layer, each with the reason it
-//! holds; the rest of rrr calls the operating system through std and
-//! `nix`, or through the safe functions here.
+//! The one module of the `rrr` crate allowed `unsafe` (`lib.rs` denies it
+//! elsewhere), each block with the reason it holds; the rest of the crate
+//! calls the operating system through std and `nix`, or through the safe
+//! functions here. (The core crate `recentfile` and the tests are other
+//! crates, with rules of their own.)
 //!
 //! Linux only, as rrr is (inotify, `/proc`, `PR_SET_PDEATHSIG`).
 

@@ -89,3 +89,4 @@ pub mod perl_compat;
 pub mod store;
 pub mod sys;
 pub(crate) mod tree;
+pub mod trust;

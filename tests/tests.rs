@@ -47,6 +47,7 @@ mod rrrgo;
 mod sys_layer;
 mod textfile_warnings;
 mod trigger;
+mod trust;
 mod visible;
 mod watch;
 mod watch_hook;

@@ -43,6 +43,7 @@ impl<'a> Ctx<'a> {
 }
 
 pub mod aggregate;
+pub mod beacon;
 pub mod check;
 pub mod fsck;
 pub mod init;

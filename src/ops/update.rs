@@ -227,6 +227,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     }
     crate::sys::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
+    crate::origin::beacon::check_start(&coll, &ctx.writer)?;
     let changes = changes(opts, &coll, &ctx.writer.clock.now())?;
     if !changes.is_empty() {
         record(&coll, &changes, &ctx.writer)?.journal_result()?;

@@ -45,6 +45,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     ensure!(opts.batch_size > 0, "--batch-size must be at least 1");
     let w = &ctx.writer;
     let coll = Collection::open(&opts.principal)?;
+    crate::origin::beacon::check_start(&coll, w)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
     let span = tracing::info_span!("watch", root = %root.display());

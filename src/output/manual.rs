@@ -50,6 +50,10 @@ fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
 const FILES: &[(&str, &str)] = &[
     ("ROOT/RECENT.recent", "the principal symlink, pointing at the smallest recentfile"),
     ("ROOT/RECENT-1h.yaml … RECENT-Z.yaml", "the recentfiles (or .json)"),
+    (
+        "ROOT/RECENT.beacon.json, RECENT.beacon.json.sig",
+        "the origin's beacon (freshness, the recentfiles' sha256) and its SSHSIG signature",
+    ),
     ("ROOT/RECENT-*.yaml.lock/", "a recentfile's lock, shared with the Perl tools (a directory with a file `process`)"),
     ("ROOT/.rrr/watch.json", "watch's heartbeat: pid, started, heartbeat, synced_to"),
     ("ROOT/.rrr/watch.flock", "watch's run lock"),
@@ -132,6 +136,9 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
             ("Wake the loop mirroring into /srv/CPAN (e.g. an ssh forced command from the upstream)", "rrr trigger --localroot /srv/CPAN"),
             ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key rrr-push@mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
             ("Wake every loop of a config", "rrr trigger --config /etc/rrr/mirror.toml"),
+        ],
+        "beacon" => &[
+            ("Refresh the signed beacon every minute from cron (origins that record with update)", "* * * * * rrr beacon --sign-key /etc/rrr/beacon_ed25519 --origin-name cpan.example.org /srv/CPAN/RECENT.recent"),
         ],
         "probe" => &[
             ("How fresh are two mirrors, behind the origin?", "rrr probe --origin rsync://origin.example.org/CPAN rsync://m1.example.org/CPAN rsync://m2.example.org/CPAN"),

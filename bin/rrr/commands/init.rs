@@ -11,6 +11,8 @@ use std::path::PathBuf;
 pub struct InitArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub beacon: super::prelude::BeaconArgs,
     /// The tree to index.
     pub root: PathBuf,
     /// The principal's interval.

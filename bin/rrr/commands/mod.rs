@@ -4,6 +4,7 @@
 //! results. This file is the list of commands and the dispatch.
 
 mod aggregate;
+mod beacon;
 mod check;
 mod completions;
 mod fsck;
@@ -67,6 +68,9 @@ pub enum Command {
     /// The origin daemon: watch the tree with inotify and record every change.
     #[command(after_help = rrr::output::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
+    /// Rewrite the origin's beacon RECENT-1h.yaml.beacon.json now (signed with --sign-key): for origins that record from cron.
+    #[command(after_help = rrr::output::manual::after_help("beacon"))]
+    Beacon(beacon::BeaconCmdArgs),
 }
 
 impl Command {
@@ -90,6 +94,7 @@ impl Command {
             Command::Trigger(a) => ops::trigger::run(&a.into(), ctx),
             Command::Probe(a) => ops::probe::run(&a.into(), ctx),
             Command::Watch(a) => ops::watch::run(&a.into(), ctx),
+            Command::Beacon(a) => ops::beacon::run(&a.into(), ctx),
         }
     }
 
@@ -101,6 +106,20 @@ impl Command {
             Command::Aggregate(a) => a.lock.locktimeout,
             Command::Fsck(a) => a.lock.locktimeout,
             Command::Watch(a) => a.lock.locktimeout,
+            Command::Beacon(a) => a.lock.locktimeout,
+            _ => None,
+        }
+    }
+
+    /// The beacon options of an origin writer.
+    pub fn beacon(&self) -> Option<&prelude::BeaconArgs> {
+        match self {
+            Command::Init(a) => Some(&a.beacon),
+            Command::Update(a) => Some(&a.beacon),
+            Command::Aggregate(a) => Some(&a.beacon),
+            Command::Fsck(a) => Some(&a.beacon),
+            Command::Watch(a) => Some(&a.beacon),
+            Command::Beacon(a) => Some(&a.beacon),
             _ => None,
         }
     }

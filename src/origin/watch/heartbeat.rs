@@ -136,5 +136,29 @@ impl Daemon<'_> {
             }
             Err(e) => self.log.error(format!("cannot write heartbeat {}: {e}", dir.join("watch.json").display())),
         }
+        self.refresh_beacon();
+    }
+
+    /// Rewrite the beacon when it would be older than its interval before
+    /// the next heartbeat (its age read from its mtime: no state here).
+    fn refresh_beacon(&mut self) {
+        use crate::origin::beacon;
+        if !beacon::active(&self.coll, self.w) {
+            return;
+        }
+        let path = beacon::beacon_path(&self.coll);
+        let age = fs::metadata(&path).ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+        let interval = self.w.beacon.interval.unwrap_or_else(|| {
+            fs::read(&path)
+                .ok()
+                .and_then(|b| ::recentfile::beacon::Beacon::parse(&b).ok())
+                .map_or(::recentfile::beacon::DEFAULT_INTERVAL, |b| b.interval)
+        });
+        if age.is_some_and(|a| a + HEARTBEAT_IDLE < Duration::from_secs(interval)) {
+            return;
+        }
+        if let Err(e) = beacon::refresh(&self.coll, self.w) {
+            self.log.error(format!("cannot refresh the beacon {}: {e:#}", path.display()));
+        }
     }
 }

@@ -160,7 +160,12 @@ mod tests {
     };
 
     fn writer() -> Writer {
-        Writer { clock: Clock::system(), program: "rrr-test".into(), lock_timeout: Duration::from_secs(10) }
+        Writer {
+            clock: Clock::system(),
+            program: "rrr-test".into(),
+            lock_timeout: Duration::from_secs(10),
+            beacon: Default::default(),
+        }
     }
 
     /// A tree with `files` (and their directories), indexed by `init`.

@@ -78,6 +78,7 @@ pub(crate) mod collection;
 pub mod exit;
 pub mod hook;
 pub mod mirror;
+pub mod monitor;
 pub mod ops;
 pub mod origin;
 pub mod output;

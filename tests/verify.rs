@@ -111,3 +111,30 @@ fn odd_names_are_escaped_in_lines_lossless_in_json_raw_in_the_fetch_list() {
     assert_eq!(v["missing"], serde_json::json!(["a\nb", {"bytes": "636166e9"}]), "{v}");
     assert_eq!(fs::read(&list).unwrap(), b"a\nb\0caf\xe9\0");
 }
+
+#[test]
+fn verify_every_makes_a_pass_fetch_a_file_lost_behind_its_back() {
+    let origin = Origin::numbered(3, |i| format!("id/f{i}"));
+    let mirror = origin.mirror();
+    let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 5;
+    let at = |s: u64| (t0 + s).to_string();
+    mirror.pass(&["--now", &at(0), "--verify-every", "1d"], 0);
+    fs::remove_file(mirror.join("id/f1")).unwrap();
+    // Not due yet (the mirror started less than a day ago): nothing noticed.
+    mirror.pass(&["--now", &at(60), "--verify-every", "1d"], 0);
+    assert!(!mirror.join("id/f1").exists());
+    assert!(mirror.state().get("last_verify").is_none_or(Value::is_null), "{}", mirror.state());
+    // Due: verify finds it, the same pass fetches it, without --full.
+    let v = mirror.pass(&["--now", &at(86_460), "--verify-every", "1d"], 0);
+    assert_eq!(v["bootstrap"], false, "no whole-tree pass: {v}");
+    assert_eq!(fs::read_to_string(mirror.join("id/f1")).unwrap(), "file 1\n");
+    let st = mirror.state();
+    assert_eq!(st["last_verify"]["missing"], 1, "{st}");
+    assert_eq!(st["last_verify"]["time"], at(86_460), "{st}");
+    assert_eq!(st["failing"], serde_json::json!([]), "{st}");
+    let seen = mirror.monitoring(&["--now", &at(86_470)]);
+    assert_eq!(seen.status["last_verify"]["missing"], 1, "{}", seen.status);
+    assert!(seen.plain.contains("last verify "), "{}", seen.plain);
+    assert_eq!(seen.gauge("rrr_mirror_verify_differences"), Some("1"), "{}", seen.prometheus);
+    json(&mirror, &[], 0);
+}

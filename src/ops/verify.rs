@@ -16,8 +16,9 @@
 //! `sha256` keys are wired there.
 
 use crate::collection::Collection;
+use crate::epoch::Epoch;
 use crate::ops::{Ctx, Exit};
-use crate::query::{newest_per_path, NewsFilter};
+use crate::query::NewsFilter;
 use crate::recentfile::{EventKind, Recentfile, RelPath};
 use crate::tree::{self, IgnoreSet};
 use ::recentfile::beacon::{FileDigest, Hasher, Sha256Hex};
@@ -49,6 +50,8 @@ pub struct Options {
 pub struct Expected {
     /// The path, relative to the root.
     pub path: RelPath,
+    /// Its newest event's epoch.
+    pub epoch: Epoch,
     /// Bytes, when the event records them.
     pub size: Option<u64>,
     /// sha256, when the event records it.
@@ -56,13 +59,27 @@ pub struct Expected {
 }
 
 /// The live paths of the union of `files` (smallest first): each path's
-/// newest event, deletes removed. The one place that turns events into
-/// what verify expects.
+/// newest event (by epoch, as `news` picks it), deletes removed. The one
+/// place that turns events into what verify expects. One hash lookup per
+/// event and no sort: a mirror of CPAN has a million events over its files.
 pub fn expected(files: &[Recentfile]) -> Vec<Expected> {
-    newest_per_path(files.iter())
-        .into_iter()
+    let mut newest: foldhash::HashMap<&RelPath, &crate::recentfile::Event> = Default::default();
+    for e in files.iter().flat_map(|f| f.events.iter()) {
+        match newest.entry(&e.path) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(e);
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                if e.epoch > o.get().epoch {
+                    o.insert(e);
+                }
+            }
+        }
+    }
+    newest
+        .into_values()
         .filter(|e| e.kind == EventKind::New)
-        .map(|e| Expected { path: e.path.clone(), size: None, sha256: None })
+        .map(|e| Expected { path: e.path.clone(), epoch: e.epoch.clone(), size: None, sha256: None })
         .collect()
 }
 
@@ -113,6 +130,11 @@ pub struct Report {
     pub beyond_horizon: Vec<RelPath>,
     /// Entries the walk could not read (path and reason).
     pub unreadable: Vec<(String, String)>,
+    /// What to fetch (the paths of `missing` and `different`) with their
+    /// newest event's epoch: `rmirror --verify-every` hands them to the
+    /// next pass as failing paths.
+    #[serde(skip)]
+    pub to_fetch: Vec<(RelPath, Epoch)>,
 }
 
 impl Report {
@@ -124,7 +146,7 @@ impl Report {
 
 /// Verify, print, and exit 0 when complete, 1 with differences.
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
-    let report = verify(opts, ctx.progress)?;
+    let report = verify(&opts.localroot, &opts.excludes, opts.hash, ctx.progress)?;
     if let Some(file) = &opts.fetch_list {
         write_fetch_list(file, &report)?;
     }
@@ -209,11 +231,12 @@ struct Present {
     want: Expected,
 }
 
-/// Compare the tree at `opts.localroot` with its recentfiles.
-pub fn verify(opts: &Options, progress: bool) -> Result<Report> {
-    let coll = Collection::open(&opts.localroot)
-        .with_context(|| format!("{}: not a mirror with recentfiles", opts.localroot.display()))?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes);
+/// Compare the tree at `localroot` with its recentfiles, leaving out
+/// `excludes`; with `hash`, read every present indexed file.
+pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool) -> Result<Report> {
+    let coll = Collection::open(localroot)
+        .with_context(|| format!("{}: not a mirror with recentfiles", localroot.display()))?;
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
     let pb = crate::output::progress::spinner(progress, "verify: walking");
     let mut walked: foldhash::HashMap<RelPath, (u64, i64)> = Default::default();
     let mut unreadable = Vec::new();
@@ -257,7 +280,10 @@ pub fn verify(opts: &Options, progress: bool) -> Result<Report> {
             continue;
         }
         match walked.remove(&want.path) {
-            None => r.missing.push(want.path),
+            None => {
+                r.to_fetch.push((want.path.clone(), want.epoch));
+                r.missing.push(want.path);
+            }
             Some((size, _)) => present.push(Present { path: want.path.clone(), size, want }),
         }
     }
@@ -272,7 +298,7 @@ pub fn verify(opts: &Options, progress: bool) -> Result<Report> {
     }
     r.missing.sort();
     // Sizes first (free); hashes only where asked.
-    let digests = if opts.hash { hash_all(&coll.root, &present, progress) } else { Vec::new() };
+    let digests = if hash { hash_all(&coll.root, &present, progress) } else { Vec::new() };
     for (i, p) in present.iter().enumerate() {
         let digest = digests.get(i);
         let mut differs = false;
@@ -296,6 +322,7 @@ pub fn verify(opts: &Options, progress: bool) -> Result<Report> {
             differs |= want != got;
         }
         if differs {
+            r.to_fetch.push((p.path.clone(), p.want.epoch.clone()));
             r.different.push(Different {
                 path: p.path.clone(),
                 expected_size: p.want.size,
@@ -367,7 +394,6 @@ fn hash_file(file: &Path, buf: &mut [u8]) -> std::io::Result<FileDigest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::epoch::Epoch;
     use crate::recentfile::Event;
 
     fn file(events: &[(i64, &str, EventKind)]) -> Recentfile {

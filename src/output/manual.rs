@@ -514,6 +514,10 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("timeout = SECONDS", "Seconds an rsync may move no data before it is stopped (0: never)."),
     ("full_every = \"DURATION\"", "A whole-tree pass when the last one is this old (7d, 1W)."),
     (
+        "verify_every = \"DURATION\"",
+        "rrr verify before a pass when the last one is this old (1d, 7d); the pass fetches what it finds missing.",
+    ),
+    (
         "checksum = true|false",
         "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum).",
     ),

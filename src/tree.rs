@@ -168,6 +168,8 @@ pub struct Entry {
     pub mtime: i64,
     /// lstat ctime, whole seconds.
     pub ctime: i64,
+    /// lstat size in bytes (`rrr verify` compares it with the index's).
+    pub size: u64,
 }
 
 /// Walk `root` and call `each` for every file and symlink not ignored.
@@ -279,7 +281,7 @@ pub fn walk_with(
                     RSYNC_TEMP_YOUNG.as_secs()
                 )),
             ),
-            Ok(m) => each(Entry { rel, mtime: m.mtime(), ctime: m.ctime() }),
+            Ok(m) => each(Entry { rel, mtime: m.mtime(), ctime: m.ctime(), size: m.size() }),
             Err(e) => skipped(&shown(rel.as_bytes()), Skip::Unindexable(e.to_string())),
         }
     }

@@ -34,7 +34,7 @@ fn help_of_rrr_and_of_each_command() {
     insta::with_settings!({ prepend_module_to_snapshot => false }, {
         insta::assert_snapshot!("help", ok(&["--help"]));
         for cmd in
-            ["init", "update", "aggregate", "news", "overview", "fsck", "completions", "manpages", "rmirror", "status", "check", "trigger", "watch"]
+            ["init", "update", "aggregate", "news", "overview", "fsck", "completions", "manpages", "rmirror", "status", "check", "trigger", "watch", "verify"]
         {
             insta::assert_snapshot!(format!("help_{cmd}"), ok(&[cmd, "--help"]));
         }

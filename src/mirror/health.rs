@@ -80,6 +80,8 @@ pub(crate) struct Report {
     pub attempt_age_seconds: Option<f64>,
     /// The last whole-tree pass.
     pub last_full: Option<String>,
+    /// The last `--verify-every` run and what it found.
+    pub last_verify: Option<crate::mirror::state::VerifyRecord>,
 }
 
 fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
@@ -128,6 +130,7 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         attempt_running: running_attempt.is_some(),
         attempt_age_seconds: running_attempt.and(age(now, &attempt_started)),
         last_full: text(&state.last_full),
+        last_verify: state.last_verify.clone(),
     }
 }
 
@@ -373,7 +376,7 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 17] = [
+const GAUGES: [Metric; 19] = [
     ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", |r| {
         timestamp(&r.last_attempt)
     }),
@@ -397,6 +400,12 @@ const GAUGES: [Metric; 17] = [
         timestamp(&r.newest_applied)
     }),
     ("rrr_mirror_last_full_timestamp_seconds", "Unix time of the last whole-tree pass.", |r| timestamp(&r.last_full)),
+    ("rrr_mirror_last_verify_timestamp_seconds", "Unix time of the last --verify-every run.", |r| {
+        r.last_verify.as_ref().map(|v| v.time.to_f64())
+    }),
+    ("rrr_mirror_verify_differences", "Paths the last --verify-every run found missing, different or unknown.", |r| {
+        r.last_verify.as_ref().map(|v| (v.missing + v.different + v.unknown) as f64)
+    }),
     ("rrr_mirror_complete", "1 once the mirror has been complete at least once, else 0.", |r| {
         Some(if r.last_complete.is_some() { 1.0 } else { 0.0 })
     }),
@@ -539,6 +548,13 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
     }
     let _ = writeln!(out, "last complete    {}", when(&r.last_complete));
     let _ = writeln!(out, "last full pass   {}", when(&r.last_full));
+    if let Some(v) = &r.last_verify {
+        let found = match &v.error {
+            Some(e) => format!("failed: {e}"),
+            None => format!("{} missing, {} different, {} unknown", v.missing, v.different, v.unknown),
+        };
+        let _ = writeln!(out, "last verify      {}: {found}", when(&Some(v.time.as_str().to_string())));
+    }
     let _ = writeln!(out, "newest applied   {}", when(&r.newest_applied));
     let _ = writeln!(out, "pending deletes  {}", r.pending_deletes);
     if r.held_deletes > 0 {

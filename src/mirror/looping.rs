@@ -200,6 +200,71 @@ pub(crate) fn full_due(state: &State, every: Duration, now: f64) -> bool {
     state.last_full.as_ref().or(state.started.as_ref()).is_some_and(|e| now - e.to_f64() >= every.as_secs_f64())
 }
 
+/// Whether `rrr verify` is due under `--verify-every`: the mirror has
+/// installed its copies of the recentfiles, and the last verify (or the
+/// mirror's start) is that old.
+pub(crate) fn verify_due(state: &State, every: Duration, now: f64) -> bool {
+    !state.installed.is_empty()
+        && state
+            .last_verify
+            .as_ref()
+            .map(|v| &v.time)
+            .or(state.started.as_ref())
+            .is_some_and(|e| now - e.to_f64() >= every.as_secs_f64())
+}
+
+/// `--verify-every`: verify the tree against our copies of the
+/// recentfiles (by size: reading every file is `rrr verify --hash`'s
+/// job) and hand what is missing or different to the pass that follows as
+/// failing paths (retried first, before the principal is installed; a
+/// newer event supersedes them as any failing path). Unknown files are
+/// reported, never deleted: that is a whole-tree pass's decision. A
+/// verify that cannot run is logged and recorded; the pass goes on.
+fn verify_before_pass(m: &mut Mirror, clock: &crate::sys::clock::Clock) -> Result<()> {
+    let excludes: Vec<String> = m.cfg.excludes.iter().map(|p| p.as_str().to_string()).collect();
+    let now = clock.now();
+    let record = match crate::ops::verify::verify(&m.cfg.localroot, &excludes, false, false) {
+        Ok(r) => {
+            for (path, epoch) in &r.to_fetch {
+                m.state.fail(path, Some(epoch), "missing or different in the tree (found by --verify-every)", &now);
+            }
+            let level_warn = !r.complete();
+            let line = format!(
+                "verify: {} indexed files, {} missing, {} different, {} unknown{}",
+                r.indexed,
+                r.missing.len(),
+                r.different.len(),
+                r.unknown.len(),
+                if r.to_fetch.is_empty() { "" } else { "; the pass fetches the missing and different ones" }
+            );
+            if level_warn {
+                tracing::warn!("{line}");
+            } else {
+                tracing::info!("{line}");
+            }
+            crate::mirror::state::VerifyRecord {
+                time: now,
+                missing: r.missing.len() as u64,
+                different: r.different.len() as u64,
+                unknown: r.unknown.len() as u64,
+                error: None,
+            }
+        }
+        Err(e) => {
+            tracing::warn!("verify failed: {e:#}");
+            crate::mirror::state::VerifyRecord {
+                time: now,
+                missing: 0,
+                different: 0,
+                unknown: 0,
+                error: Some(format!("{e:#}")),
+            }
+        }
+    };
+    m.state.last_verify = Some(record);
+    m.save()
+}
+
 /// The run lock taken before anything is asked of the remote
 /// ([`lock_early`]), and whether the tree was claimed for a first attempt.
 struct EarlyLock {
@@ -472,6 +537,11 @@ impl Run<'_> {
                     crate::output::human::duration(every.as_secs_f64())
                 );
                 m.full = true;
+            }
+        }
+        if let Some(every) = cfg.verify_every {
+            if !opts.dry_run && verify_due(&m.state, every, self.clock.now_f64()) {
+                verify_before_pass(m, self.clock)?;
             }
         }
         match m.pass() {

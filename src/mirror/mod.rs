@@ -210,6 +210,8 @@ pub(crate) struct Config {
     pub on_pass_timeout: Duration,
     /// A whole-tree pass when the last one is this old.
     pub full_every: Option<Duration>,
+    /// `rrr verify` before a pass when the last one is this old.
+    pub verify_every: Option<Duration>,
 }
 
 impl Config {

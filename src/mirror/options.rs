@@ -169,7 +169,7 @@ macro_rules! parsed_text {
 }
 
 parsed_text!(
-    /// `full_every`: an interval spec (`7d`, `1W`).
+    /// `full_every`, `verify_every`: an interval spec (`7d`, `1W`).
     FullEvery(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds())).map_err(|e| e.to_string())
 );
 
@@ -262,6 +262,11 @@ option_layer! {
         /// older than DURATION (e.g. 7d, 1W), instead of a separate --full run.
         #[arg(long, value_name = "DURATION")]
         pub full_every: Option<FullEvery>,
+        /// With --loop (or from cron): run `rrr verify` on the tree before a
+        /// pass when the last one is older than DURATION (e.g. 1d, 7d); what
+        /// it finds missing or different is fetched by that pass.
+        #[arg(long, value_name = "DURATION")]
+        pub verify_every: Option<FullEvery>,
         /// Run CMD through /bin/sh -c after every pass that changed something or
         /// failed, with the pass in RRR_* variables (README.mirror).
         #[arg(long, value_name = "CMD")]
@@ -362,6 +367,7 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         on_pass: o.on_pass.clone(),
         on_pass_timeout,
         full_every: o.full_every.as_ref().map(|f| f.value),
+        verify_every: o.verify_every.as_ref().map(|f| f.value),
     })
 }
 
@@ -661,6 +667,12 @@ mod tests {
                 "full_every",
                 |l, v| l.full_every = Some(format!("{v}d").parse().unwrap()),
                 |c| format!("{:?}", c.full_every.map(|d| d.as_secs() / 86_400)),
+                "None",
+            ),
+            (
+                "verify_every",
+                |l, v| l.verify_every = Some(format!("{v}d").parse().unwrap()),
+                |c| format!("{:?}", c.verify_every.map(|d| d.as_secs() / 86_400)),
                 "None",
             ),
         ];

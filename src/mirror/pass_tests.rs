@@ -40,6 +40,7 @@ fn mirror(dir: &Path, dirs: LocalDirs) -> Mirror<'static> {
         on_pass: None,
         on_pass_timeout: Duration::from_secs(1),
         full_every: None,
+        verify_every: None,
     };
     let clock = Clock::pinned(Epoch::parse("1700001000").unwrap());
     let mut m = Mirror::new(cfg, clock).unwrap();

@@ -103,6 +103,23 @@ impl Outcome {
     }
 }
 
+/// What the last `rrr verify` of `--verify-every` found: its missing
+/// and different paths became failing paths for the pass that followed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct VerifyRecord {
+    /// When it ran.
+    pub time: Epoch,
+    /// Indexed paths absent from the tree.
+    pub missing: u64,
+    /// Present paths of another size or hash than the index records.
+    pub different: u64,
+    /// Files the index does not know (reported, never deleted).
+    pub unknown: u64,
+    /// Why it could not run, if it could not.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
 /// The state file versions this rrr reads (and the one it writes).
 pub(crate) const STATE_VERSION: u32 = 1;
 
@@ -167,6 +184,8 @@ pub(crate) struct State {
     pub running: Option<crate::mirror::pass_progress::Running>,
     /// The last whole-tree pass that finished (`--full-every`).
     pub last_full: Option<Epoch>,
+    /// The last `--verify-every` run and what it found.
+    pub last_verify: Option<VerifyRecord>,
     /// Remotes (normalised) whose daemon refused a connection of ours for
     /// its `max connections` while a fetch of ours was finishing, and
     /// when: calls to them never overlap, from the first call of every

@@ -56,4 +56,5 @@ pub mod rmirror;
 pub mod status;
 pub mod trigger;
 pub mod update;
+pub mod verify;
 pub mod watch;

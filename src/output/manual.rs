@@ -113,6 +113,10 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
             ("Compare the index with the tree", "rrr fsck /srv/CPAN/RECENT.recent"),
             ("Record the differences now", "rrr fsck --repair /srv/CPAN/RECENT.recent"),
         ],
+        "verify" => &[
+            ("Is my mirror complete? (exit 0 complete, 1 differences)", "rrr verify --localroot /srv/CPAN"),
+            ("Fetch what is missing or different with plain rsync", "rrr verify --localroot /srv/CPAN --fetch-list /tmp/fetch; rsync -a --from0 --files-from=/tmp/fetch cpan.example.org::CPAN/ /srv/CPAN/"),
+        ],
         "watch" => &[
             ("Run the origin daemon (under systemd: contrib/systemd/rrr-watch.service)", "rrr watch /srv/CPAN/RECENT.recent"),
             ("JSON log and a node-exporter textfile", "rrr watch --json-log --prometheus /var/lib/node-exporter/rrr-watch.prom /srv/CPAN"),
@@ -524,6 +528,10 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("timeout = SECONDS", "Seconds an rsync may move no data before it is stopped (0: never)."),
     ("full_every = \"DURATION\"", "A whole-tree pass when the last one is this old (7d, 1W)."),
     (
+        "verify_every = \"DURATION\"",
+        "rrr verify before a pass when the last one is this old (1d, 7d); the pass fetches what it finds missing.",
+    ),
+    (
         "checksum = true|false",
         "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum).",
     ),
@@ -575,6 +583,7 @@ mod tests {
             "news",
             "overview",
             "fsck",
+            "verify",
             "watch",
             "rmirror",
             "status",

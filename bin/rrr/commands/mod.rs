@@ -18,6 +18,7 @@ mod rmirror;
 mod status;
 mod trigger;
 mod update;
+mod verify;
 mod watch;
 
 use anyhow::Result;
@@ -44,6 +45,9 @@ pub enum Command {
     /// Compare the index with the tree; --repair records the differences.
     #[command(after_help = rrr::output::manual::after_help("fsck"))]
     Fsck(fsck::FsckArgs),
+    /// Is my mirror complete? The tree against its recentfiles: missing, different and unknown files.
+    #[command(after_help = rrr::output::manual::after_help("verify"))]
+    Verify(verify::VerifyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = rrr::output::manual::after_help("completions"))]
     Completions(completions::CompletionsArgs),
@@ -86,6 +90,7 @@ impl Command {
             Command::News(a) => ops::news::run(&a.into(), ctx),
             Command::Overview(a) => ops::overview::run(&a.into(), ctx),
             Command::Fsck(a) => ops::fsck::run(&a.into(), ctx),
+            Command::Verify(a) => ops::verify::run(&a.into(), ctx),
             Command::Completions(a) => completions::exec(&a, ctx, whole()),
             Command::Manpages(a) => manpages::exec(&a, whole()),
             Command::Rmirror(a) => ops::rmirror::run(&a.into(), ctx),

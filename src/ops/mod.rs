@@ -51,6 +51,7 @@ pub mod fsck;
 pub mod init;
 pub mod news;
 pub mod overview;
+pub mod probe;
 pub mod rmirror;
 pub mod status;
 pub mod trigger;

@@ -28,11 +28,20 @@ const TRIGGER_EXIT_STATUS: &[(&str, &str)] = &[
     ("3", "no rmirror --loop runs on the tree (polling, a one-shot run or nothing)"),
 ];
 
+/// `rrr probe`'s exit codes.
+const PROBE_EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "every mirror fresh: its lag behind the freshest origin time (or --origin's) at most --max-lag"),
+    ("1", "a mirror is stale (lag over --max-lag)"),
+    ("2", "usage error (a URL that is not rsync://HOST[:PORT]/MODULE[/PATH])"),
+    ("3", "a mirror could not be read (unreachable, timed out, no master trace); the worst mirror decides"),
+];
+
 /// The exit codes of `command`.
 fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
     match command {
         "check" => CHECK_EXIT_STATUS,
         "trigger" => TRIGGER_EXIT_STATUS,
+        "probe" => PROBE_EXIT_STATUS,
         _ => EXIT_STATUS,
     }
 }
@@ -130,6 +139,10 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "beacon" => &[
             ("Refresh the signed beacon every minute from cron (origins that record with update)", "* * * * * rrr beacon --sign-key /etc/rrr/beacon_ed25519 --origin-name cpan.example.org /srv/CPAN/RECENT.recent"),
+        ],
+        "probe" => &[
+            ("How fresh are two mirrors, behind the origin?", "rrr probe --origin rsync://origin.example.org/CPAN rsync://m1.example.org/CPAN rsync://m2.example.org/CPAN"),
+            ("Every 5 minutes into node-exporter's textfile directory", "rrr probe --prometheus rsync://m1.example.org/CPAN > /var/lib/prometheus/node-exporter/rrr-probe.prom.new && mv /var/lib/prometheus/node-exporter/rrr-probe.prom.new /var/lib/prometheus/node-exporter/rrr-probe.prom"),
         ],
         "completions" => &[("Bash completion", "rrr completions bash > /etc/bash_completion.d/rrr")],
         "manpages" => &[("Install the man pages", "rrr manpages /usr/local/share/man/man1")],
@@ -482,8 +495,9 @@ pub fn perl_entry_page(e: &PerlEntry, version: &str, all_pages: &[String]) -> St
 /// The rmirror config file's keys: (key = VALUE, meaning and default).
 /// A test checks the list against the config reader's keys.
 /// Each option's default is not written here: [`config_section`] takes
-/// it from `mirror::options::OptionLayer`'s arguments, the constants
-/// `resolve` uses.
+/// it from the option model's clap arguments (`mirror::options`), the
+/// constants `resolve` uses; the test that the list matches the config
+/// reader's keys is there too.
 pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("remote = \"SRC\"", "[[tree]] only, required: the remote principal (rmirror's --remote forms)."),
     ("localroot = \"DIR\"", "[[tree]] only, required: the mirror's tree; relative to the config file's directory."),
@@ -515,8 +529,10 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The CONFIGURATION FILE section of rrr-rmirror(1).
-pub fn config_section() -> String {
+/// The CONFIGURATION FILE section of rrr-rmirror(1); `options` are the
+/// option model's clap arguments (`mirror::options::CommandLine`), whose
+/// defaults the section shows.
+pub fn config_section(options: &clap::Command) -> String {
     let mut out = String::from(
         ".SH \"CONFIGURATION FILE\"\n\
          rrr rmirror \\-\\-config FILE (and status, check and trigger with \\-\\-config) reads a TOML file: \
@@ -533,8 +549,6 @@ pub fn config_section() -> String {
          max_delete = 1000\n\
          .fi\n.RE\n.PP\nThe keys:\n",
     );
-    use clap::Args;
-    let options = crate::mirror::options::CommandLine::augment_args(clap::Command::new("rmirror"));
     for (key, what) in CONFIG_KEYS {
         let name = key.split(' ').next().unwrap_or(key);
         let default = options.get_arguments().find(|a| a.get_id() == name).and_then(|a| a.get_default_values().first());
@@ -566,12 +580,14 @@ mod tests {
             "status",
             "check",
             "trigger",
+            "probe",
         ] {
             let h = after_help(c);
             assert!(h.starts_with("Examples:\n  # "), "{c}: {h}");
             let code = match c {
                 "check" => "\n    3  UNKNOWN",
                 "trigger" => "\n    3  no rmirror --loop runs",
+                "probe" => "\n    3  a mirror could not be read",
                 _ => "\n   75  another run holds the lock",
             };
             assert!(h.contains(code), "{c}: {h}");
@@ -623,28 +639,5 @@ mod tests {
         }
         let fsck = perl_entry("rrr-fsck").unwrap();
         assert!(fsck.description[0].starts_with("Repairs by default"), "{}", fsck.description[0]);
-    }
-
-    /// The config section lists exactly the keys the config reader takes.
-    #[test]
-    fn config_section_lists_every_key() {
-        let err = crate::mirror::options::MirrorConfig::parse(
-            "no_such_key = 1\n[[tree]]\nremote = \"/o/RECENT.recent\"\nlocalroot = \"/m\"\n",
-            std::path::Path::new("/etc/rrr/mirror.toml"),
-        )
-        .unwrap_err();
-        let expected = err.split("expected one of").nth(1).unwrap_or_else(|| panic!("{err}"));
-        let mut read: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
-        read.extend(["remote", "localroot", "state"]);
-        read.sort_unstable();
-        let mut documented: Vec<&str> = CONFIG_KEYS.iter().map(|(k, _)| k.split(' ').next().unwrap()).collect();
-        documented.sort_unstable();
-        assert_eq!(documented, read, "{err}");
-        let section = config_section();
-        assert!(section.contains("\\fBfull_every = \"DURATION\"\\fR"), "{section}");
-        assert!(
-            section.contains("Seconds between pass starts with \\-\\-loop (at least 1). Default: 20.\n"),
-            "{section}"
-        );
     }
 }

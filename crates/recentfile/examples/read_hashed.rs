@@ -22,7 +22,7 @@ fn events(n: usize, hashed: bool) -> Vec<Event> {
             let epoch = format!("{}.{:05}", 1_700_000_000 - (i as u64) * 7, x % 100_000);
             let a = (b'A' + (x % 26) as u8) as char;
             let path = format!("id/{a}/{a}B/{a}BCD{}/Foo-Bar-{}.{}.tar.gz", x % 997, i % 50, x % 100);
-            let kind = if x % 100 == 0 { EventKind::Delete } else { EventKind::New };
+            let kind = if x.is_multiple_of(100) { EventKind::Delete } else { EventKind::New };
             let ev = Event::new(Epoch::parse(&epoch).unwrap(), path, kind);
             let digest = (hashed && kind == EventKind::New).then(|| FileDigest::of(&x.to_le_bytes()));
             let digest = digest.map(|d| FileDigest { size: x % 50_000_000, ..d });

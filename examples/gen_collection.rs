@@ -124,7 +124,7 @@ fn collection(dir: &Path, n: usize, now: Epoch, seed: u64) -> std::io::Result<()
         .map(|(epoch, path)| {
             let kind =
                 if epoch.to_f64() > year_ago && rng.below(100) == 0 { EventKind::Delete } else { EventKind::New };
-            Event { epoch, path: path.into(), kind }
+            Event::new(epoch, path, kind)
         })
         .collect();
     let dirtymark = events.last().map_or_else(|| now.clone(), |e| e.epoch.clone());

@@ -639,3 +639,57 @@ fn reads_and_rewrites_the_references_long_same_mtime_epochs() {
     }
     assert_eq!(ok(&["news", "--local", p.to_str().unwrap()]).lines().count(), 201);
 }
+
+/// Events with `size` and `sha256` (protocol.md 4.2) are written as
+/// YAML::Syck dumps them from Perl data (the size a Perl integer), and
+/// YAML::Syck loads and rewrites rrr's hashed file byte for byte: a Perl
+/// writer's load-and-dump keeps the keys.
+#[test]
+fn hashed_events_are_yaml_syck_s_bytes() {
+    use ::recentfile::beacon::{FileDigest, Sha256Hex};
+    let syck = Syck::new();
+    let shas = [
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "1234567890123456789012345678901234567890123456789012345678901234",
+        "1234567890123456789012345678901234567890123456789012345678901e23",
+    ];
+    let sizes = [0u64, 7, 123_456_789, 1_234_567_890, u64::MAX];
+    let mut commands = String::new();
+    let mut cases = Vec::new();
+    for sha in shas {
+        for size in sizes {
+            commands.push_str(&format!("hashed {sha} {size}\n"));
+            cases.push((sha, size));
+        }
+    }
+    let answers = syck.run(&commands);
+    let producer = Producer { program: "t".into(), time: Epoch::parse("1700000000.5").unwrap() };
+    for ((sha, size), answer) in cases.iter().zip(answers.lines()) {
+        let theirs = String::from_utf8(unhex(answer)).unwrap();
+        let digest = FileDigest { size: *size, sha256: Sha256Hex::parse(sha).unwrap() };
+        let ev = recentfile::Event::new(Epoch::parse("1700000000.5").unwrap(), "a", recentfile::EventKind::New)
+            .with_digest(Some(digest));
+        let ours =
+            recentfile::serialize(&recentfile::Recentfile::from_events(vec![ev.clone()]), Format::Yaml, &producer);
+        let ours = String::from_utf8(ours).unwrap();
+        let ours = &ours[ours.find("recent: \n").unwrap()..];
+        assert_eq!(ours, theirs.strip_prefix("--- \n").unwrap(), "sha {sha} size {size}");
+        assert_eq!(
+            recentfile::parse_bytes(format!("--- \nmeta: \n  protocol: 1\n{ours}").as_bytes(), Format::Yaml)
+                .unwrap()
+                .events,
+            [ev]
+        );
+    }
+    // A whole hashed file, loaded and dumped again by YAML::Syck.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut rf, producer) = doc_with_paths(&["x/a.tar.gz".to_string(), "x/b.tar.gz".to_string()]);
+    rf.events[0] = rf.events[0].clone().with_digest(Some(FileDigest::of(b"hello")));
+    let ours = dir.path().join("rrr.yaml");
+    let theirs = dir.path().join("syck.yaml");
+    let bytes = recentfile::serialize(&rf, Format::Yaml, &producer);
+    fs::write(&ours, &bytes).unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("\n    size: 5\n"));
+    assert_eq!(syck.run(&format!("redump {} {}\n", ours.display(), theirs.display())).trim(), "ok");
+    assert_eq!(fs::read(&theirs).unwrap(), bytes);
+}

@@ -233,6 +233,7 @@ fn perl_way_writers_beside_rrr_writers() {
                     path: rel.clone().into(),
                     kind: rrr::recentfile::EventKind::New,
                     epoch: None,
+                    digest: None,
                 };
                 rrr::update::batch_update(&mut rf, 3600, &[change], &now);
                 let producer = rrr::recentfile::Producer { program: "perl-like".into(), time: now };

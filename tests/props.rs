@@ -61,7 +61,7 @@ proptest! {
         );
         rf.meta.merged = recentfile::Merged::Into { epoch: Some(merged.clone()), into_interval: Some("6h".into()), time: None };
         let now = Epoch::from_clock(merged.to_f64() + f64::from(later));
-        batch_update(&mut rf, 3600, &[Change { path: "new".into(), kind: EventKind::New, epoch: None }], &now);
+        batch_update(&mut rf, 3600, &[Change { path: "new".into(), kind: EventKind::New, epoch: None, digest: None }], &now);
         // Everything older than merged.epoch (by the comparator) is gone,
         // merged.epoch itself stays: the bump chain's doubles often round
         // onto each other, so a bound printed back from a double would not cut them.
@@ -98,7 +98,7 @@ proptest! {
             let kind = if del { EventKind::Delete } else { EventKind::New };
             // Dirty epochs from a few seconds too, so they collide.
             let epoch = dirty.map(|d| Epoch::from_whole_seconds(1_699_990_000 + d as i64));
-            batch_update(&mut rf, 3600, &[Change { path: path.clone().into(), kind, epoch }], &Epoch::from_clock(clock));
+            batch_update(&mut rf, 3600, &[Change { path: path.clone().into(), kind, epoch, digest: None }], &Epoch::from_clock(clock));
             last_kind.insert(path, kind);
         }
         for w in rf.events.windows(2) {
@@ -131,6 +131,7 @@ proptest! {
             path: format!("d/p{p}").into(),
             kind: if del { EventKind::Delete } else { EventKind::New },
             epoch: None,
+            digest: None,
         };
         let mut start = Recentfile::default();
         let t0 = Epoch::parse("1700000000.5").unwrap();
@@ -140,7 +141,7 @@ proptest! {
         let now = Epoch::from_clock(1_700_000_000.5 + tick as f64);
         let mut changes: Vec<Change> = batch.iter().copied().map(change).collect();
         if let Some(p) = dirty {
-            changes.insert(0, Change { path: format!("d/p{p}").into(), kind: EventKind::New, epoch: Some(Epoch::from_whole_seconds(1_699_999_000)) });
+            changes.insert(0, Change { path: format!("d/p{p}").into(), kind: EventKind::New, digest: None, epoch: Some(Epoch::from_whole_seconds(1_699_999_000)) });
         }
         let mut at_once = start.clone();
         batch_update(&mut at_once, 3600, &changes, &now);

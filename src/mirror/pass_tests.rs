@@ -60,10 +60,12 @@ fn origin(dir: &Path, files: &[(&str, &str)], listed: &[&str]) -> (LocalDirs, Fe
     let events = listed
         .iter()
         .enumerate()
-        .map(|(i, p)| Event {
-            epoch: Epoch::parse(&format!("1700000{:03}", 900 - i)).unwrap(),
-            path: RelPath::from(p.as_bytes()),
-            kind: EventKind::New,
+        .map(|(i, p)| {
+            Event::new(
+                Epoch::parse(&format!("1700000{:03}", 900 - i)).unwrap(),
+                RelPath::from(p.as_bytes()),
+                EventKind::New,
+            )
         })
         .collect();
     let f = Fetched { name: "RECENT-1h.yaml".into(), rf: Recentfile::from_events(events) };

@@ -127,7 +127,7 @@ pub(crate) fn changes(opts: &Options, coll: &Collection, now: &Epoch) -> Result<
         } else {
             check_on_disk(raw_path, &path, kind, &coll.root).map_err(|m| anyhow!("{origin}{m}"))?;
         }
-        out.push(Change { path, kind, epoch });
+        out.push(Change { path, kind, epoch, digest: None });
         Ok(())
     };
     let kind = if opts.delete { EventKind::Delete } else { EventKind::New };

@@ -136,6 +136,7 @@ fn walk_tree(req: &Request, clock: &crate::sys::clock::Clock, progress: bool) ->
                 path: e.rel,
                 kind: EventKind::New,
                 epoch: Some(Epoch::from_whole_seconds(e.mtime)),
+                digest: None,
             });
             pb.inc(1);
         },
@@ -393,7 +394,7 @@ fn recorded_since(before: Option<&Recentfile>, ours: &Recentfile, now: Option<&R
         .iter()
         .rev()
         .filter(|e| !seen.contains(&(e.epoch.as_str(), e.path.as_bytes(), e.kind)))
-        .map(|e| Change { path: e.path.clone(), kind: e.kind, epoch: Some(e.epoch.clone()) })
+        .map(|e| Change { path: e.path.clone(), kind: e.kind, epoch: Some(e.epoch.clone()), digest: e.digest() })
         .collect()
 }
 

@@ -61,10 +61,10 @@ impl Finding {
     pub fn change(&self) -> Option<Change> {
         match self {
             Finding::MissingInIndex { path } | Finding::Modified { path } => {
-                Some(Change { path: path.clone(), kind: EventKind::New, epoch: None })
+                Some(Change { path: path.clone(), kind: EventKind::New, epoch: None, digest: None })
             }
             Finding::MissingOnDisk { path } => {
-                Some(Change { path: path.clone(), kind: EventKind::Delete, epoch: None })
+                Some(Change { path: path.clone(), kind: EventKind::Delete, epoch: None, digest: None })
             }
             _ => None,
         }

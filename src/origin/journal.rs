@@ -224,7 +224,7 @@ pub(crate) fn rerecords(root: &Path, lost: &[Acked], batch: &[Change]) -> Vec<Ch
         .map(|e| {
             let exists = fs::symlink_metadata(root.join(e.path.as_path())).is_ok_and(|m| !m.is_dir());
             let kind = if exists { EventKind::New } else { EventKind::Delete };
-            Change { path: e.path.clone(), kind, epoch: None }
+            Change { path: e.path.clone(), kind, epoch: None, digest: None }
         })
         .collect()
 }

@@ -10,6 +10,8 @@
 #                      or "err MESSAGE" when LoadFile dies
 #   redump FILE OUT    LoadFile(FILE) written back with Dump to OUT (as the
 #                      reference's write_1 does): "ok" or "err MESSAGE"
+#   hashed SHA SIZE    the hex of Dump({recent => [one new event with this
+#                      sha256 and size, the size a Perl integer]})
 #   write OUT HEX...   a principal of Syck's own making holding these paths,
 #                      newest first, written with Dump to OUT: "ok"
 use strict;
@@ -50,6 +52,9 @@ while (my $line = <STDIN>) {
         print $fh Dump($doc);
         close $fh or die "$arg[1]: $!";
         print "ok\n";
+    } elsif ($cmd eq "hashed") {
+        my $ev = { epoch => "1700000000.5", path => "a", sha256 => $arg[0], size => 0 + $arg[1], type => "new" };
+        print hex_of(Dump({ recent => [$ev] })), "\n";
     } elsif ($cmd eq "write") {
         my $out = shift @arg;
         my $n = @arg;

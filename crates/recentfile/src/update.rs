@@ -9,6 +9,7 @@
 //!   one event, not the epoch plus a bumped copy.
 //! - 4.2: only `new` and `delete` are accepted.
 
+use crate::beacon::FileDigest;
 use crate::epoch::{perl_min, Epoch, PerlNum};
 use crate::format::{check_relative_path, shown_path, Event, EventKind, Merged, Recentfile};
 use crate::path::RelPath;
@@ -26,6 +27,9 @@ pub struct Change {
     pub kind: EventKind,
     /// The event's time for a dirty insert; `None` takes the clock.
     pub epoch: Option<Epoch>,
+    /// The file's size and sha256 to record with a `new` event (a
+    /// collection that hashes, protocol.md 4.2); `None` records neither.
+    pub digest: Option<FileDigest>,
 }
 
 /// What a batch did.
@@ -58,7 +62,7 @@ pub struct Outcome {
 ///
 /// let mut rf = Recentfile::default();
 /// let now = Epoch::parse("1700000100.5")?;
-/// let add = |path: &str| Change { path: path.into(), kind: EventKind::New, epoch: None };
+/// let add = |path: &str| Change { path: path.into(), kind: EventKind::New, epoch: None, digest: None };
 ///
 /// let out = batch_update(&mut rf, 3600, &[add("id/A/a.tar.gz")], &now);
 /// assert!(out.write);
@@ -112,7 +116,7 @@ pub fn batch_update(rf: &mut Recentfile, interval_secs: u64, changes: &[Change],
                 top.retain(|e| e.path != change.path);
             }
             replaced.insert(&change.path);
-            top.push(Event::new(epoch, change.path.clone(), change.kind));
+            top.push(Event::new(epoch, change.path.clone(), change.kind).with_digest(change.digest.clone()));
         } else {
             if listed.contains(&change.path) || batch.contains(&change.path) {
                 rf.events.retain(|e| e.path != change.path);
@@ -164,7 +168,7 @@ fn insert_dirty(
     now: &Epoch,
     spread: &mut HashMap<String, u64>,
 ) {
-    let epoch = dirty_insert(rf, epoch, &change.path, change.kind, spread);
+    let epoch = dirty_insert(rf, epoch, change, spread);
     let mark = if epoch > *now { epoch.clone() } else { clock_as_compared(now, caller) };
     rf.meta.dirtymark = Some(mark);
     if rf.meta.merged.epoch().is_none_or(|m| epoch < *m) {
@@ -229,13 +233,7 @@ fn monotonic(top: Option<&Event>, now: &Epoch) -> Epoch {
 /// after [`MAX_BUMPS`] tries, the epoch is instead spread upwards in steps
 /// of 1e-7 s (`E + k·10⁻⁷`, the first free one; `spread` remembers k per
 /// epoch), which keeps init linear.
-fn dirty_insert(
-    rf: &mut Recentfile,
-    mut epoch: Epoch,
-    path: &RelPath,
-    kind: EventKind,
-    spread: &mut HashMap<String, u64>,
-) -> Epoch {
+fn dirty_insert(rf: &mut Recentfile, mut epoch: Epoch, change: &Change, spread: &mut HashMap<String, u64>) -> Epoch {
     let events = &mut rf.events;
     let wanted = epoch.clone();
     // The first index whose epoch is not above ours (the list decreases).
@@ -275,7 +273,7 @@ fn dirty_insert(
         }
         i = place(events, &epoch);
     }
-    events.insert(i, Event::new(epoch.clone(), path, kind));
+    events.insert(i, Event::new(epoch.clone(), change.path.clone(), change.kind).with_digest(change.digest.clone()));
     epoch
 }
 
@@ -409,7 +407,7 @@ mod tests {
     }
 
     fn change(p: &str, epoch: Option<&str>) -> Change {
-        Change { path: p.into(), kind: EventKind::New, epoch: epoch.map(e) }
+        Change { path: p.into(), kind: EventKind::New, epoch: epoch.map(e), digest: None }
     }
 
     fn epochs(rf: &Recentfile) -> Vec<&str> {

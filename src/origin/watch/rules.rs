@@ -647,7 +647,8 @@ impl Flush {
             .map(|(p, (s, k))| (s, p, k))
             .collect();
         v.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let changes = v.into_iter().map(|(_, p, k)| Change { path: p.clone(), kind: k, epoch: None }).collect();
+        let changes =
+            v.into_iter().map(|(_, p, k)| Change { path: p.clone(), kind: k, epoch: None, digest: None }).collect();
         Resolved { changes, fresh, fresh_born }
     }
 }

@@ -76,7 +76,21 @@ pub(crate) fn emit(rf: &Recentfile, producer: &Producer) -> String {
     let recent: Vec<Value> = rf
         .events
         .iter()
-        .map(|e| json!({"epoch": e.epoch.as_str(), "path": path_to_json(e.path.as_bytes()), "type": e.kind.as_str()}))
+        .map(|e| {
+            // Sorted keys (JSON::PP's canonical order; the map keeps
+            // insertion order), a size as a Perl integer, a sha256 as a string.
+            let mut o = Map::new();
+            o.insert("epoch".into(), json!(e.epoch.as_str()));
+            o.insert("path".into(), json!(path_to_json(e.path.as_bytes())));
+            if let Some(sha256) = &e.sha256 {
+                o.insert("sha256".into(), json!(sha256.as_str()));
+            }
+            if let Some(size) = e.size {
+                o.insert("size".into(), json!(size));
+            }
+            o.insert("type".into(), json!(e.kind.as_str()));
+            Value::Object(o)
+        })
         .collect();
     let doc = json!({"meta": Value::Object(meta), "recent": recent});
     serde_json::to_string(&doc).expect("JSON of strings cannot fail")
@@ -203,6 +217,8 @@ pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
             epoch: e.get("epoch").and_then(scalar_text),
             path: e.get("path").and_then(scalar_text).map(|p| not_utf8_path(&path_from_json(&p, text_names))),
             kind: e.get("type").and_then(scalar_text),
+            sha256: e.get("sha256").and_then(scalar_text),
+            size: e.get("size").and_then(scalar_text),
             problem: None,
         })
         .collect();

@@ -31,6 +31,7 @@ pub mod read;
 pub mod syck;
 pub mod yaml;
 
+use crate::beacon::{FileDigest, Sha256Hex};
 use crate::epoch::Epoch;
 pub use crate::path::RelPath;
 use std::fmt;
@@ -121,13 +122,32 @@ pub struct Event {
     pub path: RelPath,
     /// The `type` key.
     pub kind: EventKind,
+    /// The file's size in bytes as recorded (`size`, only on `new` events
+    /// of a collection that hashes: protocol.md 4.2).
+    pub size: Option<u64>,
+    /// The file's sha256 as recorded (`sha256`, as `size`).
+    pub sha256: Option<Sha256Hex>,
 }
 
 impl Event {
-    /// An event from its three parts (the path is not checked here: see
-    /// [`check_relative_path`]).
+    /// An event from its three parts, without size or hash (the path is not
+    /// checked here: see [`check_relative_path`]).
     pub fn new(epoch: Epoch, path: impl Into<RelPath>, kind: EventKind) -> Event {
-        Event { epoch, path: path.into(), kind }
+        Event { epoch, path: path.into(), kind, size: None, sha256: None }
+    }
+
+    /// The same event recording `digest` (size and sha256), or neither.
+    pub fn with_digest(mut self, digest: Option<FileDigest>) -> Event {
+        (self.size, self.sha256) = match digest {
+            Some(d) => (Some(d.size), Some(d.sha256)),
+            None => (None, None),
+        };
+        self
+    }
+
+    /// The recorded size and sha256, when the event has both.
+    pub fn digest(&self) -> Option<FileDigest> {
+        Some(FileDigest { size: self.size?, sha256: self.sha256.clone()? })
     }
 }
 

@@ -7,6 +7,7 @@
 //! reader knows it; callers add the file name ([`ReadError::in_file`]).
 
 use super::{Event, EventKind, Format, Merged, Meta, MinMax, Recentfile, RelPath, Skipped};
+use crate::beacon::Sha256Hex;
 use crate::epoch::Epoch;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -181,6 +182,10 @@ pub(crate) struct RawEvent {
     pub epoch: Option<String>,
     pub path: Option<String>,
     pub kind: Option<String>,
+    /// The `sha256` value's text, unchecked.
+    pub sha256: Option<String>,
+    /// The `size` value's text, unchecked.
+    pub size: Option<String>,
     /// Why the event could not be read, when only its epoch could: it is
     /// skipped, not fatal (see [`validate`]).
     pub problem: Option<String>,
@@ -410,9 +415,39 @@ pub fn validate(raw: RawDoc) -> Result<Recentfile, ReadError> {
                 ));
             }
         }
-        rf.events.push(Event { epoch, path, kind });
+        let (size, sha256) = event_digest(&ev, kind).map_err(|msg| err_at(&ev, i, msg))?;
+        rf.events.push(Event { epoch, path, kind, size, sha256 });
     }
     Ok(rf)
+}
+
+/// An event's `size` and `sha256` (protocol.md 4.2), checked as hostile
+/// input: a size is a decimal without sign or leading zero that fits a
+/// u64, a sha256 64 lowercase hex digits, and only a `new` event has
+/// them. Anything else is an error of the file (a recorded hash that
+/// cannot be read must not pass for an event without one).
+pub(crate) fn event_digest(ev: &RawEvent, kind: EventKind) -> Result<(Option<u64>, Option<Sha256Hex>), String> {
+    if ev.size.is_none() && ev.sha256.is_none() {
+        return Ok((None, None));
+    }
+    if kind != EventKind::New {
+        return Err(format!("a {kind} event with size or sha256 (only new events have them)"));
+    }
+    let size = ev.size.as_deref().map(parse_size).transpose()?;
+    let sha256 = ev.sha256.as_deref().map(|s| Sha256Hex::parse(s).map_err(|e| format!("sha256: {e}"))).transpose()?;
+    Ok((size, sha256))
+}
+
+/// An event's `size` text: a decimal without sign or leading zero that fits a u64.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let canonical = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    match canonical.then(|| s.parse::<u64>().ok()).flatten() {
+        Some(n) => Ok(n),
+        None => {
+            let shown: String = s.chars().take(40).collect();
+            Err(format!("size {shown:?} is not a byte count (a decimal integer from 0 to {})", u64::MAX))
+        }
+    }
 }
 
 /// The path and type of an event whose epoch was read, or (the path as

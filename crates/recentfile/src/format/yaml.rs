@@ -42,6 +42,7 @@
 use super::read::{meta_from_raw, not_utf8_path, path_of_decoded, Outline, RawDoc, RawEvent, RawMeta, ReadError, Text};
 use super::syck::scalar;
 use super::{Event, EventKind, Merged, Producer, Recentfile};
+use crate::beacon::Sha256Hex;
 use crate::epoch::{cmp_epochs, Epoch};
 use serde::Deserialize;
 use std::cmp::Ordering;
@@ -107,6 +108,16 @@ pub fn emit_to(rf: &Recentfile, producer: &Producer, w: &mut dyn std::io::Write)
             push_epoch(&mut out, e.epoch.as_str());
             out.extend_from_slice(b"\n    path: ");
             push_path(&mut out, e.path.as_bytes());
+            if let Some(sha256) = &e.sha256 {
+                out.extend_from_slice(b"\n    sha256: ");
+                out.extend_from_slice(scalar(sha256.as_str()).as_bytes());
+            }
+            if let Some(size) = e.size {
+                // YAML::Syck dumps a Perl integer as it dumps its decimal
+                // string: plain up to 9 characters, else single-quoted.
+                out.extend_from_slice(b"\n    size: ");
+                out.extend_from_slice(scalar(&size.to_string()).as_bytes());
+            }
             out.extend_from_slice(b"\n    type: ");
             out.extend_from_slice(e.kind.as_str().as_bytes());
             out.push(b'\n');
@@ -266,6 +277,10 @@ pub(crate) struct Layout {
     path: Box<[u8]>,
     /// The type's line up to its value.
     kind: Box<[u8]>,
+    /// The optional sha256 line up to its value.
+    sha256: Box<[u8]>,
+    /// The optional size line up to its value.
+    size: Box<[u8]>,
     /// How double-quoted values are decoded.
     dialect: Dialect,
 }
@@ -280,6 +295,8 @@ impl Layout {
             item: (*b"  - \n    epoch: ").into(),
             path: (*b"    path: ").into(),
             kind: (*b"    type: ").into(),
+            sha256: (*b"    sha256: ").into(),
+            size: (*b"    size: ").into(),
             dialect,
         }
     }
@@ -292,6 +309,8 @@ impl Layout {
             item: at(indent, "- epoch: "),
             path: at(indent + 2, "path: "),
             kind: at(indent + 2, "type: "),
+            sha256: at(indent + 2, "sha256: "),
+            size: at(indent + 2, "size: "),
             dialect,
         }
     }
@@ -491,7 +510,12 @@ fn strict_events<R: Read>(items: &mut Items<R>, events: &mut Vec<Event>) -> std:
         if path.len() > MAX_PATH {
             return false;
         }
-        events.push(Event { epoch, path, kind: it.kind });
+        let sha256 = match it.sha256.map(Sha256Hex::parse) {
+            None => None,
+            Some(Ok(h)) => Some(h),
+            Some(Err(_)) => return false,
+        };
+        events.push(Event { epoch, path, kind: it.kind, size: it.size, sha256 });
         true
     })
 }
@@ -539,14 +563,18 @@ fn meta_only(head: &str, dialect: Dialect) -> Option<RawMeta> {
     Some(meta.meta)
 }
 
-/// One item block, `  - ` / `    epoch: ` / `    path: ` / `    type: `
-/// in Syck's layout (byte ranges of the values).
+/// One item block, `  - ` / `    epoch: ` / `    path: ` / (`    sha256: ` /
+/// `    size: ` /) `    type: ` in Syck's layout (byte ranges of the values).
 struct Item {
     epoch: std::ops::Range<usize>,
     path: std::ops::Range<usize>,
     /// Whether the path holds a `:` or `#`.
     path_special: bool,
     kind: EventKind,
+    /// The sha256's 64 hex digits (checked), when the item has one.
+    sha256: Option<std::ops::Range<usize>>,
+    /// The size (checked), when the item has one.
+    size: Option<u64>,
     next: usize,
 }
 
@@ -558,36 +586,47 @@ enum Scan {
     Bad,
 }
 
+/// Whether the line at `p` starts with `key`: `Err(Scan::More)` when the
+/// buffer ends in what may be its start (and not at EOF).
+#[inline(always)]
+fn key_at(b: &[u8], p: usize, eof: bool, key: &[u8]) -> Result<bool, Scan> {
+    if b.len() - p < key.len() {
+        return if eof || !key.starts_with(&b[p..]) { Ok(false) } else { Err(Scan::More) };
+    }
+    Ok(has_at(b, p, key))
+}
+
+/// The value of an optional `sha256:`/`size:` line whose key ends at
+/// `start`: its range without Syck's single quotes (which it puts around
+/// a value Perl takes for a number), and where the next line starts.
+/// `Err(Scan::More)` when the line is cut off.
+#[inline]
+fn hash_line(b: &[u8], start: usize, eof: bool) -> Result<(std::ops::Range<usize>, usize), Scan> {
+    let end = match find_nl(b, start) {
+        Some(nl) => nl,
+        None if eof => b.len(),
+        None => return Err(Scan::More),
+    };
+    let v = &b[start..end];
+    let quoted = v.len() >= 2 && v[0] == b'\'' && v[v.len() - 1] == b'\'';
+    let value = if quoted { start + 1..end - 1 } else { start..end };
+    Ok((value, (end + 1).min(b.len())))
+}
+
 /// The item block at `p`, in `layout`. At `eof` the last line may lack its newline.
 #[inline]
 fn next_item(b: &[u8], mut p: usize, eof: bool, layout: &Layout) -> Scan {
     // Syck's: `  - ` and the first key are one 16-byte string, the other keys 10 bytes.
-    let keys: [&[u8]; 3] = [&layout.item, &layout.path, &layout.kind];
-    let mut values = [0..0, 0..0, 0..0];
+    let keys: [&[u8]; 2] = [&layout.item, &layout.path];
+    let mut values = [0..0, 0..0];
     let mut path_special = false;
     for (k, (key, value)) in keys.iter().zip(values.iter_mut()).enumerate() {
-        if b.len() - p < key.len() {
-            return if eof || !key.starts_with(&b[p..]) { Scan::Bad } else { Scan::More };
-        }
-        if !has_at(b, p, key) {
-            return Scan::Bad;
+        match key_at(b, p, eof, key) {
+            Ok(true) => {}
+            Ok(false) => return Scan::Bad,
+            Err(more) => return more,
         }
         let start = p + key.len();
-        if k == 2 {
-            // The type line is `new` or `delete`, nearly always with its newline.
-            let rest = &b[start..];
-            let kind = if rest.starts_with(b"new\n") {
-                Some((EventKind::New, 4))
-            } else if rest.starts_with(b"delete\n") {
-                Some((EventKind::Delete, 7))
-            } else {
-                None
-            };
-            if let Some((kind, len)) = kind {
-                let [epoch, path, _] = values;
-                return Scan::Item(Item { epoch, path, path_special, kind, next: start + len });
-            }
-        }
         let (nl, special) = if k == 1 { find_nl_flag(b, start) } else { (find_nl(b, start), false) };
         let end = match nl {
             Some(nl) => nl,
@@ -602,13 +641,80 @@ fn next_item(b: &[u8], mut p: usize, eof: bool, layout: &Layout) -> Scan {
         *value = start..end;
         p = (end + 1).min(b.len());
     }
-    let kind = match &b[values[2].clone()] {
-        b"new" => EventKind::New,
-        b"delete" => EventKind::Delete,
-        _ => return Scan::Bad,
+    // The optional `sha256` and `size` lines (sorted keys: between path
+    // and type), only when the type line does not follow the path at once
+    // (the common case stays one compare). Anything irregular is Bad: the
+    // line reader then reads the item and names what is wrong.
+    let (mut sha256, mut size) = (None, None);
+    match key_at(b, p, eof, &layout.kind) {
+        Ok(true) => {}
+        Err(more) => return more,
+        Ok(false) => {
+            match key_at(b, p, eof, &layout.sha256) {
+                Ok(true) => match hash_line(b, p + layout.sha256.len(), eof) {
+                    Ok((v, next)) => {
+                        if v.len() != 64 || !b[v.clone()].iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+                            return Scan::Bad;
+                        }
+                        sha256 = Some(v);
+                        p = next;
+                    }
+                    Err(more) => return more,
+                },
+                Ok(false) => {}
+                Err(more) => return more,
+            }
+            match key_at(b, p, eof, &layout.size) {
+                Ok(true) => match hash_line(b, p + layout.size.len(), eof) {
+                    Ok((v, next)) => {
+                        let digits = &b[v];
+                        let canonical = !digits.is_empty()
+                            && digits.len() <= 20
+                            && digits.iter().all(u8::is_ascii_digit)
+                            && (digits == b"0" || digits[0] != b'0');
+                        // At most 20 ASCII digits: the parse is of text, and fails only above u64::MAX.
+                        let n = canonical.then(|| std::str::from_utf8(digits).ok()?.parse::<u64>().ok()).flatten();
+                        let Some(n) = n else { return Scan::Bad };
+                        size = Some(n);
+                        p = next;
+                    }
+                    Err(more) => return more,
+                },
+                Ok(false) => {}
+                Err(more) => return more,
+            }
+            match key_at(b, p, eof, &layout.kind) {
+                Ok(true) => {}
+                Ok(false) => return Scan::Bad,
+                Err(more) => return more,
+            }
+        }
+    }
+    let start = p + layout.kind.len();
+    // The type line is `new` or `delete`, nearly always with its newline.
+    let rest = &b[start..];
+    let (kind, next) = if rest.starts_with(b"new\n") {
+        (EventKind::New, start + 4)
+    } else if rest.starts_with(b"delete\n") {
+        (EventKind::Delete, start + 7)
+    } else {
+        let end = match find_nl(b, start) {
+            Some(nl) => nl,
+            None if eof => b.len(),
+            None => return Scan::More,
+        };
+        let kind = match &b[start..end] {
+            b"new" => EventKind::New,
+            b"delete" => EventKind::Delete,
+            _ => return Scan::Bad,
+        };
+        (kind, (end + 1).min(b.len()))
     };
-    let [epoch, path, _] = values;
-    Scan::Item(Item { epoch, path, path_special, kind, next: p })
+    if kind != EventKind::New && (sha256.is_some() || size.is_some()) {
+        return Scan::Bad;
+    }
+    let [epoch, path] = values;
+    Scan::Item(Item { epoch, path, path_special, kind, sha256, size, next })
 }
 
 /// `b[p..]` starts with `key` (at least 8 bytes long, and `b` has room):
@@ -857,6 +963,10 @@ struct ItemText<'a> {
     /// Whether the path holds a `:` or `#`.
     path_special: bool,
     kind: EventKind,
+    /// The sha256's hex digits (checked), if any.
+    sha256: Option<&'a str>,
+    /// The size, if any.
+    size: Option<u64>,
 }
 
 impl<R: Read> Items<R> {
@@ -939,6 +1049,8 @@ impl<R: Read> Items<R> {
                             path: &text[item.path],
                             path_special: item.path_special,
                             kind: item.kind,
+                            sha256: item.sha256.map(|r| &text[r]),
+                            size: item.size,
                         };
                         if !each(it) {
                             return Ok(false);
@@ -1039,7 +1151,7 @@ fn one_line(raw: &str, line_no: usize, crlf: bool) -> Result<&str, ReadError> {
 /// Read the items of a block sequence (what follows the `recent:` line) at
 /// any indentation: Syck's `  - ` with the keys under it, or compact
 /// `    - epoch: …` items (yaml.v3) with the other keys at the first key's
-/// column; keys `epoch`, `path`, `type` in any order, each value a scalar
+/// column; keys `epoch`, `path`, `type` (and `sha256`, `size`) in any order, each value a scalar
 /// on its line or a block scalar (`|`, `>`, chomping and indentation
 /// indicators, `!!binary`). Double-quoted values are read in `dialect`.
 /// Returns false when the layout differs.
@@ -1098,6 +1210,8 @@ fn fast_events(
             "epoch" => &mut ev.epoch,
             "path" => &mut ev.path,
             "type" => &mut ev.kind,
+            "sha256" => &mut ev.sha256,
+            "size" => &mut ev.size,
             _ => return Ok(false),
         };
         if slot.is_some() {
@@ -1737,6 +1851,8 @@ struct GeneralEvent {
     path: Option<Text>,
     #[serde(rename = "type")]
     kind: Option<Text>,
+    sha256: Option<Text>,
+    size: Option<Text>,
 }
 
 impl GeneralEvent {
@@ -1746,6 +1862,8 @@ impl GeneralEvent {
             epoch: self.epoch.map(|t| t.0),
             path: self.path.map(|t| t.0),
             kind: self.kind.map(|t| t.0),
+            sha256: self.sha256.map(|t| t.0),
+            size: self.size.map(|t| t.0),
             problem: None,
         }
     }
@@ -1972,6 +2090,8 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+mod pins_hashes;
 #[cfg(test)]
 mod pins_layouts;
 #[cfg(test)]

@@ -9,7 +9,7 @@ fn e(s: &str) -> Epoch {
 }
 
 fn change(p: &str, kind: EventKind, epoch: Option<&str>) -> Change {
-    Change { path: p.into(), kind, epoch: epoch.map(e) }
+    Change { path: p.into(), kind, epoch: epoch.map(e), digest: None }
 }
 
 fn listed(rf: &Recentfile) -> Vec<String> {
@@ -253,4 +253,44 @@ fn a_caller_epoch_at_the_clock_is_the_clock_bumped_above_the_list() {
     batch_update(&mut rf, 3600, &[change("p", New, Some("1700001000"))], &e("1700001000"));
     assert_eq!(listed(&rf), ["1700001000.5000001 p new", "1700001000.5 ahead new"]);
     assert_eq!(rf.meta.dirtymark.as_ref().map(Epoch::as_str), Some("1700001000.5000001"));
+}
+
+/// A change's digest becomes its event's `size` and `sha256`, on the top
+/// and in a dirty insert alike; a newer event of the path replaces the
+/// older one with its keys, or without any when it has none; a merge
+/// carries them into the larger file (protocol.md 4.2).
+#[test]
+fn digests_go_with_their_event() {
+    use crate::beacon::FileDigest;
+    let hashed = |p: &str, epoch: Option<&str>, bytes: &[u8]| Change {
+        digest: Some(FileDigest::of(bytes)),
+        ..change(p, EventKind::New, epoch)
+    };
+    let mut rf = Recentfile::default();
+    let now = e("1700000100.5");
+    batch_update(&mut rf, 3600, &[hashed("a", None, b"one"), hashed("b", Some("1700000050.5"), b"two")], &now);
+    let digests: Vec<_> = rf.events.iter().map(|ev| (ev.path.to_str().unwrap(), ev.digest())).collect();
+    assert_eq!(
+        digests,
+        [("a", Some(FileDigest::of(b"one"))), ("b", Some(FileDigest::of(b"two")))],
+        "top and dirty insert"
+    );
+    // Merged into a larger file, the keys go along.
+    let mut big = Recentfile::default();
+    let (h1, h6) = (crate::Interval::parse("1h").unwrap(), crate::Interval::parse("6h").unwrap());
+    crate::aggregate::merge(&mut big, &h6, &mut rf.clone(), &h1, &e("1700000200.5"), false);
+    assert_eq!(
+        big.events.iter().map(Event::digest).collect::<Vec<_>>(),
+        rf.events.iter().map(Event::digest).collect::<Vec<_>>()
+    );
+    // A newer event of "a": with another digest, then without any.
+    batch_update(&mut rf, 3600, &[hashed("a", None, b"three")], &e("1700000200.5"));
+    assert_eq!(rf.events[0].digest(), Some(FileDigest::of(b"three")));
+    batch_update(&mut rf, 3600, &[change("a", EventKind::New, None)], &e("1700000300.5"));
+    assert_eq!((rf.events[0].size, rf.events[0].sha256.clone()), (None, None));
+    assert_eq!(rf.events.iter().filter(|ev| ev.path == "a").count(), 1);
+    // Emitted and read back, the keys are what was recorded.
+    let producer = crate::format::Producer { program: "t".into(), time: now };
+    let bytes = crate::serialize(&rf, crate::Format::Yaml, &producer);
+    assert_eq!(crate::parse_bytes(&bytes, crate::Format::Yaml).unwrap().events, rf.events);
 }

@@ -119,7 +119,7 @@ fn the_item_reader_declines_what_it_cannot_read() {
         "  - epoch: 2\n    path: a\n  - path: b\n",     // the last has no epoch
         "  - path: b\n  - epoch: 2\n    path: a\n",     // the first has no epoch
         "  - epoch: 1\n    epoch: 2\n",                 // a key twice
-        "  - epoch: 1\n    size: 3\n",                  // an unknown key
+        "  - epoch: 1\n    mode: 3\n",                  // an unknown key (size and sha256 are known: protocol.md 4.2)
         "  - epoch: 1\n    path\n",                     // no colon
         "  -epoch: 1\n",                                // no space after the dash
         "  - epoch: 1\n     path: a\n",                 // indent 5

@@ -46,6 +46,7 @@ mod sys_layer;
 mod textfile_warnings;
 mod trigger;
 mod trust;
+mod trust_mirror;
 mod visible;
 mod watch;
 mod watch_hook;

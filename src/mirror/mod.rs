@@ -152,6 +152,7 @@ pub(crate) mod textfile;
 mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
+mod trusted;
 
 /// The rsync transport under the name the rest of the crate uses for the
 /// remote (`config`, `ops::news`).
@@ -210,6 +211,11 @@ pub(crate) struct Config {
     pub on_pass_timeout: Duration,
     /// A whole-tree pass when the last one is this old.
     pub full_every: Option<Duration>,
+    /// `--trust-key` files (loaded and checked by [`Mirror::new`]); empty:
+    /// nothing is verified.
+    pub trust_keys: Vec<PathBuf>,
+    /// `--max-signature-age`: an older origin signature is stale.
+    pub max_signature_age: Duration,
 }
 
 impl Config {
@@ -255,6 +261,9 @@ pub(crate) struct Mirror<'a> {
     /// How the pass's transfers reach the origin ([`transport`]): rsync to
     /// `cfg.remote`, or the test transport.
     transport: std::rc::Rc<dyn transport::Transport + 'a>,
+    /// `--trust-key`, loaded at start: the recentfiles fetched are
+    /// verified against the origin's signed beacon ([`trusted`]).
+    trust: Option<crate::trust::TrustKeys>,
 }
 
 impl<'a> Mirror<'a> {
@@ -262,6 +271,10 @@ impl<'a> Mirror<'a> {
     /// written until [`Mirror::settle_ownership`] allowed it.
     pub fn new(cfg: Config, clock: Clock) -> Result<Mirror<'a>> {
         let now = clock.now();
+        let trust = match cfg.trust_keys.is_empty() {
+            true => None,
+            false => Some(crate::trust::TrustKeys::load(&cfg.trust_keys)?),
+        };
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
         let settings = cfg.rsync.clone();
         let transport =
@@ -283,6 +296,7 @@ impl<'a> Mirror<'a> {
             recheck_quarantine: false,
             files_counted: None,
             attempt: Default::default(),
+            trust,
         })
     }
 

@@ -219,3 +219,25 @@ fn a_stale_signature_deletes_nothing_and_check_says_critical() {
     m.pass(&o.trust(), 0);
     assert!(!m.root.join("d/f2.txt").exists());
 }
+
+#[test]
+fn news_remote_verifies_with_trust_key() {
+    let o = Signed::new(3);
+    let keys = tempfile::tempdir().unwrap();
+    let (_, other) = keypair(keys.path(), "other");
+    let news = |key: &Path| Rrr::new().args(["news", "--remote", &o.origin.src(), "--trust-key", s(key)]).output();
+    let ok = news(&o.allowed);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("d/f2.txt"), "{}", stdout(&ok));
+    let bad = news(&other);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("not a trusted key"), "{}", stderr(&bad));
+    assert!(stdout(&bad).is_empty(), "an untrusted index was listed: {}", stdout(&bad));
+    // A replaced principal at the source: refused, naming it.
+    let p = o.origin.root.join("RECENT-1h.yaml");
+    let text = fs::read_to_string(&p).unwrap().replace("d/f2.txt", "d/evil.txt");
+    fs::write(&p, text).unwrap();
+    let tampered = news(&o.allowed);
+    assert_eq!(tampered.status.code(), Some(2));
+    assert!(stderr(&tampered).contains("RECENT-1h.yaml"), "{}", stderr(&tampered));
+}

@@ -152,7 +152,7 @@ pub(crate) mod textfile;
 mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
-mod trusted;
+pub(crate) mod trusted;
 
 /// The rsync transport under the name the rest of the crate uses for the
 /// remote (`config`, `ops::news`).

@@ -33,6 +33,7 @@ use super::remote::FetchDir;
 use super::state::TrustedBeacon;
 use super::Mirror;
 use crate::store;
+use crate::trust::TrustKeys;
 use anyhow::{bail, Context, Result};
 use recentfile::beacon::{self, Beacon, FileDigest, Sha256Hex, TrustError};
 use std::fs;
@@ -101,6 +102,94 @@ fn read_small(dir: &FetchDir, name: &str, limit: usize) -> Result<Option<Vec<u8>
     }
 }
 
+/// What [`verify_fetched`] needs of its caller: fetching more names into
+/// the fetch dir, naming a file for errors, and judging an accepted
+/// beacon against what was accepted before (rollback).
+pub(crate) trait Verifier {
+    /// Fetch `names` into `dir` (one transport call, with the caller's retries).
+    fn fetch_names(&mut self, dir: &FetchDir, names: &[&str]) -> Result<()>;
+    /// `name` as its source shows it (`rsync://host/module/name`).
+    fn source(&self, name: &str) -> String;
+    /// A beacon whose signature verified (by the key `key`): refuse it
+    /// when it goes back behind the one accepted before, else record it.
+    fn accept_beacon(&mut self, b: &Beacon, key: String) -> Result<(), TrustError>;
+}
+
+/// Check the recentfiles `names` fetched into `dir` (those absent are
+/// skipped: the origin has none) against the beacon of `principal`,
+/// fetched after them (module docs): [`ATTEMPTS`] rounds, then the
+/// error names the file. Shared by rmirror and `news --remote`.
+pub(crate) fn verify_fetched(
+    v: &mut dyn Verifier,
+    keys: &TrustKeys,
+    dir: &FetchDir,
+    principal: &str,
+    names: &[String],
+    limit: u64,
+) -> Result<()> {
+    let (bname, sname) = (beacon::beacon_name(principal), beacon::signature_name(principal));
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut attempt = 1;
+    loop {
+        dir.settle()?;
+        // The beacon of an earlier call (a whole index fetches it too)
+        // must not count as arrived: this call's is the one after the files.
+        for n in [&bname, &sname] {
+            let _ = fs::remove_file(dir.file(n));
+        }
+        v.fetch_names(dir, &[&bname, &sname])?;
+        dir.settle()?;
+        let Some(bytes) = read_small(dir, &bname, beacon::MAX_BYTES)? else {
+            bail!("{} does not exist: the upstream is not signed, and --trust-key refuses it", v.source(&bname));
+        };
+        let Some(sig) = read_small(dir, &sname, crate::trust::MAX_SIG_BYTES)? else {
+            bail!("{} does not exist: the upstream is not signed, and --trust-key refuses it", v.source(&sname));
+        };
+        let key = keys.verify(&bytes, &sig).map_err(|e| anyhow::anyhow!("{}: {e}", v.source(&sname)))?;
+        let b = Beacon::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", v.source(&bname)))?;
+        v.accept_beacon(&b, key).map_err(|e| anyhow::anyhow!("{}: {e}", v.source(&bname)))?;
+        let mut mismatched = Vec::new();
+        for name in names {
+            let Some(bytes) = read_small(dir, name, limit)? else { continue };
+            match b.accept(name, &Sha256Hex::of(&bytes)) {
+                Ok(_) => {}
+                Err(e @ TrustError::NotListed { .. }) => bail!("{}: {e}", v.source(name)),
+                Err(e) => mismatched.push((name.clone(), e)),
+            }
+        }
+        let Some((first, e)) = mismatched.first() else { return Ok(()) };
+        if attempt >= ATTEMPTS {
+            bail!("{}: not vouched for by the signed beacon after {ATTEMPTS} fetches: {e}", v.source(first));
+        }
+        attempt += 1;
+        tracing::info!("{first}: fetched while the origin wrote it, fetching again");
+        let again: Vec<&str> = mismatched.iter().map(|(n, _)| n.as_str()).collect();
+        for n in &again {
+            let _ = fs::remove_file(dir.file(n));
+        }
+        v.fetch_names(dir, &again)?;
+    }
+}
+
+impl Verifier for Mirror<'_> {
+    fn fetch_names(&mut self, dir: &FetchDir, names: &[&str]) -> Result<()> {
+        self.fetch(dir, names)
+    }
+
+    fn source(&self, name: &str) -> String {
+        self.cfg.remote.source(name)
+    }
+
+    fn accept_beacon(&mut self, b: &Beacon, key: String) -> Result<(), TrustError> {
+        if let Some(t) = &self.state.trusted {
+            progress(b, &t.as_beacon())?;
+        }
+        let max_age = self.cfg.max_signature_age.as_secs();
+        self.state.trusted = Some(TrustedBeacon::of(b, key, &self.clock.now(), max_age));
+        Ok(())
+    }
+}
+
 impl Mirror<'_> {
     /// Whether deletes are held because the accepted beacon is older than
     /// `--max-signature-age` (freeze).
@@ -122,7 +211,9 @@ impl Mirror<'_> {
         if self.trust.is_none() {
             return Ok(());
         }
-        match self.trust_rounds(dir, principal, names) {
+        let keys = self.trust.clone().expect("checked above");
+        let limit = self.cfg.max_recentfile_size;
+        match verify_fetched(self, &keys, dir, principal, names, limit) {
             Ok(()) => {
                 self.state.trust_error = None;
                 if let Some(TrustError::Stale { age, max_age }) = self.stale_reason() {
@@ -140,73 +231,6 @@ impl Mirror<'_> {
                 Err(Untrusted(msg).into())
             }
         }
-    }
-
-    fn trust_rounds(&mut self, dir: &FetchDir, principal: &str, names: &[String]) -> Result<()> {
-        let (bname, sname) = (beacon::beacon_name(principal), beacon::signature_name(principal));
-        let mut attempt = 1;
-        loop {
-            dir.settle()?;
-            // The beacon of an earlier call (a whole index fetches it too)
-            // must not count as arrived: this call's is the one after the files.
-            for n in [&bname, &sname] {
-                let _ = fs::remove_file(dir.file(n));
-            }
-            self.fetch(dir, &[&bname, &sname])?;
-            dir.settle()?;
-            let b = self.verified_beacon(dir, &bname, &sname)?;
-            let mut mismatched = Vec::new();
-            for name in names {
-                let Some(bytes) =
-                    read_small(dir, name, usize::try_from(self.cfg.max_recentfile_size).unwrap_or(usize::MAX))?
-                else {
-                    continue;
-                };
-                match b.accept(name, &Sha256Hex::of(&bytes)) {
-                    Ok(_) => {}
-                    Err(e @ TrustError::NotListed { .. }) => bail!("{}: {e}", self.cfg.remote.source(name)),
-                    Err(e) => mismatched.push((name.clone(), e)),
-                }
-            }
-            if mismatched.is_empty() {
-                return Ok(());
-            }
-            if attempt >= ATTEMPTS {
-                let (name, e) = &mismatched[0];
-                bail!(
-                    "{}: not vouched for by the signed beacon after {ATTEMPTS} fetches: {e}",
-                    self.cfg.remote.source(name)
-                );
-            }
-            attempt += 1;
-            tracing::info!("{}: fetched while the origin wrote it, fetching again", mismatched[0].0);
-            let again: Vec<&str> = mismatched.iter().map(|(n, _)| n.as_str()).collect();
-            for n in &again {
-                let _ = fs::remove_file(dir.file(n));
-            }
-            self.fetch(dir, &again)?;
-        }
-    }
-
-    /// The fetched beacon `bname`, its signature `sname` verified with a
-    /// trusted key, not behind the one accepted before; recorded as the
-    /// accepted one.
-    fn verified_beacon(&mut self, dir: &FetchDir, bname: &str, sname: &str) -> Result<Beacon> {
-        let src = |n: &str| self.cfg.remote.source(n);
-        let Some(bytes) = read_small(dir, bname, beacon::MAX_BYTES)? else {
-            bail!("{} does not exist: the upstream is not signed, and --trust-key refuses it", src(bname));
-        };
-        let Some(sig) = read_small(dir, sname, crate::trust::MAX_SIG_BYTES)? else {
-            bail!("{} does not exist: the upstream is not signed, and --trust-key refuses it", src(sname));
-        };
-        let keys = self.trust.as_ref().expect("called with trust keys");
-        let key = keys.verify(&bytes, &sig).map_err(|e| anyhow::anyhow!("{}: {e}", src(sname)))?;
-        let b = Beacon::parse(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", src(bname)))?;
-        if let Some(t) = &self.state.trusted {
-            progress(&b, &t.as_beacon()).map_err(|e| anyhow::anyhow!("{}: {e}", src(bname)))?;
-        }
-        self.state.trusted = Some(TrustedBeacon::of(&b, key, &self.clock.now(), self.cfg.max_signature_age.as_secs()));
-        Ok(b)
     }
 
     /// Republish the beacon and its signature as fetched into `dir`

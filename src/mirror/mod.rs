@@ -105,9 +105,14 @@
 //!   "last_outcome": "success"|"failed"|"interrupted"|null,
 //!   "consecutive_failures": 0,                     // failed attempts since a success
 //!   "heartbeat": "epoch",                          // last write of this file
-//!   "no_overlap": {"rsync://h:873/M/p": "epoch"}   // remotes whose daemon refused
+//!   "no_overlap": {"rsync://h:873/M/p": "epoch"},  // remotes whose daemon refused
 //!                                                  // a connection of ours for its
 //!                                                  // max connections: never overlap
+//!   "trusted": {"origin", "time", "newest_epoch", "dirtymark", "key", "accepted",
+//!               "max_age"} | null,                 // --trust-key: the last beacon
+//!                                                  // accepted, the rollback floor
+//!   "trust_error": "message"|null                  // --trust-key: why the last pass
+//!                                                  // refused what it fetched (module trusted)
 //! }
 //! ```
 //!

@@ -49,6 +49,7 @@ mod sys_layer;
 mod textfile_warnings;
 mod trigger;
 mod trust;
+mod trust_mirror;
 mod verify;
 mod visible;
 mod watch;

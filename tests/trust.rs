@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A fresh ed25519 key pair made by the real ssh-keygen: (private, allowed_signers).
-fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let key = dir.join(name);
     let st = Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])

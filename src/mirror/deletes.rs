@@ -65,6 +65,11 @@ impl<'a> Mirror<'a> {
         rep: &mut PassReport,
         on_done: &mut dyn FnMut(&PendingDelete, bool),
     ) -> Result<usize> {
+        if self.index_stale() && !list.is_empty() {
+            // Freeze (mirror::trusted): nothing deleted on a stale index's
+            // word; pending until a fresh signature vouches for them.
+            return Ok(self.keep_left(list, rep));
+        }
         if self.hold_mass_delete(&list, ignore, rep) {
             return Ok(self.keep_left(list, rep));
         }

@@ -82,6 +82,46 @@ pub(crate) struct Report {
     pub last_full: Option<String>,
     /// The last `--verify-every` run and what it found.
     pub last_verify: Option<crate::mirror::state::VerifyRecord>,
+    /// With `--trust-key`: the origin's signed beacon last accepted and
+    /// how it stands (none: the mirror does not verify).
+    pub signature: Option<SignatureStatus>,
+}
+
+/// What `status` says of the origin's signature (`mirror::trusted`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub(crate) struct SignatureStatus {
+    /// Why the last pass refused what it fetched (`check` CRITICAL "signature").
+    pub error: Option<String>,
+    /// The origin the accepted beacon names.
+    pub origin: Option<String>,
+    /// The trusted key that signed it (`SHA256:…`).
+    pub key: Option<String>,
+    /// The origin's signed time.
+    pub signed: Option<String>,
+    /// now − signed, seconds.
+    pub age_seconds: Option<f64>,
+    /// `--max-signature-age`, seconds.
+    pub max_age_seconds: Option<u64>,
+    /// Older than that: nothing is deleted, `check` CRITICAL "signature stale".
+    pub stale: bool,
+}
+
+fn signature_status(state: &State, now: f64) -> Option<SignatureStatus> {
+    if state.trusted.is_none() && state.trust_error.is_none() {
+        return None;
+    }
+    let t = state.trusted.as_ref();
+    let age_seconds = t.map(|t| (now - t.time.to_f64()).max(0.0));
+    let max_age_seconds = t.map(|t| t.max_age);
+    Some(SignatureStatus {
+        error: state.trust_error.clone(),
+        origin: t.map(|t| t.origin.clone()),
+        key: t.map(|t| t.key.clone()),
+        signed: t.map(|t| t.time.as_str().to_string()),
+        age_seconds,
+        max_age_seconds,
+        stale: matches!((age_seconds, max_age_seconds), (Some(a), Some(m)) if a > m as f64),
+    })
 }
 
 fn age(now: f64, e: &Option<crate::epoch::Epoch>) -> Option<f64> {
@@ -131,6 +171,7 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         attempt_age_seconds: running_attempt.and(age(now, &attempt_started)),
         last_full: text(&state.last_full),
         last_verify: state.last_verify.clone(),
+        signature: signature_status(state, now),
     }
 }
 
@@ -191,7 +232,30 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
         completed_level(r, warn, crit, &mut notes)
     };
     let level = if needs_attention(r, &mut notes) { worse(level, Level::Warning) } else { level };
+    let level = if signature_trouble(r, &mut notes) { Level::Critical } else { level };
     (level, nagios_line(level, r, &notes, warn, crit))
+}
+
+/// With `--trust-key`: the last pass refused what it fetched ("signature"),
+/// or the accepted signature is older than `--max-signature-age`
+/// ("signature stale"): CRITICAL, each with its note.
+fn signature_trouble(r: &Report, notes: &mut Vec<String>) -> bool {
+    let Some(s) = &r.signature else { return false };
+    let before = notes.len();
+    if let Some(e) = &s.error {
+        notes.insert(0, format!("signature: {}", first_line(e)));
+    }
+    if s.stale {
+        notes.insert(
+            0,
+            format!(
+                "signature stale: the origin signed {} ago, more than {}; nothing is deleted",
+                human::duration(s.age_seconds.unwrap_or(0.0)),
+                human::duration(s.max_age_seconds.unwrap_or(0) as f64)
+            ),
+        );
+    }
+    notes.len() > before
 }
 
 /// The worse of two levels by their Nagios number (CRITICAL over WARNING over OK).
@@ -376,7 +440,17 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 19] = [
+const GAUGES: [Metric; 21] = [
+    (
+        "rrr_mirror_signature_timestamp_seconds",
+        "With --trust-key: the origin's signed time in the beacon last accepted.",
+        |r| r.signature.as_ref().and_then(|s| timestamp(&s.signed)),
+    ),
+    (
+        "rrr_mirror_signature_ok",
+        "With --trust-key: 1 while the last pass verified and the signature is not stale, else 0.",
+        |r| r.signature.as_ref().map(|s| if s.error.is_none() && !s.stale { 1.0 } else { 0.0 }),
+    ),
     ("rrr_mirror_last_attempt_timestamp_seconds", "Unix time the last attempt at a pass started.", |r| {
         timestamp(&r.last_attempt)
     }),
@@ -556,6 +630,18 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
         let _ = writeln!(out, "last verify      {}: {found}", when(&Some(v.time.as_str().to_string())));
     }
     let _ = writeln!(out, "newest applied   {}", when(&r.newest_applied));
+    if let Some(s) = &r.signature {
+        let how = match (&s.error, s.stale) {
+            (Some(e), _) => format!("REFUSED: {}", first_line(e)),
+            (None, true) => "STALE (nothing is deleted)".to_string(),
+            (None, false) => "verified".to_string(),
+        };
+        let by = match (&s.origin, &s.key) {
+            (Some(o), Some(k)) => format!(", origin {o}, key {k}, signed {}", when(&s.signed)),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "signature        {how}{by}");
+    }
     let _ = writeln!(out, "pending deletes  {}", r.pending_deletes);
     if r.held_deletes > 0 {
         let _ = writeln!(

@@ -44,6 +44,10 @@ impl<'a> Mirror<'a> {
             return Ok(());
         }
         let dst = self.cfg.localroot.join(&f.name);
+        if self.state.principal.as_deref() == Some(f.name.as_str()) {
+            // The origin's order: the beacon before the principal it vouches for.
+            self.install_beacon(dir, &f.name)?;
+        }
         let newest = keep.iter().zip(&f.rf.events).find(|(k, _)| **k).map(|(_, e)| e.epoch.clone());
         if keep.iter().all(|k| *k) && f.rf.skipped.is_empty() {
             match fs::rename(dir.file(&f.name), &dst) {

@@ -105,9 +105,14 @@
 //!   "last_outcome": "success"|"failed"|"interrupted"|null,
 //!   "consecutive_failures": 0,                     // failed attempts since a success
 //!   "heartbeat": "epoch",                          // last write of this file
-//!   "no_overlap": {"rsync://h:873/M/p": "epoch"}   // remotes whose daemon refused
+//!   "no_overlap": {"rsync://h:873/M/p": "epoch"},  // remotes whose daemon refused
 //!                                                  // a connection of ours for its
 //!                                                  // max connections: never overlap
+//!   "trusted": {"origin", "time", "newest_epoch", "dirtymark", "key", "accepted",
+//!               "max_age"} | null,                 // --trust-key: the last beacon
+//!                                                  // accepted, the rollback floor
+//!   "trust_error": "message"|null                  // --trust-key: why the last pass
+//!                                                  // refused what it fetched (module trusted)
 //! }
 //! ```
 //!
@@ -152,6 +157,7 @@ pub(crate) mod textfile;
 mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
+pub(crate) mod trusted;
 
 /// The rsync transport under the name the rest of the crate uses for the
 /// remote (`config`, `ops::news`).
@@ -212,6 +218,11 @@ pub(crate) struct Config {
     pub full_every: Option<Duration>,
     /// `rrr verify` before a pass when the last one is this old.
     pub verify_every: Option<Duration>,
+    /// `--trust-key` files (loaded and checked by [`Mirror::new`]); empty:
+    /// nothing is verified.
+    pub trust_keys: Vec<PathBuf>,
+    /// `--max-signature-age`: an older origin signature is stale.
+    pub max_signature_age: Duration,
 }
 
 impl Config {
@@ -257,6 +268,9 @@ pub(crate) struct Mirror<'a> {
     /// How the pass's transfers reach the origin ([`transport`]): rsync to
     /// `cfg.remote`, or the test transport.
     transport: std::rc::Rc<dyn transport::Transport + 'a>,
+    /// `--trust-key`, loaded at start: the recentfiles fetched are
+    /// verified against the origin's signed beacon ([`trusted`]).
+    trust: Option<crate::trust::TrustKeys>,
 }
 
 impl<'a> Mirror<'a> {
@@ -264,6 +278,10 @@ impl<'a> Mirror<'a> {
     /// written until [`Mirror::settle_ownership`] allowed it.
     pub fn new(cfg: Config, clock: Clock) -> Result<Mirror<'a>> {
         let now = clock.now();
+        let trust = match cfg.trust_keys.is_empty() {
+            true => None,
+            false => Some(crate::trust::TrustKeys::load(&cfg.trust_keys)?),
+        };
         let state = load_state(&cfg.state_file)?.unwrap_or_else(|| State::fresh(&cfg.remote.src, &now));
         let settings = cfg.rsync.clone();
         let transport =
@@ -285,6 +303,7 @@ impl<'a> Mirror<'a> {
             recheck_quarantine: false,
             files_counted: None,
             attempt: Default::default(),
+            trust,
         })
     }
 

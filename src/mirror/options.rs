@@ -174,6 +174,15 @@ parsed_text!(
 );
 
 parsed_text!(
+    /// `max_signature_age`: an interval spec (`1d`, `6h`).
+    SignatureAge(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds())).map_err(|e| e.to_string())
+);
+
+/// Built-in default of `max_signature_age`: a day (the origin's watch
+/// re-signs every minute; `rrr beacon` from cron daily is the floor).
+pub const DEFAULT_MAX_SIGNATURE_AGE: &str = "1d";
+
+parsed_text!(
     /// An `exclude` pattern (rsync's `--exclude` rules, `rrr::pattern`).
     Exclude(Pattern), |s| Pattern::parse(s)
 );
@@ -274,6 +283,16 @@ option_layer! {
         /// Seconds an --on-pass hook may run before it is killed.
         #[arg(long, value_name = "SECONDS", default_value = Seconds(crate::hook::DEFAULT_TIMEOUT.as_secs_f64()).to_string())]
         pub on_pass_timeout: Option<Seconds>,
+        /// Trust only recentfiles vouched for by the origin's beacon signed
+        /// with a key in FILE (an OpenSSH public key file, `ssh-ed25519
+        /// AAAA...`, or allowed_signers lines; repeatable, for key rotation).
+        /// An unsigned upstream is then refused.
+        #[arg(long = "trust-key", value_name = "FILE")]
+        pub trust_key: Option<Vec<PathBuf>>,
+        /// With --trust-key: an origin signature older than DURATION is
+        /// stale (nothing deleted, check CRITICAL).
+        #[arg(long, value_name = "DURATION", default_value = DEFAULT_MAX_SIGNATURE_AGE)]
+        pub max_signature_age: Option<SignatureAge>,
     }
 }
 
@@ -368,6 +387,11 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         on_pass_timeout,
         full_every: o.full_every.as_ref().map(|f| f.value),
         verify_every: o.verify_every.as_ref().map(|f| f.value),
+        trust_keys: o.trust_key.clone().unwrap_or_default(),
+        max_signature_age: match &o.max_signature_age {
+            Some(a) => a.value,
+            None => DEFAULT_MAX_SIGNATURE_AGE.parse::<SignatureAge>().map(|a| a.value)?,
+        },
     })
 }
 
@@ -456,6 +480,7 @@ impl MirrorConfig {
         let base = file.parent().unwrap_or(Path::new(""));
         let mut defaults = src.layer(Spanned::new(doc_span, top), "top-level defaults")?;
         defaults.password_file = defaults.password_file.map(|p| base.join(p));
+        defaults.trust_key = defaults.trust_key.map(|v| v.into_iter().map(|p| base.join(p)).collect());
         let mut tables = Vec::with_capacity(trees.len());
         for (ix, t) in trees.into_iter().enumerate() {
             let n = ix + 1;
@@ -484,6 +509,7 @@ impl MirrorConfig {
             Remote::parse(&remote).map_err(|e| src.error(Some(remote_at), &layer, &format!("remote: {e:#}")))?;
             let mut options = src.layer(Spanned::new(span, t), &layer)?;
             options.password_file = options.password_file.map(|p| base.join(p));
+            options.trust_key = options.trust_key.map(|v| v.into_iter().map(|p| base.join(p)).collect());
             let tree = TreeSpec { remote, localroot: base.join(localroot), state: state.map(|(s, _)| base.join(s)) };
             tables.push(TreeTable { tree, options });
         }
@@ -663,6 +689,18 @@ mod tests {
                 "600",
             ),
             ("timeout", |l, v| l.timeout = Some(v), |c| c.rsync.timeout.to_string(), "300"),
+            (
+                "trust_key",
+                |l, v| l.trust_key = Some(vec![format!("/k{v}").into()]),
+                |c| format!("{:?}", c.trust_keys),
+                "[]",
+            ),
+            (
+                "max_signature_age",
+                |l, v| l.max_signature_age = Some(format!("{v}h").parse().unwrap()),
+                |c| c.max_signature_age.as_secs().to_string(),
+                "86400",
+            ),
             (
                 "full_every",
                 |l, v| l.full_every = Some(format!("{v}d").parse().unwrap()),

@@ -182,6 +182,9 @@ impl<'a> Mirror<'a> {
             let names: Vec<String> = layout.intervals.iter().map(|iv| layout.name_of(iv)).collect();
             dir.wait_landed(&names)?;
         }
+        // Every recentfile of this fetch, before its events are used.
+        let names: Vec<String> = layout.intervals.iter().map(|iv| layout.name_of(iv)).collect();
+        self.trust_fetched(dir, &name, &names)?;
         Ok((Fetched { name, rf }, layout))
     }
 
@@ -567,6 +570,8 @@ impl<'a> Mirror<'a> {
         self.check_stop()?;
         if !fetched {
             self.fetch(dir, &[name])?;
+            let principal = self.state.principal.clone().unwrap_or_default();
+            self.trust_fetched(dir, &principal, &[name.to_string()])?;
         }
         let Some(rf) = dir.read(name, self.cfg.max_recentfile_size)? else {
             return Ok(None);

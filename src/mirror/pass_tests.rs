@@ -41,6 +41,8 @@ fn mirror(dir: &Path, dirs: LocalDirs) -> Mirror<'static> {
         on_pass_timeout: Duration::from_secs(1),
         full_every: None,
         verify_every: None,
+        trust_keys: Vec::new(),
+        max_signature_age: std::time::Duration::from_secs(86_400),
     };
     let clock = Clock::pinned(Epoch::parse("1700001000").unwrap());
     let mut m = Mirror::new(cfg, clock).unwrap();

@@ -139,7 +139,13 @@ impl<'a> Mirror<'a> {
         if !apply {
             return Ok(());
         }
+        // The beacon the preflight's fetch accepted (mirror::trusted) is
+        // newer than any on disk: the floor of the next one.
+        let accepted = self.state.trusted.take();
         self.state = self.state_for(&decision, &facts, on_disk, tried);
+        if accepted.is_some() {
+            self.state.trusted = accepted;
+        }
         self.complete_state(&decision);
         if self.cfg.dry_run {
             return Ok(());

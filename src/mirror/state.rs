@@ -192,6 +192,35 @@ pub(crate) struct State {
     /// later run on (a one-shot run from cron would otherwise spend one
     /// refused connection to relearn it each time).
     pub no_overlap: BTreeMap<String, Epoch>,
+    /// With `--trust-key`: the last beacon this mirror accepted (its
+    /// signature verified), the floor a later one must not go below
+    /// (rollback, `mirror::trusted`).
+    pub trusted: Option<TrustedBeacon>,
+    /// With `--trust-key`: why the last pass refused what it fetched (a
+    /// signature, an unsigned upstream, a rollback, a recentfile the beacon
+    /// does not vouch for); `None` after a pass that verified. `check`
+    /// CRITICAL "signature".
+    pub trust_error: Option<String>,
+}
+
+/// What the state keeps of the last accepted beacon (`recentfile::beacon::Beacon`
+/// without its file list): enough for [`recentfile::beacon::Beacon::check_progress`]
+/// and for `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TrustedBeacon {
+    pub origin: String,
+    /// The origin's signed time.
+    pub time: Epoch,
+    pub newest_epoch: Option<Epoch>,
+    pub dirtymark: Option<Epoch>,
+    /// The fingerprint (`SHA256:…`) of the trusted key that signed it.
+    pub key: String,
+    /// When this mirror accepted it (its own clock).
+    pub accepted: Option<Epoch>,
+    /// `--max-signature-age` in seconds when it was accepted (what
+    /// `status` and `check` judge its age by).
+    #[serde(default)]
+    pub max_age: u64,
 }
 
 impl State {

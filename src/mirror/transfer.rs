@@ -145,7 +145,7 @@ impl<'a> Mirror<'a> {
     /// pass looks at them again.
     pub(super) fn whole_tree_call(&self, layout: &Layout, dry: bool, progress: bool) -> Result<Box<dyn Call>> {
         let state_dir = self.cfg.state_dir();
-        let deletes = if self.cfg.skip_deletes {
+        let deletes = if self.cfg.skip_deletes || self.index_stale() {
             TreeDeletes::Keep
         } else {
             let max = self.cfg.max_delete.filter(|_| !dry).map(|n| n.saturating_sub(self.deletes_this_run));
@@ -300,6 +300,9 @@ impl<'a> Mirror<'a> {
             names.iter().map(String::as_str).filter(|n| !dir.has_whole_index() && !dir.has(n)).collect();
         if !missing.is_empty() {
             self.fetch(dir, &missing)?;
+            let principal = self.state.principal.clone().unwrap_or_default();
+            let missing: Vec<String> = missing.iter().map(|n| n.to_string()).collect();
+            self.trust_fetched(dir, &principal, &missing)?;
         }
         Ok(())
     }

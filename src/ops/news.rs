@@ -4,10 +4,13 @@
 
 use crate::collection::Collection;
 use crate::mirror::remote::{self, FetchDir, Remote, RsyncSettings};
+use crate::mirror::trusted::{verify_fetched, Verifier};
 use crate::ops::{Ctx, Exit};
 use crate::query::{is_settled, News, NewsFilter};
 use crate::recentfile::Recentfile;
+use crate::trust::TrustKeys;
 use anyhow::{Context, Result};
+use recentfile::beacon::TrustError;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +25,9 @@ pub enum Source {
         src: String,
         /// The tree whose `.rrr/` holds the temp dir, if any.
         localroot: Option<PathBuf>,
+        /// `--trust-key` files: each recentfile read is verified against
+        /// the origin's signed beacon (`mirror::trusted`); none: not verified.
+        trust_keys: Vec<PathBuf>,
     },
 }
 
@@ -64,9 +70,13 @@ pub(crate) fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Rece
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let files = match &opts.source {
         Source::Local(principal) => collect(&Collection::open(principal)?, &opts.filter)?,
-        Source::Remote { src, localroot } => {
+        Source::Remote { src, localroot, trust_keys } => {
+            let trust = match trust_keys.is_empty() {
+                true => None,
+                false => Some(TrustKeys::load(trust_keys)?),
+            };
             let settings = RsyncSettings { timeout: 300, contimeout: 30, ..Default::default() };
-            fetch_remote(src, localroot.as_deref(), &settings, &opts.filter)?
+            fetch_remote(src, localroot.as_deref(), &settings, &opts.filter, trust.as_ref())?
         }
     };
     print(&files, opts, &mut **ctx.out())?;
@@ -91,8 +101,10 @@ pub(crate) fn fetch_remote(
     localroot: Option<&Path>,
     settings: &RsyncSettings,
     filter: &NewsFilter,
+    trust: Option<&TrustKeys>,
 ) -> Result<Vec<Recentfile>> {
     let remote = Remote::parse(src)?;
+    let mut fetcher = Fetcher { remote: &remote, settings };
     let base = match localroot {
         Some(l) => l.join(".rrr"),
         None => std::env::temp_dir(),
@@ -112,6 +124,9 @@ pub(crate) fn fetch_remote(
     let limit = remote::DEFAULT_MAX_RECENTFILE_SIZE;
     let principal = dir.read(&name, limit)?.with_context(|| format!("{} does not exist", remote.source(&name)))?;
     let layout = remote::check_meta(&name, &principal)?;
+    if let Some(keys) = trust {
+        verify_fetched(&mut fetcher, keys, &dir, &name, std::slice::from_ref(&name), limit)?;
+    }
     let mut files = vec![principal];
     for iv in layout.intervals.iter().skip(1) {
         if is_settled(&files, filter) {
@@ -119,6 +134,9 @@ pub(crate) fn fetch_remote(
         }
         let n = layout.name_of(iv);
         dir.fetch(&remote, settings, &[&n])?;
+        if let Some(keys) = trust {
+            verify_fetched(&mut fetcher, keys, &dir, &name, std::slice::from_ref(&n), limit)?;
+        }
         match dir.read(&n, limit)? {
             Some(rf) => {
                 remote::check_meta(&n, &rf)?;
@@ -128,6 +146,28 @@ pub(crate) fn fetch_remote(
         }
     }
     Ok(files)
+}
+
+/// `news --remote`'s side of [`verify_fetched`]: plain fetches, and no
+/// rollback floor (news keeps no state; a mirror's `State::trusted` is
+/// rmirror's).
+struct Fetcher<'a> {
+    remote: &'a Remote,
+    settings: &'a RsyncSettings,
+}
+
+impl Verifier for Fetcher<'_> {
+    fn fetch_names(&mut self, dir: &FetchDir, names: &[&str]) -> Result<()> {
+        Ok(dir.fetch(self.remote, self.settings, names)?)
+    }
+
+    fn source(&self, name: &str) -> String {
+        self.remote.source(name)
+    }
+
+    fn accept_beacon(&mut self, _: &recentfile::beacon::Beacon, _: String) -> Result<(), TrustError> {
+        Ok(())
+    }
 }
 
 fn print(files: &[Recentfile], opts: &Options, out: &mut dyn Write) -> Result<()> {

@@ -532,6 +532,14 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
         "rrr verify before a pass when the last one is this old (1d, 7d); the pass fetches what it finds missing.",
     ),
     (
+        "trust_key = [\"FILE\", ...]",
+        "Verify the origin's signed beacon with these OpenSSH public keys (rotation: several); relative to the config file's directory.",
+    ),
+    (
+        "max_signature_age = \"DURATION\"",
+        "With trust_key: an origin signature older than this is stale (nothing deleted, check CRITICAL). Default: 1d.",
+    ),
+    (
         "checksum = true|false",
         "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum).",
     ),

@@ -92,7 +92,11 @@ pub struct TrustKeys {
 
 impl TrustKeys {
     /// Load public key files: each non-empty, non-`#` line an OpenSSH public
-    /// key (`ssh-ed25519 AAAA…`, as in `id_ed25519.pub`). Errors name the file and line.
+    /// key (`ssh-ed25519 AAAA…`, as in `id_ed25519.pub`) or an
+    /// allowed_signers line (`PRINCIPALS [OPTIONS] ssh-ed25519 AAAA…`, as
+    /// `ssh-keygen -Y verify -f` reads it: the principals and options are
+    /// ignored, every key listed is trusted for namespace `rrr`). Errors
+    /// name the file and line.
     pub fn load(files: &[PathBuf]) -> Result<TrustKeys> {
         let mut keys = Vec::new();
         for file in files {
@@ -104,7 +108,7 @@ impl TrustKeys {
                 if line.is_empty() || line.starts_with('#') {
                     continue;
                 }
-                let key = PublicKey::from_openssh(line)
+                let key = parse_public_line(line)
                     .map_err(|e| anyhow::anyhow!("{}:{}: not an OpenSSH public key ({e})", file.display(), n + 1))?;
                 if key.algorithm() != Algorithm::Ed25519 {
                     bail!("{}:{}: a {} key; rrr verifies ed25519 keys only", file.display(), n + 1, key.algorithm());
@@ -141,6 +145,25 @@ impl TrustKeys {
             .map_err(|e| SignatureError(format!("does not verify with the trusted key ({e})")))?;
         Ok(key.fingerprint(HashAlg::Sha256).to_string())
     }
+}
+
+/// One public key line: the key itself, or after an allowed_signers
+/// line's principals (and options): the first of the line's first three
+/// fields that starts a key is where the key is read from.
+fn parse_public_line(line: &str) -> Result<PublicKey, ssh_key::Error> {
+    let first = PublicKey::from_openssh(line);
+    if first.is_ok() {
+        return first;
+    }
+    let mut rest = line;
+    for _ in 0..2 {
+        let Some((_, tail)) = rest.split_once(char::is_whitespace) else { break };
+        rest = tail.trim_start();
+        if rest.starts_with("ssh-") {
+            return PublicKey::from_openssh(rest);
+        }
+    }
+    first
 }
 
 /// A signature that does not verify (`check` CRITICAL "signature").
@@ -181,6 +204,9 @@ qrJIlSd5BHObCW7jMeaWAAAACHJyci10ZXN0AQIDBAU=
         let key = SignKey::load(&write(dir.path(), "k", TEST_KEY)).unwrap();
         let public = write(dir.path(), "k.pub", &format!("# rotation\n{}\n", key.public_line()));
         let trust = TrustKeys::load(&[public]).unwrap();
+        // The same key as an allowed_signers line (principals, options) is the same trust.
+        let allowed = write(dir.path(), "allowed", &format!("origin@x namespaces=\"rrr\" {}\n", key.public_line()));
+        assert_eq!(TrustKeys::load(&[allowed]).unwrap().keys.len(), 1);
         let sig = key.sign(b"beacon").unwrap();
         assert!(sig.starts_with("-----BEGIN SSH SIGNATURE-----\n"));
         assert_eq!(trust.verify(b"beacon", sig.as_bytes()), Ok(key.fingerprint()));

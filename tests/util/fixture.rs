@@ -90,6 +90,13 @@ impl Origin {
 /// [`Origin::change`] for any indexed tree.
 #[track_caller]
 pub fn change(root: &Path, new: &[&str], delete: &[&str]) {
+    change_with(root, new, delete, &[])
+}
+
+/// [`change`] with `writer_args` given to its `update` and `aggregate`
+/// (e.g. `["--sign-key", KEY]` for a signed collection).
+#[track_caller]
+pub fn change_with(root: &Path, new: &[&str], delete: &[&str], writer_args: &[&str]) {
     let mut lines = String::new();
     for p in new {
         write(root, p, &format!("new content of {p}\n"));
@@ -99,8 +106,8 @@ pub fn change(root: &Path, new: &[&str], delete: &[&str]) {
         fs::remove_file(root.join(p)).unwrap();
         lines.push_str(&format!("delete {p}\n"));
     }
-    Rrr::new().args(["update", "--stdin", &principal(root)]).stdin(lines).assert_ok();
-    Rrr::new().args(["aggregate", &principal(root)]).assert_ok();
+    Rrr::new().arg("update").args(writer_args).args(["--stdin", &principal(root)]).stdin(lines).assert_ok();
+    Rrr::new().arg("aggregate").args(writer_args).arg(principal(root)).assert_ok();
 }
 
 impl Deref for Origin {

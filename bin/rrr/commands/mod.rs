@@ -56,7 +56,7 @@ pub enum Command {
     Manpages(manpages::ManpagesArgs),
     /// Mirror a remote collection into a local tree (one pass, or --loop).
     #[command(after_help = rrr::output::manual::after_help("rmirror"))]
-    Rmirror(rmirror::RmirrorArgs),
+    Rmirror(Box<rmirror::RmirrorArgs>),
     /// Show a mirror's run record (lag, heartbeat, counters).
     #[command(after_help = rrr::output::manual::after_help("status"))]
     Status(status::StatusArgs),
@@ -93,7 +93,7 @@ impl Command {
             Command::Verify(a) => ops::verify::run(&a.into(), ctx),
             Command::Completions(a) => completions::exec(&a, ctx, whole()),
             Command::Manpages(a) => manpages::exec(&a, whole()),
-            Command::Rmirror(a) => ops::rmirror::run(&a.into(), ctx),
+            Command::Rmirror(a) => ops::rmirror::run(&(*a).into(), ctx),
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),
             Command::Trigger(a) => ops::trigger::run(&a.into(), ctx),

@@ -18,6 +18,10 @@ pub struct NewsArgs {
     /// With --remote: fetch into a hidden temp dir under DIR/.rrr instead of the system temp dir.
     #[arg(long, value_name = "DIR", requires = "remote")]
     pub localroot: Option<PathBuf>,
+    /// With --remote: trust only recentfiles vouched for by the origin's
+    /// beacon signed with a key in FILE (repeatable; see rmirror --trust-key).
+    #[arg(long = "trust-key", value_name = "FILE", requires = "remote")]
+    pub trust_key: Vec<PathBuf>,
     /// Only events strictly newer than EPOCH.
     #[arg(long, value_name = "EPOCH")]
     pub after: Option<Epoch>,
@@ -57,7 +61,7 @@ pub enum EventType {
 impl From<NewsArgs> for Options {
     fn from(a: NewsArgs) -> Options {
         let source = match (a.local, a.remote) {
-            (_, Some(src)) => Source::Remote { src, localroot: a.localroot },
+            (_, Some(src)) => Source::Remote { src, localroot: a.localroot, trust_keys: a.trust_key },
             (Some(local), None) => Source::Local(local),
             (None, None) => unreachable!("clap requires --local or --remote"),
         };

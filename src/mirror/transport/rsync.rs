@@ -1089,6 +1089,9 @@ pub(crate) fn bootstrap_excludes(filenameroot: &str) -> Vec<String> {
         format!("/{r}.recent.*"),
         format!("/{r}-*.yaml"),
         format!("/{r}-*.json"),
+        // The beacon's signature (`RECENT-1h.yaml.beacon.json.sig`, the
+        // beacon itself is a `.json`): rrr's own, installed by `mirror::trusted`.
+        format!("/{r}-*.sig"),
         format!("/{r}-*.lock"),
         format!("/{r}-*.new"),
         ".~tmp~/".to_string(),

@@ -45,6 +45,7 @@ mod rrrgo;
 mod sys_layer;
 mod textfile_warnings;
 mod trigger;
+mod upstreams;
 mod visible;
 mod watch;
 mod watch_hook;

@@ -129,7 +129,8 @@
 //! reachable as `remote`: the SRC forms, the recentfiles' fetch), and
 //! where another (HTTP) would go. Around a pass: [`looping`] (one tree's
 //! run, `--loop`), `fleet` (a config's trees, a thread each) and
-//! [`trigger_pipe`] (how `rrr trigger` wakes a loop).
+//! [`trigger_pipe`] (how `rrr trigger` wakes a loop); `upstreams` (a
+//! tree with several upstreams: which one a pass reads, never backwards).
 
 mod deletes;
 pub(crate) mod fleet;
@@ -152,6 +153,7 @@ pub(crate) mod textfile;
 mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
+pub(crate) mod upstreams;
 
 /// The rsync transport under the name the rest of the crate uses for the
 /// remote (`config`, `ops::news`).
@@ -177,7 +179,11 @@ use std::time::Duration;
 /// ([`crate::mirror::options::resolve`], the one place that builds it).
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
+    /// The upstream the pass reads: the one given, or, with several
+    /// (`upstreams`), the one the pass chose (`mirror::upstreams`).
     pub remote: Remote,
+    /// Every upstream given, in order (one: today's single remote).
+    pub upstreams: Vec<Remote>,
     pub localroot: PathBuf,
     pub state_file: PathBuf,
     pub skip_deletes: bool,
@@ -255,6 +261,9 @@ pub(crate) struct Mirror<'a> {
     /// How the pass's transfers reach the origin ([`transport`]): rsync to
     /// `cfg.remote`, or the test transport.
     transport: std::rc::Rc<dyn transport::Transport + 'a>,
+    /// With several upstreams: what the last selection found, for the
+    /// state of the pass that uses it (`upstreams::Selected`).
+    selected: Option<upstreams::Selected>,
 }
 
 impl<'a> Mirror<'a> {
@@ -283,6 +292,7 @@ impl<'a> Mirror<'a> {
             recheck_quarantine: false,
             files_counted: None,
             attempt: Default::default(),
+            selected: None,
         })
     }
 

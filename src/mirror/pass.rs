@@ -138,6 +138,10 @@ impl<'a> Mirror<'a> {
     /// or the link's target is not known yet, the whole index
     /// ([`FetchDir::fetch_index_until`]). Returns its name, content and layout.
     pub(super) fn fetch_principal(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {
+        if self.cfg.upstreams.len() > 1 {
+            // Several upstreams: this pass reads the freshest usable one.
+            self.choose_upstream()?;
+        }
         let remote = self.cfg.remote.clone();
         let last = self.state.principal.clone();
         let whole = self.bootstrap_due() || (remote.is_link() && last.is_none());
@@ -174,6 +178,8 @@ impl<'a> Mirror<'a> {
             .read_landed(&name, self.cfg.max_recentfile_size)?
             .with_context(|| format!("remote principal {} does not exist", remote.source(&name)))?;
         let layout = remote::check_meta(&name, &rf)?;
+        let fetched = Fetched { name, rf };
+        self.check_upstream_answer(&fetched, &layout.filenameroot)?;
         if indexed {
             // Before anything else is fetched (the whole tree, at once in
             // a first pass), the origin must have read every recentfile we
@@ -182,7 +188,7 @@ impl<'a> Mirror<'a> {
             let names: Vec<String> = layout.intervals.iter().map(|iv| layout.name_of(iv)).collect();
             dir.wait_landed(&names)?;
         }
-        Ok((Fetched { name, rf }, layout))
+        Ok((fetched, layout))
     }
 
     /// The principal for a pass: the one the preflight fetched, or a new fetch.
@@ -299,6 +305,7 @@ impl<'a> Mirror<'a> {
                 return Err(e);
             }
         };
+        self.record_selection();
         // Dirtymark: a change means events were inserted into the past.
         let dm = principal.rf.meta.dirtymark.clone();
         if self.state.dirtymark != dm && !self.state.done_union().is_empty() {

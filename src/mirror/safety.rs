@@ -276,7 +276,13 @@ impl<'a> Mirror<'a> {
             has_state: on_disk.is_some(),
             state_id: on_disk.and_then(|s| s.id.clone()),
             state_collection: on_disk.and_then(State::collection),
-            same_remote: on_disk.is_some_and(|s| Remote::parse(&s.remote).is_ok_and(|r| r.normalized() == norm)),
+            // With several upstreams, the state names the one it was made with.
+            same_remote: on_disk.is_some_and(|s| {
+                Remote::parse(&s.remote).is_ok_and(|r| {
+                    let r = r.normalized();
+                    r == norm || self.cfg.upstreams.iter().any(|u| u.normalized() == r)
+                })
+            }),
             external_state: ownership::is_external(&self.cfg.state_file, root),
             marker: ownership::read_marker(root),
             tree: Some(tree),

@@ -1,0 +1,96 @@
+//! A tree with several upstreams (`--remote` repeated): each pass reads
+//! the freshest that answers, never one behind what the mirror installed,
+//! never one of another collection (docs/decisions.md#several-upstreams).
+//! Real daemons on loopback: a fresh one serving the origin, a stale one
+//! serving a copy of it frozen earlier, one of another collection; the
+//! fresh one turned into a black hole (its daemon stopped: the kernel
+//! still accepts, nothing answers).
+
+use crate::util::fixture::{Mirror, Origin};
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::{s, stderr};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `from` copied to `to` as it is now (symlinks, times): a stale upstream.
+fn freeze(from: &Path, to: &Path) {
+    let ok = Command::new("rsync").args(["-a", "--delete"]).arg(format!("{}/", s(from))).arg(to).status().unwrap();
+    assert!(ok.success());
+}
+
+/// The state's record of `remote` among its upstreams.
+fn record<'a>(st: &'a Value, remote: &str) -> &'a Value {
+    st["upstreams"].as_array().unwrap().iter().find(|u| u["remote"] == remote).unwrap_or_else(|| panic!("{st}"))
+}
+
+/// Stop (`true`) or continue a daemon: stopped, it is a black hole.
+fn stop(d: &RsyncDaemon, stopped: bool) {
+    let sig = if stopped { "-STOP" } else { "-CONT" };
+    assert!(Command::new("kill").args([sig, &d.pid().to_string()]).status().unwrap().success());
+}
+
+#[test]
+fn the_freshest_upstream_is_read_never_an_older_or_foreign_one() {
+    let fresh = Origin::numbered(3, |i| format!("id/f{i}.txt"));
+    let stale_root = fresh.dir().join("stale");
+    freeze(&fresh, &stale_root);
+    let stale = RsyncDaemon::start(&[("origin", &stale_root)]);
+    let stale_src = format!("{}/RECENT.recent", stale.url("origin"));
+    // Another collection: the same file names, its own dirtymark.
+    let foreign = Origin::new([("id/other.txt", "x\n")], &["--now", "1600000000", "init", "--aggregate"]);
+    // Given first, so that only the rule keeps it out.
+    let m = Mirror { root: fresh.dir().join("target"), remote: foreign.src() };
+    let more = ["--remote", &stale_src, "--remote", &fresh.src(), "--timeout", "2"];
+
+    // A new mirror takes the collection most upstreams have; the stale
+    // copy is as new as the origin yet, and given first of the two.
+    let (p, out) = m.pass_output(&more, 0);
+    assert_eq!(p["upstream"], stale_src.as_str(), "{p}");
+    assert!(m.root.join("id/f2.txt").is_file() && !m.root.join("id/other.txt").exists());
+    let st = m.state();
+    assert_eq!(record(&st, &foreign.src())["result"], "foreign", "{st}");
+    assert!(record(&st, &foreign.src())["message"].as_str().unwrap().contains("another collection"), "{st}");
+    assert!(stderr(&out).contains(&format!("upstream {}: foreign", foreign.src())), "{}", stderr(&out));
+
+    // The origin moves on; the copy does not: the fresh one is read.
+    fresh.change(&["id/new.txt"], &[]);
+    let p = m.pass(&more, 0);
+    assert_eq!(p["upstream"], fresh.src().as_str(), "{p}");
+    assert_eq!(p["transferred"], 1, "{p}");
+    assert!(m.root.join("id/new.txt").is_file());
+    let st = m.state();
+    assert_eq!(
+        (st["upstream"].as_str(), &record(&st, &stale_src)["result"]),
+        (Some(fresh.src().as_str()), &"stale".into())
+    );
+
+    // The fresh one goes silent. The copy is older than what the mirror
+    // installed: refused, the pass fails, nothing is deleted.
+    stop(&fresh.daemon, true);
+    let (e, _) = m.pass_output(&more, 2);
+    stop(&fresh.daemon, false);
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("no upstream can be used") && msg.contains(&stale_src) && msg.contains("behind"), "{msg}");
+    assert!(m.root.join("id/new.txt").is_file(), "never backwards: nothing deleted");
+    let mon = m.monitoring(&[]);
+    assert_eq!(record(&mon.status, &stale_src)["result"], "behind", "{}", mon.status);
+    assert_eq!(record(&mon.status, &fresh.src())["result"], "unreachable", "{}", mon.status);
+    assert!(mon.plain.contains(&format!("  {stale_src}  behind")), "{}", mon.plain);
+    let used = format!("upstream=\"{}\",result=\"unreachable\",used=\"1\"", fresh.src());
+    assert!(mon.prometheus.contains(&used), "{}", mon.prometheus);
+
+    // The copy catches up while the fresh one stays silent (and backs
+    // off: not asked again yet): the copy is read, nothing is fetched or
+    // deleted again.
+    stop(&fresh.daemon, true);
+    freeze(&fresh, &stale_root);
+    let p = m.pass(&more, 0);
+    stop(&fresh.daemon, false);
+    assert_eq!(p["upstream"], stale_src.as_str(), "{p}");
+    assert_eq!((p["transferred"].as_u64(), p["deleted"].as_u64()), (Some(0), Some(0)), "{p}");
+    let st = m.state();
+    assert_eq!(record(&st, &fresh.src())["result"], "unreachable", "{st}");
+    assert!(record(&st, &fresh.src())["next_try"].is_string(), "backing off: {st}");
+    crate::util::mirror::assert_same_tree(&fresh, &m.root);
+}

@@ -49,6 +49,7 @@ fn the_freshest_upstream_is_read_never_an_older_or_foreign_one() {
     assert_eq!(p["upstream"], stale_src.as_str(), "{p}");
     assert!(m.root.join("id/f2.txt").is_file() && !m.root.join("id/other.txt").exists());
     let st = m.state();
+    assert_eq!(st["remote"], foreign.src().as_str(), "the tree is named by its first upstream: {st}");
     assert_eq!(record(&st, &foreign.src())["result"], "foreign", "{st}");
     assert!(record(&st, &foreign.src())["message"].as_str().unwrap().contains("another collection"), "{st}");
     assert!(stderr(&out).contains(&format!("upstream {}: foreign", foreign.src())), "{}", stderr(&out));
@@ -93,4 +94,51 @@ fn the_freshest_upstream_is_read_never_an_older_or_foreign_one() {
     assert_eq!(record(&st, &fresh.src())["result"], "unreachable", "{st}");
     assert!(record(&st, &fresh.src())["next_try"].is_string(), "backing off: {st}");
     crate::util::mirror::assert_same_tree(&fresh, &m.root);
+}
+
+/// A config's tree with two upstreams, the first a black hole: the loop's
+/// first pass reads the other one once the hole's call timed out; the
+/// hole then backs off (not asked by the pass a trigger wakes), and push
+/// works as with one upstream.
+#[test]
+fn a_loop_backs_off_from_a_black_hole_upstream_and_a_trigger_still_wakes_it() {
+    use crate::util::fixture::passes_counted;
+    use crate::util::net::BlackHole;
+    use crate::util::{wait_for, Rrr};
+    use std::time::Duration;
+    let origin = Origin::numbered(3, |i| format!("d/f{i}.txt"));
+    let hole = BlackHole::start();
+    let target = origin.dir().join("target");
+    let file = origin.dir().join("m.toml");
+    let text = format!(
+        "interval = 300\ntimeout = 2\n[[tree]]\nremote = [\"{}\", \"{}\"]\nlocalroot = \"{}\"\n",
+        hole.src(),
+        origin.src(),
+        s(&target)
+    );
+    std::fs::write(&file, text).unwrap();
+    let child = Rrr::new()
+        .args(["rmirror", "--loop", "--config", s(&file)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let limit = Duration::from_secs(60);
+    wait_for("the first pass", limit, || passes_counted(&target) >= 1);
+    assert!(target.join("d/f2.txt").is_file());
+    let st = crate::util::fixture::state(&target);
+    assert_eq!(st["upstream"], origin.src().as_str(), "{st}");
+    assert_eq!(record(&st, &hole.src())["result"], "unreachable", "{st}");
+    let asked = hole.connections();
+    assert!(asked >= 1);
+
+    origin.change(&["d/pushed.txt"], &[]);
+    let o = crate::util::rrr(&["trigger", "--localroot", s(&target)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    wait_for("the triggered pass", limit, || passes_counted(&target) >= 2);
+    assert!(target.join("d/pushed.txt").is_file(), "the triggered pass took the new file");
+    assert_eq!(hole.connections(), asked, "backing off: the hole was not asked again");
+    child.signal(libc::SIGTERM);
+    let out = child.wait_with_output();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("upstream {}: unreachable", hole.src())), "{}", stderr(&out));
 }

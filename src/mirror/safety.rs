@@ -182,7 +182,9 @@ impl<'a> Mirror<'a> {
     /// attempts (`tried`). In memory only.
     fn state_for(&mut self, decision: &Decision, facts: &Facts, on_disk: Option<State>, tried: Option<State>) -> State {
         let now = self.clock.now();
-        let src = self.cfg.remote.src.clone();
+        // With several upstreams the tree's first names it (the one a pass
+        // reads is `upstream`, mirror::upstreams).
+        let src = self.cfg.upstreams.first().unwrap_or(&self.cfg.remote).src.clone();
         let shown = self.cfg.localroot.display().to_string();
         let remote_coll = facts.remote.as_ref().map_or_else(String::new, |c| format!(" ({c})"));
         let fresh = || match tried {

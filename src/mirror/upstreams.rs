@@ -11,7 +11,8 @@
 //! is asked for its principal at once, each on a thread of its own, each
 //! one rsync call bounded by the tree's `--timeout` (`contimeout` for the
 //! connection): a dead upstream delays the pass by at most that, however
-//! many there are. [`select`] (pure) then judges each answer against what
+//! many there are (the heartbeat goes on meanwhile, as during a long
+//! fetch). [`select`] (pure) then judges each answer against what
 //! this mirror already has ([`Known`]):
 //!
 //! - **foreign**: another collection: another filenameroot, or another
@@ -319,21 +320,36 @@ impl Mirror<'_> {
         let every = !due.contains(&true);
         let (settings, last, max) =
             (self.cfg.rsync.clone(), self.state.principal.clone(), self.cfg.max_recentfile_size);
-        let answers: Vec<Option<Result<Answer, String>>> = std::thread::scope(|s| {
-            let asked: Vec<_> = upstreams
-                .iter()
-                .zip(&due)
-                .map(|(u, due)| {
-                    let (settings, last) = (&settings, last.as_deref());
-                    (*due || every)
-                        .then(|| s.spawn(move || probe(u, settings, last, max).map_err(|e| format!("{e:#}"))))
-                })
-                .collect();
-            asked
-                .into_iter()
-                .map(|h| h.map(|h| h.join().unwrap_or_else(|_| Err("internal error: the probe panicked".into()))))
-                .collect()
+        let mut answers: Vec<Option<Result<Answer, String>>> = vec![None; upstreams.len()];
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut waiting = 0;
+            for (i, u) in upstreams.iter().enumerate().filter(|(i, _)| due[*i] || every) {
+                let (tx, settings, last) = (tx.clone(), &settings, last.as_deref());
+                waiting += 1;
+                s.spawn(move || {
+                    let answer = probe(u, settings, last, max).map_err(|e| format!("{e:#}"));
+                    let _ = tx.send((i, answer));
+                });
+            }
+            drop(tx);
+            // A slow upstream keeps the heartbeat going, as a long fetch does.
+            while waiting > 0 {
+                match rx.recv_timeout(super::pass_progress::quiet_period()) {
+                    Ok((i, answer)) => {
+                        answers[i] = Some(answer);
+                        waiting -= 1;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => self.beat_now("recentfiles"),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
         });
+        for (i, a) in answers.iter_mut().enumerate() {
+            if a.is_none() && (due[i] || every) {
+                *a = Some(Err("internal error: the probe ended without an answer".into()));
+            }
+        }
         if self.stopped() {
             return Err(crate::sys::signals::Interrupted.into());
         }

@@ -142,3 +142,19 @@ fn a_loop_backs_off_from_a_black_hole_upstream_and_a_trigger_still_wakes_it() {
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains(&format!("upstream {}: unreachable", hole.src())), "{}", stderr(&out));
 }
+
+/// A localroot inside the tree of any of its local upstreams is refused
+/// before anything runs, the second one as the first.
+#[test]
+fn a_localroot_inside_a_second_local_upstream_is_refused() {
+    let a = Origin::numbered(1, |i| format!("f{i}.txt"));
+    let b = Origin::numbered(1, |i| format!("f{i}.txt"));
+    let inside = b.join("sub");
+    let o = crate::util::Rrr::new()
+        .args(["rmirror", "--remote", &crate::util::principal(&a), "--remote", &crate::util::principal(&b)])
+        .args(["--localroot", s(&inside)])
+        .output();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("overlaps its own remote's tree"), "{}", stderr(&o));
+    assert!(!inside.exists(), "nothing was created");
+}

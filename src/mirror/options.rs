@@ -622,8 +622,8 @@ pub struct Footprint {
     pub localroot: PathBuf,
     /// The directory of its state file when `--state` puts it elsewhere.
     pub state_dir: Option<PathBuf>,
-    /// The remote's own tree when SRC is a local path.
-    pub origin: Option<PathBuf>,
+    /// The remote's own tree for each upstream that is a local path.
+    pub origins: Vec<PathBuf>,
 }
 
 /// Refuse trees that would write into each other or into their own
@@ -634,7 +634,7 @@ pub struct Footprint {
 pub fn check_footprints(trees: &[Footprint]) -> Result<(), String> {
     let overlap = |a: &Path, b: &Path| a.starts_with(b) || b.starts_with(a);
     for (i, t) in trees.iter().enumerate() {
-        if let Some(o) = &t.origin {
+        for o in &t.origins {
             if overlap(&t.localroot, o) {
                 return Err(format!(
                     "localroot {} overlaps its own remote's tree {}: a mirror cannot be mirrored into itself",
@@ -899,7 +899,7 @@ skip_deletes = true
         let fp = |root: &str, state: Option<&str>, origin: Option<&str>| Footprint {
             localroot: root.into(),
             state_dir: state.map(PathBuf::from),
-            origin: origin.map(PathBuf::from),
+            origins: origin.map(PathBuf::from).into_iter().collect(),
         };
         assert!(check_footprints(&[fp("/m/a", None, None), fp("/m/b", Some("/var/s"), None)]).is_ok());
         assert!(check_footprints(&[fp("/m/ab", None, None), fp("/m/a", None, None)]).is_ok(), "a prefix, not a parent");
@@ -911,6 +911,9 @@ skip_deletes = true
         assert!(check_footprints(&[fp("/srv/o", None, Some("/srv/o"))]).unwrap_err().contains("itself"));
         assert!(check_footprints(&[fp("/srv/o/sub", None, Some("/srv/o"))]).is_err());
         assert!(check_footprints(&[fp("/srv/m", None, Some("/srv/o"))]).is_ok());
+        // Every local upstream counts, not only the first.
+        let two = Footprint { origins: vec!["/srv/x".into(), "/srv/o".into()], ..fp("/srv/o/sub", None, None) };
+        assert!(check_footprints(&[two]).unwrap_err().contains("/srv/o"));
     }
 
     #[test]

@@ -81,6 +81,17 @@ fn the_freshest_upstream_is_read_never_an_older_or_foreign_one() {
     let used = format!("upstream=\"{}\",result=\"unreachable\",used=\"1\"", fresh.src());
     assert!(mon.prometheus.contains(&used), "{}", mon.prometheus);
 
+    // A state written before rrr kept the newest epoch per dirtymark (a
+    // mirror given a second upstream later): its copies tell instead.
+    let file = m.root.join(".rrr/state.json");
+    let mut raw: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    raw.as_object_mut().unwrap().remove("newest_by_dirtymark");
+    std::fs::write(&file, raw.to_string()).unwrap();
+    stop(&fresh.daemon, true);
+    let (e, _) = m.pass_output(&more, 2);
+    stop(&fresh.daemon, false);
+    assert!(e["message"].as_str().unwrap().contains(&format!("{stale_src} behind")), "{e}");
+
     // The copy catches up while the fresh one stays silent (and backs
     // off: not asked again yet): the copy is read, nothing is fetched or
     // deleted again.

@@ -105,9 +105,13 @@
 //!   "last_outcome": "success"|"failed"|"interrupted"|null,
 //!   "consecutive_failures": 0,                     // failed attempts since a success
 //!   "heartbeat": "epoch",                          // last write of this file
-//!   "no_overlap": {"rsync://h:873/M/p": "epoch"}   // remotes whose daemon refused
+//!   "no_overlap": {"rsync://h:873/M/p": "epoch"},  // remotes whose daemon refused
 //!                                                  // a connection of ours for its
 //!                                                  // max connections: never overlap
+//!   "newest_by_dirtymark": {"1700000000.5": "epoch"}, // newest installed/applied
+//!   "upstream": "rsync://…",                       // several upstreams: the last
+//!   "upstreams": [{"remote", "result", …}]         // pass's, each one's last result
+//!                                                  // (mirror::upstreams)
 //! }
 //! ```
 //!

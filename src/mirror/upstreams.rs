@@ -295,10 +295,17 @@ impl Mirror<'_> {
     /// something, and the newest epochs per dirtymark.
     fn known(&self) -> Known {
         let owns = !self.state.installed.is_empty() || !self.state.done_union().is_empty();
-        Known {
-            collection: self.state.collection().filter(|_| owns),
-            newest_by_dirtymark: self.state.newest_by_dirtymark.clone(),
+        let mut newest_by_dirtymark = self.state.newest_by_dirtymark.clone();
+        if owns {
+            // A state written before it kept this (a mirror given a second
+            // upstream later): its copies and applied events tell.
+            let had = self.state.installed.values().chain(&self.state.newest_applied).max().cloned();
+            let key = dirtymark_key(self.state.dirtymark.as_ref());
+            if let (Some(had), false) = (had, newest_by_dirtymark.contains_key(&key)) {
+                newest_by_dirtymark.insert(key, had);
+            }
         }
+        Known { collection: self.state.collection().filter(|_| owns), newest_by_dirtymark }
     }
 
     /// With several upstreams, before the principal is fetched: ask each

@@ -363,26 +363,32 @@ impl Mirror<'_> {
         let sel = select(&answers, &self.known());
         for ((r, a), v) in records.iter_mut().zip(&answers).zip(&sel.verdicts) {
             let Some((verdict, why)) = v else { continue };
+            // A warning when an upstream's result changes, not every pass
+            // (a tier-1 that stays behind would say so 4,320 times a day).
+            let news = r.result != Some(*verdict);
             r.result = Some(*verdict);
             r.message = Some(why.clone()).filter(|w| !w.is_empty());
             r.newest = a.as_ref().and_then(|a| a.as_ref().ok()).and_then(|a| a.newest.clone());
             r.last_try = Some(now.clone());
-            if verdict.fails() {
-                r.failures += 1;
-                let pause = super::looping::pause_after(self.cfg.interval, r.failures);
-                r.next_try = Some(Epoch::from_clock(now.to_f64() + pause.as_secs_f64()));
-                tracing::warn!(
-                    "upstream {}: {} ({why}); asked again after {}",
-                    r.remote,
-                    verdict.as_str(),
-                    crate::output::human::duration(pause.as_secs_f64())
-                );
+            let (failures, next_try) = if verdict.fails() {
+                let pause = super::looping::pause_after(self.cfg.interval, r.failures + 1);
+                let when = crate::output::human::duration(pause.as_secs_f64());
+                let line = format!("upstream {}: {} ({why}); asked again after {when}", r.remote, verdict.as_str());
+                (r.failures + 1, Some((Epoch::from_clock(now.to_f64() + pause.as_secs_f64()), line)))
             } else {
-                if verdict == &Verdict::Behind {
-                    tracing::warn!("upstream {}: {why}", r.remote);
-                }
-                r.failures = 0;
-                r.next_try = None;
+                (0, None)
+            };
+            r.failures = failures;
+            r.next_try = next_try.as_ref().map(|(t, _)| t.clone());
+            let line = match (next_try, *verdict) {
+                (Some((_, line)), _) => line,
+                (None, Verdict::Behind) => format!("upstream {}: {why}", r.remote),
+                (None, _) => continue,
+            };
+            if news {
+                tracing::warn!("{line}");
+            } else {
+                tracing::debug!("{line}");
             }
         }
         self.state.upstreams = records.clone();

@@ -30,8 +30,10 @@
 //! - **unreachable**: it did not answer (or answered with no valid
 //!   principal); it backs off: skipped for the loop's pause after as many
 //!   failures in a row (`looping::pause_after`: the interval, doubled per
-//!   failure, at most 10 minutes), then asked again; a foreign one backs
-//!   off the same way. When every upstream is backing off, all are asked;
+//!   failure, at most 10 minutes), then asked again. When every upstream
+//!   is backing off, all are asked. Foreign and behind ones are asked
+//!   every pass (they answer; they may catch up, or the origin's new
+//!   dirtymark reach every upstream);
 //! - of the rest the **fresh**est is used ([`freshness_of`]; the first
 //!   given on a tie), the others are **stale** (usable, older).
 //!
@@ -80,9 +82,16 @@ impl Verdict {
         }
     }
 
-    /// A failing upstream, which backs off.
+    /// A failing upstream, which backs off. A foreign one answered, and is
+    /// asked every pass: the pass in which every upstream shows the same
+    /// new dirtymark is the origin's dirtymark change.
     fn fails(self) -> bool {
-        matches!(self, Verdict::Foreign | Verdict::Unreachable)
+        self == Verdict::Unreachable
+    }
+
+    /// An upstream that may be read.
+    fn usable(self) -> bool {
+        matches!(self, Verdict::Fresh | Verdict::Stale)
     }
 }
 
@@ -100,7 +109,7 @@ pub(crate) struct UpstreamRecord {
     pub newest: Option<Epoch>,
     /// When it was last asked.
     pub last_try: Option<Epoch>,
-    /// Failures (unreachable, foreign) in a row.
+    /// Failures (unreachable) in a row.
     pub failures: u32,
     /// Not asked again before this (backing off).
     pub next_try: Option<Epoch>,
@@ -370,21 +379,22 @@ impl Mirror<'_> {
             r.message = Some(why.clone()).filter(|w| !w.is_empty());
             r.newest = a.as_ref().and_then(|a| a.as_ref().ok()).and_then(|a| a.newest.clone());
             r.last_try = Some(now.clone());
-            let (failures, next_try) = if verdict.fails() {
-                let pause = super::looping::pause_after(self.cfg.interval, r.failures + 1);
-                let when = crate::output::human::duration(pause.as_secs_f64());
-                let line = format!("upstream {}: {} ({why}); asked again after {when}", r.remote, verdict.as_str());
-                (r.failures + 1, Some((Epoch::from_clock(now.to_f64() + pause.as_secs_f64()), line)))
+            if verdict.fails() {
+                r.failures += 1;
+                let pause = super::looping::pause_after(self.cfg.interval, r.failures);
+                r.next_try = Some(Epoch::from_clock(now.to_f64() + pause.as_secs_f64()));
             } else {
-                (0, None)
-            };
-            r.failures = failures;
-            r.next_try = next_try.as_ref().map(|(t, _)| t.clone());
-            let line = match (next_try, *verdict) {
-                (Some((_, line)), _) => line,
-                (None, Verdict::Behind) => format!("upstream {}: {why}", r.remote),
-                (None, _) => continue,
-            };
+                r.failures = 0;
+                r.next_try = None;
+            }
+            if verdict.usable() {
+                continue;
+            }
+            let mut line = format!("upstream {}: {} ({why})", r.remote, verdict.as_str());
+            if let Some(t) = &r.next_try {
+                let pause = (t.to_f64() - now.to_f64()).max(0.0);
+                line.push_str(&format!("; asked again after {}", crate::output::human::duration(pause)));
+            }
             if news {
                 tracing::warn!("{line}");
             } else {
@@ -430,7 +440,7 @@ impl Mirror<'_> {
         };
         let known = Known { collection: Some(sel.collection.clone()), ..self.known() };
         if let Some((v, why)) = select(&[Some(Ok(answer))], &known).verdicts.remove(0) {
-            if v.fails() || v == Verdict::Behind {
+            if !v.usable() {
                 bail!("upstream {}: {why}", sel.remote);
             }
         }

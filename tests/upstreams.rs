@@ -169,3 +169,32 @@ fn a_localroot_inside_a_second_local_upstream_is_refused() {
     assert!(stderr(&o).contains("overlaps its own remote's tree"), "{}", stderr(&o));
     assert!(!inside.exists(), "nothing was created");
 }
+
+/// The origin's dirtymark changes (a dirty insert in the past): while one
+/// upstream still has the old one, the new one is foreign and the mirror
+/// keeps what it has; once every upstream shows the new one, it is the
+/// protocol's "dirtymark changed": forget, resync, the insert arrives.
+#[test]
+fn a_new_dirtymark_is_taken_only_once_every_upstream_has_it() {
+    let origin = Origin::numbered(3, |i| format!("d/f{i}.txt"));
+    let copy_root = origin.dir().join("copy");
+    freeze(&origin, &copy_root);
+    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
+    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    let m = origin.mirror();
+    let more = ["--remote", copy_src.as_str()];
+    m.pass(&more, 0);
+
+    crate::util::write(&origin, "old/inserted.txt", "late\n");
+    crate::util::ok(&["update", "--epoch", "1600000000.5", &crate::util::principal(&origin), "old/inserted.txt"]);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), &p["dirtymark_changed"]), (Some(copy_src.as_str()), &false.into()), "{p}");
+    assert!(!m.root.join("old/inserted.txt").exists());
+    assert_eq!(record(&m.state(), &origin.src())["result"], "foreign");
+
+    freeze(&origin, &copy_root);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), &p["dirtymark_changed"]), (Some(origin.src().as_str()), &true.into()), "{p}");
+    assert!(m.root.join("old/inserted.txt").is_file());
+    crate::util::mirror::assert_same_tree(&origin, &m.root);
+}

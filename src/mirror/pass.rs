@@ -179,7 +179,7 @@ impl<'a> Mirror<'a> {
             .with_context(|| format!("remote principal {} does not exist", remote.source(&name)))?;
         let layout = remote::check_meta(&name, &rf)?;
         let fetched = Fetched { name, rf };
-        self.check_upstream_answer(&fetched, &layout.filenameroot)?;
+        self.check_upstream_answer(dir, &fetched, &layout.filenameroot)?;
         if indexed {
             // Before anything else is fetched (the whole tree, at once in
             // a first pass), the origin must have read every recentfile we

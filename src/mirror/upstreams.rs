@@ -151,11 +151,13 @@ pub(crate) fn newest_epoch(rf: &Recentfile) -> Option<Epoch> {
 /// How fresh an upstream is, to rank those that answered: the newest
 /// epoch its principal knows. THE ONE PLACE the origin's beacon goes: once
 /// the beacon beside the principal (`RECENT.beacon.json`, with the
-/// origin's `time`) is parsed (trust's code), the probe fetches it with the
-/// principal and this ranks by the beacon's origin time, falling back to
-/// the newest epoch when an upstream holds no beacon. "Behind" stays judged
-/// by [`newest_epoch`], which is what an index installs.
-pub(crate) fn freshness_of(principal: &Recentfile) -> Option<Epoch> {
+/// origin's `time`) is parsed (trust's code), [`probe`] fetches it with the
+/// principal into `dir` and this ranks by the beacon's origin time, falling
+/// back to the newest epoch when an upstream holds no beacon. "Behind"
+/// stays judged by [`newest_epoch`], which is what an index installs.
+pub(crate) fn freshness_of(dir: &FetchDir, principal: &Recentfile) -> Option<Epoch> {
+    // Trust's beacon: read from `dir` here, once its parser is on main.
+    let _ = dir;
     newest_epoch(principal)
 }
 
@@ -295,7 +297,7 @@ fn probe(remote: &Remote, settings: &RsyncSettings, last: Option<&str>, max_size
     Ok(Answer {
         collection: CollectionId { filenameroot: layout.filenameroot, dirtymark: rf.meta.dirtymark.clone() },
         newest: newest_epoch(&rf),
-        freshness: freshness_of(&rf),
+        freshness: freshness_of(&dir, &rf),
     })
 }
 
@@ -431,12 +433,12 @@ impl Mirror<'_> {
     /// The principal the pass fetched from the chosen upstream, once more
     /// against the selection: the same collection, not behind (it may
     /// have changed since it was asked). A refusal names the upstream.
-    pub(super) fn check_upstream_answer(&self, f: &Fetched, filenameroot: &str) -> Result<()> {
+    pub(super) fn check_upstream_answer(&self, dir: &FetchDir, f: &Fetched, filenameroot: &str) -> Result<()> {
         let Some(sel) = &self.selected else { return Ok(()) };
         let answer = Answer {
             collection: CollectionId { filenameroot: filenameroot.to_string(), dirtymark: f.rf.meta.dirtymark.clone() },
             newest: newest_epoch(&f.rf),
-            freshness: freshness_of(&f.rf),
+            freshness: freshness_of(dir, &f.rf),
         };
         let known = Known { collection: Some(sel.collection.clone()), ..self.known() };
         if let Some((v, why)) = select(&[Some(Ok(answer))], &known).verdicts.remove(0) {

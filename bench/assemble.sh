@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 {
   cat bench/summary.md
-  for f in format-origin yaml-v3 mirror event-bytes watch watch-storm ops locks micro fleet push; do
+  for f in format-origin yaml-v3 mirror event-bytes watch watch-storm ops locks micro fleet push beacon; do
     echo
     echo "---"
     echo

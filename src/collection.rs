@@ -166,7 +166,8 @@ fn not_a_recentfile(path: &Path, name: &str, meta: &fs::Metadata) -> String {
 /// `….lock` and what is inside it, the Perl writers' shared temp file
 /// `….new` and rrr's own `….<pid>.new`. Anything else that merely starts
 /// like them (`RECENT-1h.yaml.backup`, `RECENT-notes.txt`) is an ordinary
-/// file.
+/// file. The beacon `RECENT-1h.yaml.beacon.json` and its signature
+/// `….sig` are the collection's own files too (with their lock and temp names).
 pub fn is_recentfile_name(rel: &str, filenameroot: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let Some(rest) = rel.strip_prefix(filenameroot) else { return false };
@@ -177,6 +178,18 @@ pub fn is_recentfile_name(rel: &str, filenameroot: &str) -> bool {
         return digits(pid);
     }
     let Some(rest) = rest.strip_prefix('-') else { return false };
+    // The beacon and its signature (recentfile::beacon::beacon_name), their
+    // lock directory and what is inside it, their temp files `….<pid>.new`.
+    if let Some((file, tail)) = rest.split_once(".beacon.json") {
+        let tail = tail.strip_prefix(".sig").unwrap_or(tail);
+        let tail_ok = tail.is_empty()
+            || tail.strip_prefix(".lock").is_some_and(|l| l.is_empty() || l.starts_with('/'))
+            || tail.strip_prefix('.').and_then(|t| t.strip_suffix(".new")).is_some_and(digits);
+        return tail_ok
+            && file
+                .rfind('.')
+                .is_some_and(|i| Interval::parse(&file[..i]).is_ok() && Format::from_suffix(&file[i..]).is_some());
+    }
     let base = match rest.split_once('/') {
         // Inside a lock directory.
         Some((dir, _)) => match dir.strip_suffix(".lock") {
@@ -216,6 +229,27 @@ mod tests {
         assert!(is_recentfile_name("RECENT-1h.yaml.4242.new", "RECENT"));
         assert!(is_recentfile_name("RECENT-1h.yaml.lock", "RECENT"));
         assert!(is_recentfile_name("RECENT.recent.4242", "RECENT"));
+        for beacon in [
+            "RECENT-1h.yaml.beacon.json",
+            "RECENT-1h.yaml.beacon.json.sig",
+            "RECENT-1h.yaml.beacon.json.lock",
+            "RECENT-1h.yaml.beacon.json.lock/process",
+            "RECENT-1h.yaml.beacon.json.4242.new",
+            "RECENT-1h.yaml.beacon.json.sig.4242.new",
+            "RECENT-6h.json.beacon.json",
+        ] {
+            assert!(is_recentfile_name(beacon, "RECENT"), "{beacon}");
+        }
+        for no in [
+            "RECENT.beacon.json",
+            "RECENT-1x.yaml.beacon.json",
+            "RECENT-1h.yaml.beacon.json.bak",
+            "RECENT-1h.yaml.beacon.jsonx",
+            "RECENT-1h.yaml.beacon.json.x.new",
+            "RECENT-1h.yaml.beacon.json.sig.lock.x",
+        ] {
+            assert!(!is_recentfile_name(no, "RECENT"), "{no}");
+        }
         for no in ["RECENT-1h.yaml.backup", "RECENT-1h.yaml.x.new", "RECENT-1h.txt", "RECENT-1h.yaml.lockx/a"] {
             assert!(!is_recentfile_name(no, "RECENT"), "{no}");
         }

@@ -17,8 +17,10 @@
 //! (`origin::aggregate`, which `init --aggregate` and the watch daemon
 //! run too), `init` (`origin::index`) and `fsck` (`origin::index_check`);
 //! [`origin::watch`], the `rrr watch` daemon (main loop, events, catch-up,
-//! heartbeat, its log), with its pure recording rules (`watch::rules`) and
-//! its inotify instance (`watch::watcher`).
+//! heartbeat, its log), with its pure recording rules (`watch::rules`,
+//! `watch::markers`, `watch::moves`), the watcher seam (`watch::backend`)
+//! and its one backend (`watch::inotify`; a fanotify one would be
+//! `watch::fanotify`).
 //!
 //! **The mirror side**, [`mirror`]: one pass (fetch the principal, decide,
 //! transfer, delete, install the recentfiles, save the state) in `pass`,
@@ -51,14 +53,16 @@
 //!   `sys::child` (the one child runner: PDEATHSIG, process group, stop
 //!   forwarding, stderr tail, timeout), `sys::rsync` (the builder, running
 //!   and failure classes, stderr classification, the stall watchdog),
-//!   `tree` (the walk and the one ignore set), [`sys::signals`]
+//!   `sys::tree` (paths of any length, no symlink followed), [`sys::signals`]
 //!   (SIGINT/SIGTERM/SIGUSR1), [`sys::clock`] (the one clock, `--now`,
 //!   local time), `memory` (freed heap back to the kernel), `notify`
 //!   (sd_notify), the only module allowed code the compiler cannot
-//!   check; `collection`: a collection on disk;
+//!   check; `collection`: a collection on disk; `tree`: the one ignore
+//!   set and the walk of the tree that `init`, `fsck` and `watch` share;
 //! - [`output`]: [`output::log`] (the one channel for messages),
 //!   [`output::progress`] (bars, only on a terminal), `human` (times and
-//!   sizes for people), [`output::manual`] (help and man page text);
+//!   sizes for people), [`output::manual`] (help and man page text),
+//!   `output::prometheus` (node-exporter's text format, both sides);
 //! - [`hook`]: runs `--on-pass` and `--on-batch` (a pass's `RRR_*`
 //!   variables are `mirror::on_pass`'s); [`pattern`]: `--exclude` with rsync's rules; [`perl_compat`]:
 //!   the Perl tools' command lines.
@@ -66,8 +70,6 @@
 //! Modules shown without a link are internal (`pub(crate)`).
 
 #![warn(missing_docs)]
-// Code the compiler cannot check lives in `sys` only, which allows it.
-#![deny(unsafe_code)]
 
 pub use ::recentfile::format as recentfile;
 pub use ::recentfile::{aggregate, done, epoch, interval, query, update};
@@ -76,6 +78,7 @@ pub(crate) mod collection;
 pub mod exit;
 pub mod hook;
 pub mod mirror;
+pub mod monitor;
 pub mod ops;
 pub mod origin;
 pub mod output;
@@ -83,3 +86,5 @@ pub mod pattern;
 pub mod perl_compat;
 pub mod store;
 pub mod sys;
+pub(crate) mod tree;
+pub mod trust;

@@ -41,8 +41,7 @@ fn spawn(args: &[&str], log: &Path) -> Running {
 }
 
 fn sigterm(child: &mut Child) -> ExitStatus {
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = kill(child.id() as i32, libc::SIGTERM);
     let mut status = None;
     wait_for("the run to stop after SIGTERM", LIMIT, || {
         status = child.try_wait().unwrap();
@@ -391,8 +390,7 @@ fn sighup_reloads_a_config_loop() {
 
     // b removed, a changed (an exclude), c added.
     config(&file, "interval = 300", &[(&src("a"), &a, "exclude = [\"*.x\"]"), (&src("c"), &c, "")]);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let _ = kill(child.id() as i32, libc::SIGHUP);
     wait_for("the new tree's first pass", LIMIT, || passes_counted(&c) >= 1);
     wait_for("the changed tree's pass with its new options", LIMIT, || passes_counted(&a) >= 2);
     let text = fs::read_to_string(&log).unwrap();
@@ -409,8 +407,7 @@ fn sighup_reloads_a_config_loop() {
 
     // A broken file changes nothing.
     fs::write(&file, "interval = \"often\"\n").unwrap();
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let _ = kill(child.id() as i32, libc::SIGHUP);
     wait_for("the reload's error", LIMIT, || fs::read_to_string(&log).unwrap().contains("SIGHUP: cannot reload"));
     assert_eq!(one_shot("a", &a).status.code(), Some(75), "still held");
     assert_eq!(sigterm(&mut child).code(), Some(130));
@@ -421,8 +418,7 @@ fn sighup_reloads_a_config_loop() {
     ok(&["update", s(&o.join("a/RECENT.recent")), "big"]);
     let mut once = spawn(&["-v", "rmirror", "--config", s(&file)], &log);
     wait_for("the one-shot's rsync", LIMIT, || fs::read_to_string(&log).unwrap().contains("--bwlimit=1 "));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(once.id() as i32, libc::SIGHUP) };
+    let _ = kill(once.id() as i32, libc::SIGHUP);
     let status = once.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", fs::read_to_string(&log).unwrap());
     assert!(fs::read_to_string(&log).unwrap().contains("SIGHUP ignored: a one-shot run does not reload"));
@@ -497,8 +493,7 @@ fn a_reload_does_not_renew_accept_deletes() {
         fs::remove_file(o.join(f(i))).unwrap();
     }
     config(&file, "interval = 300", &[(&hole.src(), &hung, ""), (&src, &a, "timeout = 200")]);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let _ = kill(child.id() as i32, libc::SIGHUP);
     wait_for("the restarted tree's --full pass", LIMIT, || state(&a)["last_outcome"] == "held");
     assert!(a.join(f(6)).exists(), "held, nothing deleted: {}", fs::read_to_string(&log).unwrap());
     assert!(fs::read_to_string(&log).unwrap().contains("1 changed, 0 removed, 1 unchanged"));

@@ -1,5 +1,6 @@
 //! The harness itself ([`crate::util::cmd`]): a failed expectation shows
-//! what ran and what it said, and a dropped guard leaves no rrr running.
+//! what ran and what it said, and a dropped guard leaves no rrr running;
+//! and the one test binary holds every tests/*.rs.
 
 use crate::util::*;
 use std::path::Path;
@@ -32,4 +33,21 @@ fn a_dropped_guard_kills_and_reaps_rrr() {
     drop(watch);
     // Reaped, not a zombie: the pid is gone from /proc.
     assert!(!Path::new(&format!("/proc/{pid}")).exists(), "rrr watch {pid} outlived its guard");
+}
+
+/// Every tests/NAME.rs is a `mod NAME;` of tests/tests.rs: autotests are
+/// off (Cargo.toml), so a file left out would never be built or run.
+#[test]
+fn every_test_file_is_a_module_of_the_one_binary() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let main = std::fs::read_to_string(dir.join("tests.rs")).unwrap();
+    let mods: std::collections::HashSet<&str> =
+        main.lines().filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';')).collect();
+    let mut missing: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.strip_suffix(".rs").is_some_and(|m| m != "tests" && !mods.contains(m)))
+        .collect();
+    missing.sort();
+    assert!(missing.is_empty(), "tests/tests.rs lacks `mod` lines for {missing:?}: they are never built or run");
 }

@@ -295,7 +295,7 @@ fn leftover_claim_costs_one_short_wait_once() {
 #[test]
 fn stale_lock_of_another_user_names_the_fix() {
     use std::os::unix::fs::{chown, PermissionsExt};
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         panic!("this test needs root (CI runs as root) to create a lock of another user");
     }
     let (tmp, root) = origin(1);
@@ -328,9 +328,10 @@ fn signal_ends_a_lock_wait_without_writing() {
         .args(["update", &principal(&root), root.join("d/f0").to_str().unwrap()])
         .stderr(Stdio::piped())
         .spawn();
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    // The event: rrr's SIGTERM handler is in place (it is installed before
+    // the lock is sought, and the wait polls the flag it sets).
+    wait_for("rrr's SIGTERM handler", Duration::from_secs(30), || catches_signal(child.id(), libc::SIGTERM));
+    let _ = kill(child.id() as i32, libc::SIGTERM);
     let o = child.wait_with_output();
     assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(fs::read(root.join("RECENT-1h.yaml")).unwrap(), before);
@@ -415,8 +416,7 @@ fn init_force_under_sigterm_always_leaves_an_index() {
         let delay = Duration::from_millis(rng % 400);
         let child = Rrr::new().args(["init", "--force", root.to_str().unwrap()]).stderr(Stdio::piped()).spawn();
         std::thread::sleep(delay);
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = kill(child.id() as i32, libc::SIGTERM);
         let o = child.wait_with_output();
         *outcomes.entry(o.status.code()).or_insert(0) += 1;
         let news = rrr(&["news", "--local", &principal(&root)]);

@@ -154,8 +154,7 @@ fn spawn_rrr(args: &[&str], env: &[(&str, &str)]) -> Running {
 }
 
 fn stop(child: &mut std::process::Child) -> std::process::Output {
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = kill(child.id() as i32, libc::SIGTERM);
     let mut stdout = String::new();
     let mut stderr = String::new();
     use std::io::Read;

@@ -123,8 +123,7 @@ fn watch_skips_a_missing_default_textfile_directory_silently() {
         wait_for("the start-up heartbeat", std::time::Duration::from_secs(60), || {
             root.join(".rrr/watch.json").exists()
         });
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+        assert_eq!(kill(child.id() as i32, libc::SIGTERM), Ok(()));
         assert_eq!(child.wait().unwrap().code(), Some(0), "{}", fs::read_to_string(&log).unwrap());
         fs::read_to_string(&log).unwrap()
     };

@@ -198,8 +198,7 @@ fn spawn_tool(name: &str, args: &[&str]) -> std::process::Child {
 }
 
 fn term(child: &mut std::process::Child) -> i32 {
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = kill(child.id() as i32, libc::SIGTERM);
     child.wait().unwrap().code().unwrap_or(-1)
 }
 

@@ -68,7 +68,7 @@ fn names() -> Vec<Vec<u8>> {
 
 /// Whether YAML::Syck loses the trailing CR of `name`: its Dump writes
 /// such a name plain (`path: end-\r\n`) and its Load takes the CR as part
-/// of the line end. rrr writes the same bytes (DECISIONS.md) and reads the
+/// of the line end. rrr writes the same bytes (docs/decisions.md) and reads the
 /// CR back, but the reference reads rrr's file without it, and its own
 /// update re-reads and rewrites its files, so its files lack the CR. The
 /// tests pin that loss on its own.

@@ -88,12 +88,10 @@ fn a_full_pass_killed_before_its_transfer_is_still_owed() {
         panic!("three --full passes ended before their dry run was caught");
     };
     // Freeze the dry run, then kill rrr while it waits for it.
-    // SAFETY: signalling the rsync our own child started.
-    unsafe { libc::kill(dry_run, libc::SIGSTOP) };
+    let _ = kill(dry_run, libc::SIGSTOP);
     child.signal(libc::SIGKILL);
     child.wait().unwrap();
-    // SAFETY: as above; it is stopped and orphaned, nobody else ends it.
-    unsafe { libc::kill(dry_run, libc::SIGKILL) };
+    let _ = kill(dry_run, libc::SIGKILL);
     assert_eq!(t.target.state()["resync"], true, "a killed --full pass is not owed");
     let v = pass(&t.src(), &t.target, &[], 0);
     assert_eq!(v["bootstrap"], true, "{v}");

@@ -75,8 +75,7 @@ fn real_kill_9_mid_transfer_resumes_without_recopying() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     // kill -9 the whole process group (rrr and its rsync), mid-transfer.
-    // SAFETY: signalling our own child's process group.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = kill(-(child.id() as i32), libc::SIGKILL);
     child.wait().unwrap();
     assert!(done_before_kill < 30, "finished before the kill");
     let st = state(&t.target);
@@ -132,12 +131,11 @@ fn a_hung_daemon_ends_in_a_timeout_not_a_stall() {
     assert_eq!(first["bootstrap"], true);
     t.origin.change(&["id/N/after.txt"], &[]);
     let pid = t.daemon().pid() as libc::pid_t;
-    // SAFETY: signals to our own child process.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let _ = kill(pid, libc::SIGSTOP);
     let t0 = std::time::Instant::now();
     let o = rmirror(&["--remote", &t.src(), "--localroot", s(&t.target), "--timeout", "2"]);
     let took = t0.elapsed();
-    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let _ = kill(pid, libc::SIGCONT);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("moved no data and used no CPU for 2 s"), "{}", stderr(&o));
     assert!(took < std::time::Duration::from_secs(60), "it ended: {took:?}");

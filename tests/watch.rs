@@ -59,8 +59,7 @@ impl Daemon {
     }
 
     fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0);
+        assert_eq!(kill(self.pid(), sig), Ok(()));
     }
 
     /// SIGTERM and wait: returns the exit code.
@@ -109,6 +108,23 @@ pub(crate) fn tree(files: &[&str]) -> (tempfile::TempDir, PathBuf) {
     }
     ok(&["init", root.to_str().unwrap()]);
     (tmp, root)
+}
+
+/// The wall clock now, as a Unix time.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// Wait until the daemon's heartbeat file says every change before `t`
+/// is in the index (`synced_to` at or after `t`): a marker written at or
+/// after `t` came back through the kernel queue.
+fn wait_synced_to(root: &Path, t: f64) {
+    let synced_to = || -> Option<f64> {
+        let hb: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(root.join(".rrr/watch.json")).ok()?).ok()?;
+        hb["synced_to"].as_str()?.parse().ok()
+    };
+    wait_for(&format!("synced_to at or after {t}"), WAIT, || synced_to().is_some_and(|s| s >= t));
 }
 
 /// Each path's newest event: path -> (epoch, type).
@@ -340,8 +356,9 @@ fn forced_overflow_is_recovered() {
         wait_kind(&root, &format!("o/{i}/ready"), "new");
     }
     let before = news(&root)["pre/modified"].0.clone();
-    // Let a heartbeat marker pass, so the rescan has a recent lower bound.
-    std::thread::sleep(Duration::from_millis(2500));
+    // A heartbeat marker written after those records comes back, so the
+    // rescan has a recent lower bound.
+    wait_synced_to(&root, unix_now());
 
     d.signal(libc::SIGSTOP);
     let n = max + 1000;
@@ -385,16 +402,23 @@ fn sigterm_flushes_and_restart_records_offline_changes() {
     // A long batch delay: only the SIGTERM flush can record this file.
     let d = Daemon::start(&root, &["--batch-delay", "600000"]);
     write(&root, "written-before-stop", "x");
-    // fsck compares whole seconds: let the heartbeat pass the second in
-    // which `keep` was written, so that it is provably older.
-    std::thread::sleep(Duration::from_millis(2100));
+    // fsck compares whole seconds: the stop's heartbeat (its synced_to,
+    // less the daemon's 0.05 s of clock slack) must lie in a second after
+    // the one in which `keep` last changed, so that it is provably older.
+    // Nothing the daemon does says so: the clock itself is waited for.
+    let kept = {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::symlink_metadata(root.join("keep")).unwrap();
+        m.mtime().max(m.ctime())
+    };
+    wait_for("the clock a second past keep's change", WAIT, || unix_now() >= kept as f64 + 1.05);
     let (code, log) = d.stop();
     assert_eq!(code, 0, "{log}");
     assert_eq!(kind_of(&root, "written-before-stop").as_deref(), Some("new"), "{log}");
     let before = news(&root);
 
-    // While down: add, delete, modify.
-    std::thread::sleep(Duration::from_millis(1100)); // mtimes have whole-second resolution in fsck
+    // While down: add, delete, modify. Each change's mtime is at or after
+    // the stop's synced_to, so the start-up comparison looks at it.
     write(&root, "added-offline", "x");
     fs::remove_file(root.join("delete-me")).unwrap();
     write(&root, "modify-me", "changed");
@@ -500,12 +524,14 @@ fn link_whose_first_name_is_gone_and_unwritten_open_recorded() {
     wait_kind(&root, "target", "delete");
     // Created by an open for reading only: no write, no close-write ever
     // comes. It is recorded after its wait (ten batch delays).
-    let p = std::ffi::CString::new(root.join("opened-read-only").into_os_string().into_encoded_bytes()).unwrap();
-    // SAFETY: open(2)/close(2) on a path we own.
-    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_RDONLY, 0o644) };
-    assert!(fd >= 0);
-    // SAFETY: fd was returned by open above.
-    unsafe { libc::close(fd) };
+    // (std's OpenOptions wants write access to create a file.)
+    use nix::{fcntl::OFlag, sys::stat::Mode};
+    let fd = nix::fcntl::open(
+        &root.join("opened-read-only"),
+        OFlag::O_CREAT | OFlag::O_RDONLY,
+        Mode::from_bits_truncate(0o644),
+    );
+    drop(fd.expect("open(O_CREAT | O_RDONLY)"));
     wait_kind(&root, "opened-read-only", "new");
     assert_eq!(differences(&root), Vec::<String>::new());
     assert_eq!(d.stop().0, 0);

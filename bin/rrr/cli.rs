@@ -63,7 +63,8 @@ impl Cli {
     }
 
     /// What every command gets from the global flags; results go to `out`.
-    pub fn ctx<'a>(&self, out: &'a mut dyn Write) -> Ctx<'a> {
+    /// `beacon`: the origin writers' `--sign-key` and co., loaded at start.
+    pub fn ctx<'a>(&self, out: &'a mut dyn Write, beacon: rrr::origin::beacon::BeaconSettings) -> Ctx<'a> {
         let writer = Writer {
             clock: self.now.clone().map_or_else(Clock::system, Clock::pinned),
             program: std::env::args().next().unwrap_or_else(|| "rrr".into()),
@@ -72,6 +73,7 @@ impl Cli {
                 .locktimeout()
                 .or(self.locktimeout)
                 .map_or(rrr::store::DEFAULT_LOCK_TIMEOUT, Duration::from_secs),
+            beacon,
         };
         Ctx::new(writer, rrr::output::progress::enabled(self.quiet > 0), self.verbose > 0, out)
     }

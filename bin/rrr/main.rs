@@ -91,7 +91,8 @@ fn run(cli: Cli) -> Result<Exit> {
     rrr::output::log::init(&cli.log_settings());
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let ctx = cli.ctx(&mut out);
+    let beacon = cli.command.beacon().map(|b| b.settings()).transpose()?.unwrap_or_default();
+    let ctx = cli.ctx(&mut out, beacon);
     let exit = cli.command.exec(&ctx, <Cli as clap::CommandFactory>::command)?;
     drop(ctx);
     // A command that already failed (a daemon whose stdout closed: 1) keeps

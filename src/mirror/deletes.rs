@@ -10,7 +10,7 @@ use super::state::PendingDelete;
 use super::{Mirror, LOST_FOUND};
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, RelPath};
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;

@@ -13,11 +13,12 @@
 //! events from the future. The origin's own counts (events re-recorded
 //! after a Perl writer hid them, files fsck does not index) are the
 //! origin's record, not a mirror's: they join the same textfile format
-//! through [`prometheus_metric`], as rows of their own.
+//! through [`crate::output::prometheus::metric`], as rows of their own.
 
 use crate::mirror::state::Outcome;
 use crate::mirror::{Failing, State};
 use crate::output::human::{self, plural};
+use crate::output::prometheus::{label_value, metric as prometheus_metric};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -353,23 +354,6 @@ fn nagios_line(level: Level, r: &Report, notes: &[String], warn: f64, crit: f64)
         label("consecutive_failures"),
         r.consecutive_failures
     )
-}
-
-fn label_value(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// One metric: HELP, TYPE and a sample per row (labels, value).
-pub(crate) fn prometheus_metric(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, f64)]) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-    for (labels, v) in rows {
-        if labels.is_empty() {
-            let _ = writeln!(out, "{name} {v}");
-        } else {
-            let _ = writeln!(out, "{name}{{{labels}}} {v}");
-        }
-    }
 }
 
 /// Error classes every mirror reports, 0 until they happen (a counter

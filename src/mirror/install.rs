@@ -12,7 +12,7 @@ use super::Mirror;
 use crate::epoch::Epoch;
 use crate::recentfile::{Event, Format, Producer, Recentfile};
 use crate::store;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::fs;

@@ -170,7 +170,7 @@ macro_rules! parsed_text {
 
 parsed_text!(
     /// `full_every`: an interval spec (`7d`, `1W`).
-    FullEvery(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds()))
+    FullEvery(Duration), |s| Interval::parse(s).map(|i| Duration::from_secs(i.seconds())).map_err(|e| e.to_string())
 );
 
 parsed_text!(

@@ -18,7 +18,7 @@ use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{shown_path, EventKind, Recentfile, RelPath};
 use crate::sys::signals::Interrupted;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::{Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::fs;

@@ -9,7 +9,7 @@ use crate::mirror::report::{Fetched, PassReport};
 use crate::mirror::{Config, Mirror};
 use crate::recentfile::{Event, EventKind, Recentfile, RelPath};
 use crate::sys::clock::Clock;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;

@@ -16,7 +16,7 @@ use crate::done::DoneSet;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, Event, RelPath};
 use crate::store;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::{bail, Context, Result};
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -40,7 +40,7 @@ pub(crate) fn check_event_path(
 ) -> Option<String> {
     let path = path.as_ref();
     if let Err(why) = check_relative_path(path) {
-        return Some(why);
+        return Some(why.to_string());
     }
     if ignore.is_ignored(path) {
         return Some("names one of rrr's own files (recentfile, state or temp file)".into());

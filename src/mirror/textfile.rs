@@ -5,9 +5,10 @@
 use crate::mirror::health::{self, Report};
 use crate::mirror::load_state;
 use crate::mirror::targets::{state_files, Targets};
+use crate::output::prometheus::no_textfile_collector;
 use crate::sys::clock::Clock;
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 /// A node-exporter textfile and the trees it reports: one file per
@@ -66,18 +67,4 @@ impl Prometheus {
         crate::store::write_atomic(&self.file, health::prometheus(&found).as_bytes(), None)
             .with_context(|| format!("cannot write {}", self.file.display()))
     }
-}
-
-/// The textfile directory of Debian's prometheus-node-exporter, which the
-/// packaged units and the cron examples name.
-const DEFAULT_TEXTFILE_DIR: &str = "/var/lib/prometheus/node-exporter";
-
-/// A textfile that cannot be written because it belongs in the default
-/// directory and that is missing: the host runs no node-exporter, nobody
-/// would read the file, and a warning every pass (a cron mail every
-/// minute) helps nobody. A missing directory the operator chose, or any
-/// other failure, is still worth a warning.
-pub(crate) fn no_textfile_collector(file: &Path) -> bool {
-    let dir = Path::new(DEFAULT_TEXTFILE_DIR);
-    file.parent() == Some(dir) && matches!(dir.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }

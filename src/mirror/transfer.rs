@@ -16,7 +16,7 @@ use crate::done;
 use crate::epoch::Epoch;
 use crate::recentfile::{check_relative_path, shown_path, RelPath};
 use crate::sys::signals::Interrupted;
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::fs;

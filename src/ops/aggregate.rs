@@ -24,6 +24,7 @@ pub struct Options {
 pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     crate::sys::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
+    crate::origin::beacon::check_start(&coll, &ctx.writer)?;
     let mut report = aggregate(&coll, opts.force, opts.keep_deletes, &ctx.writer)?;
     if opts.json {
         writeln!(ctx.out(), "{}", serde_json::to_string(&report)?)?;

@@ -1,14 +1,15 @@
-//! One module per subcommand: an options struct and
+//! One module per subcommand, each the command's entry point
 //! `run(&Options, &Ctx) -> Result<Exit>`, which prints the command's
-//! results on [`Ctx::out`]. The binary converts its arguments into these
-//! structs; nothing here parses argv.
+//! results on [`Ctx::out`]. Most define their `Options` here; `watch`
+//! re-exports the origin daemon's (`crate::origin::watch`) and `rmirror`
+//! the engine's (`crate::mirror::looping`). The binary converts its
+//! arguments into these structs; nothing here parses argv.
 
 use crate::origin::Writer;
 use crate::sys::clock::Clock;
 use std::cell::{RefCell, RefMut};
 use std::io::Write;
 
-pub(crate) use crate::exit::LogClosed;
 pub use crate::exit::{exit_for_error, is_closed, Exit};
 
 /// What every command gets besides its own options: the settings of the
@@ -44,11 +45,13 @@ impl<'a> Ctx<'a> {
 }
 
 pub mod aggregate;
+pub mod beacon;
 pub mod check;
 pub mod fsck;
 pub mod init;
 pub mod news;
 pub mod overview;
+pub mod probe;
 pub mod rmirror;
 pub mod status;
 pub mod trigger;

@@ -18,7 +18,7 @@ use crate::ops::{Ctx, Exit};
 use crate::origin::record::record;
 use crate::query::{News, NewsFilter};
 use crate::recentfile::{Event, EventKind, RelPath};
-use crate::sys::tree::IgnoreSet;
+use crate::tree::IgnoreSet;
 use crate::update::{check_caller_epoch, normalize, relative_to_root, Change, PathError};
 use anyhow::{anyhow, bail, Context, Result};
 use std::ffi::OsStr;
@@ -227,6 +227,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     }
     crate::sys::signals::install_for_short_command();
     let coll = Collection::open(&opts.principal)?;
+    crate::origin::beacon::check_start(&coll, &ctx.writer)?;
     let changes = changes(opts, &coll, &ctx.writer.clock.now())?;
     if !changes.is_empty() {
         record(&coll, &changes, &ctx.writer)?.journal_result()?;

@@ -18,7 +18,7 @@ use crate::origin::{self, Writer};
 use crate::output::progress;
 use crate::recentfile::{EventKind, Format, Recentfile};
 use crate::store::{self, Lock};
-use crate::sys::tree::{self, IgnoreSet, Skip};
+use crate::tree::{self, IgnoreSet, Skip};
 use crate::update::{batch_update, Change};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
@@ -319,6 +319,15 @@ impl Replacement<'_> {
         match self.build.take() {
             Some(b) if since.is_empty() => match may_commit() {
                 Ok(()) => {
+                    // The beacon first, then the rename (origin::beacon).
+                    let digest =
+                        origin::beacon::digest_file(&b).with_context(|| format!("cannot hash {}", b.display()));
+                    let listed = digest
+                        .and_then(|d| origin::beacon::before_rename(self.coll, self.w, principal_path, d, &self.rf));
+                    if let Err(e) = listed {
+                        self.build = Some(b);
+                        return Err(e);
+                    }
                     std::fs::rename(&b, principal_path)
                         .with_context(|| format!("cannot move {} to {}", b.display(), principal_path.display()))?;
                     store::sync_dir(principal_path)

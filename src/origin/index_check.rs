@@ -9,7 +9,7 @@ use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, Merged, Recentfile, RelPath};
-use crate::sys::tree::{self, Entry, IgnoreSet};
+use crate::tree::{self, Entry, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
 use serde::Serialize;

@@ -4,14 +4,16 @@
 //! change it with the pure core, write it back atomically with `minmax`
 //! and `Producers` maintained as the reference does (protocol.md 8.5). `rrr
 //! watch`'s daemon is [`watch`], with its pure rules (`watch::rules`: what
-//! an inotify event means, the pending batch, when it is recorded) and the
-//! inotify instance (`watch::watcher`). [`record`] records a batch under
+//! a watcher's event means, the pending batch, when it is recorded), the
+//! watcher seam (`watch::backend`) and its inotify backend
+//! (`watch::inotify`). [`record`] records a batch under
 //! the lock, `aggregate` runs the cascade into the larger files (`rrr
 //! aggregate`, `init --aggregate`, the watch daemon), [`index`] indexes a
 //! tree (`init`), [`index_check`] compares index and tree; the commands in
 //! `ops` convert their options and call these.
 
 pub(crate) mod aggregate;
+pub mod beacon;
 pub mod index;
 pub mod index_check;
 pub(crate) mod journal;
@@ -36,6 +38,8 @@ pub struct Writer {
     pub program: String,
     /// How long to wait for a recentfile's lock before giving up.
     pub lock_timeout: Duration,
+    /// The beacon and its signing key ([`beacon`]).
+    pub beacon: beacon::BeaconSettings,
 }
 
 /// A recentfile read under its lock, ready to be changed and saved.
@@ -237,19 +241,33 @@ pub(crate) fn write_file_guarded(
     }
     rf.meta.minmax = Some(mm);
     let producer = Producer { program: w.program.clone(), time: now };
-    match coll.format {
-        // Streamed: a Z file is never in memory as text.
-        Format::Yaml => store::write_atomic_guarded(
-            path,
-            w.clock.file_mtime(),
-            |out| recentfile::yaml::emit_to(rf, &producer, out),
-            may_commit,
-        )?,
-        Format::Json => {
-            let bytes = recentfile::serialize(rf, coll.format, &producer);
-            store::write_atomic_guarded(path, w.clock.file_mtime(), |out| out.write_all(&bytes), may_commit)?
+    // The beacon lists the new bytes before the rename (beacon::before_rename).
+    let hasher = std::cell::RefCell::new(::recentfile::beacon::Hasher::default());
+    let mut beacon_failed = None;
+    let rf_ref: &Recentfile = rf;
+    let may_commit = || {
+        may_commit()?;
+        let digest = hasher.take().finish();
+        beacon::before_rename(coll, w, path, digest, rf_ref).map_err(|e| {
+            let why = format!("{e:#}");
+            beacon_failed = Some(e);
+            store::NotCommitted(why)
+        })
+    };
+    let fill = |out: &mut dyn std::io::Write| -> std::io::Result<()> {
+        let mut hasher = hasher.borrow_mut();
+        let mut tee = beacon::Tee { out, hasher: &mut hasher };
+        match coll.format {
+            // Streamed: a Z file is never in memory as text.
+            Format::Yaml => recentfile::yaml::emit_to(rf_ref, &producer, &mut tee),
+            Format::Json => std::io::Write::write_all(&mut tee, &recentfile::serialize(rf_ref, coll.format, &producer)),
         }
+    };
+    let written = store::write_atomic_guarded(path, w.clock.file_mtime(), fill, may_commit);
+    if let Some(e) = beacon_failed {
+        return Err(e);
     }
+    written?;
     let mtime = std::fs::metadata(path)
         .ok()
         .and_then(|m| m.modified().ok())

@@ -30,7 +30,7 @@ fn split(secs: f64) -> (String, i64) {
 
 /// Howard Hinnant's `civil_from_days`: the proleptic Gregorian date of a
 /// day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

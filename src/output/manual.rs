@@ -28,11 +28,20 @@ const TRIGGER_EXIT_STATUS: &[(&str, &str)] = &[
     ("3", "no rmirror --loop runs on the tree (polling, a one-shot run or nothing)"),
 ];
 
+/// `rrr probe`'s exit codes.
+const PROBE_EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "every mirror fresh: its lag behind the freshest origin time (or --origin's) at most --max-lag"),
+    ("1", "a mirror is stale (lag over --max-lag)"),
+    ("2", "usage error (a URL that is not rsync://HOST[:PORT]/MODULE[/PATH])"),
+    ("3", "a mirror could not be read (unreachable, timed out, no master trace); the worst mirror decides"),
+];
+
 /// The exit codes of `command`.
 fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
     match command {
         "check" => CHECK_EXIT_STATUS,
         "trigger" => TRIGGER_EXIT_STATUS,
+        "probe" => PROBE_EXIT_STATUS,
         _ => EXIT_STATUS,
     }
 }
@@ -41,6 +50,10 @@ fn exit_status(command: &str) -> &'static [(&'static str, &'static str)] {
 const FILES: &[(&str, &str)] = &[
     ("ROOT/RECENT.recent", "the principal symlink, pointing at the smallest recentfile"),
     ("ROOT/RECENT-1h.yaml … RECENT-Z.yaml", "the recentfiles (or .json)"),
+    (
+        "ROOT/RECENT.beacon.json, RECENT.beacon.json.sig",
+        "the origin's beacon (freshness, the recentfiles' sha256) and its SSHSIG signature",
+    ),
     ("ROOT/RECENT-*.yaml.lock/", "a recentfile's lock, shared with the Perl tools (a directory with a file `process`)"),
     ("ROOT/.rrr/watch.json", "watch's heartbeat: pid, started, heartbeat, synced_to"),
     ("ROOT/.rrr/watch.flock", "watch's run lock"),
@@ -123,6 +136,13 @@ fn examples(command: &str) -> &'static [(&'static str, &'static str)] {
             ("Wake the loop mirroring into /srv/CPAN (e.g. an ssh forced command from the upstream)", "rrr trigger --localroot /srv/CPAN"),
             ("Chain tiers: after each pass that changed something, wake the next tier over ssh", "rrr rmirror --loop --interval 300 --on-pass 'ssh -i /etc/rrr/push_key rrr-push@mirror2 trigger' --remote rsync://tier0/CPAN/RECENT.recent --localroot /srv/CPAN"),
             ("Wake every loop of a config", "rrr trigger --config /etc/rrr/mirror.toml"),
+        ],
+        "beacon" => &[
+            ("Refresh the signed beacon every minute from cron (origins that record with update)", "* * * * * rrr beacon --sign-key /etc/rrr/beacon_ed25519 --origin-name cpan.example.org /srv/CPAN/RECENT.recent"),
+        ],
+        "probe" => &[
+            ("How fresh are two mirrors, behind the origin?", "rrr probe --origin rsync://origin.example.org/CPAN rsync://m1.example.org/CPAN rsync://m2.example.org/CPAN"),
+            ("Every 5 minutes into node-exporter's textfile directory", "rrr probe --prometheus rsync://m1.example.org/CPAN > /var/lib/prometheus/node-exporter/rrr-probe.prom.new && mv /var/lib/prometheus/node-exporter/rrr-probe.prom.new /var/lib/prometheus/node-exporter/rrr-probe.prom"),
         ],
         "completions" => &[("Bash completion", "rrr completions bash > /etc/bash_completion.d/rrr")],
         "manpages" => &[("Install the man pages", "rrr manpages /usr/local/share/man/man1")],
@@ -559,12 +579,14 @@ mod tests {
             "status",
             "check",
             "trigger",
+            "probe",
         ] {
             let h = after_help(c);
             assert!(h.starts_with("Examples:\n  # "), "{c}: {h}");
             let code = match c {
                 "check" => "\n    3  UNKNOWN",
                 "trigger" => "\n    3  no rmirror --loop runs",
+                "probe" => "\n    3  a mirror could not be read",
                 _ => "\n   75  another run holds the lock",
             };
             assert!(h.contains(code), "{c}: {h}");

@@ -394,7 +394,7 @@ mod tests {
         let rf = dir.path().join("RECENT-1h.yaml");
         let name = temp_path(&rf).file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, format!("RECENT-1h.yaml.{}.new", std::process::id()));
-        assert!(crate::sys::tree::IgnoreSet::new("RECENT", &[]).is_ignored(&name));
+        assert!(crate::tree::IgnoreSet::new("RECENT", &[]).is_ignored(&name));
         // The Perl rrr-server ignores names that start with a recentfile's.
         assert!(name.starts_with("RECENT-1h.yaml"));
         // A dead writer's leftover goes with the next write; a live one's stays.

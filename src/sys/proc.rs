@@ -1,6 +1,7 @@
 //! The one reader of Linux's `/proc`: a process's state, CPU time and start
 //! time (`/proc/PID/stat`), its I/O counters (`/proc/PID/io`), children,
-//! name and command line. Every function answers `None` (or empty) where
+//! name and command line; the inotify watch limit
+//! (`/proc/sys/fs/inotify/max_user_watches`). Every function answers `None` (or empty) where
 //! `/proc` cannot tell: the process is gone, or the kernel lacks the file.
 
 use std::fs;
@@ -99,6 +100,12 @@ pub(crate) fn lists_children() -> bool {
     std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
 }
 
+/// `fs.inotify.max_user_watches`: how many inotify watches one user may
+/// hold (`None`: unreadable).
+pub(crate) fn inotify_max_user_watches() -> Option<u64> {
+    fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok())
+}
+
 /// The command line of `pid`, its words; `None` for a kernel thread or a
 /// zombie (an empty `cmdline`).
 pub(crate) fn cmdline(pid: u32) -> Option<Vec<String>> {
@@ -173,8 +180,7 @@ mod tests {
         assert_eq!(all[0], sh.id());
         assert!(cmdline(all[2]).is_some_and(|w| w[0] == "sleep"), "{all:?}");
         for p in all.iter().rev() {
-            // SAFETY: signalling the processes this test started.
-            unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), nix::sys::signal::Signal::SIGKILL);
         }
         sh.wait().unwrap();
     }

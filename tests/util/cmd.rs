@@ -222,9 +222,8 @@ impl Running {
 
     /// Send `signal` (e.g. `libc::SIGTERM`) to rrr.
     pub fn signal(&self, signal: i32) {
-        // SAFETY: kill(2) on our own, not yet reaped, child: the pid is still ours.
-        let rc = unsafe { libc::kill(self.id() as i32, signal) };
-        assert_eq!(rc, 0, "kill({}, {signal}) for {}", self.id(), self.line);
+        let rc = kill(self.id() as i32, signal);
+        assert_eq!(rc, Ok(()), "kill({}, {signal}) for {}", self.id(), self.line);
     }
 }
 
@@ -249,4 +248,11 @@ impl Drop for Running {
             let _ = child.wait();
         }
     }
+}
+
+/// kill(2) without `unsafe`: `signal` (e.g. `libc::SIGTERM`) to `pid`
+/// (a negative pid is a process group, as for kill(2)).
+pub fn kill(pid: i32, signal: i32) -> nix::Result<()> {
+    let signal = nix::sys::signal::Signal::try_from(signal)?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
 }

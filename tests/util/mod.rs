@@ -9,7 +9,7 @@ pub mod names;
 pub mod net;
 pub mod rsyncd;
 
-pub use cmd::{Rrr, Running};
+pub use cmd::{kill, Rrr, Running};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -125,6 +125,15 @@ pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     cond()
+}
+
+/// Whether process `pid` has a handler installed for `signal` (bit
+/// `signal - 1` of `SigCgt` in /proc/PID/status): after this, the signal
+/// reaches rrr's handler instead of ending the process.
+pub fn catches_signal(pid: u32, signal: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim);
+    mask.and_then(|m| u64::from_str_radix(m, 16).ok()).is_some_and(|m| m & (1 << (signal - 1)) != 0)
 }
 
 /// Wait until `cond` holds; panic naming `what` after `limit`.

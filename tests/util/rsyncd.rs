@@ -38,8 +38,7 @@ impl RsyncDaemon {
     /// Panics (with the daemon's log) if it does not accept connections
     /// within about 5 s, or if it cannot be started on any of 10 ports.
     pub fn start(modules: &[(&str, &Path)]) -> RsyncDaemon {
-        // SAFETY: getuid and getgid cannot fail and have no preconditions.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
         RsyncDaemon::start_with(modules, &uid.to_string(), &gid.to_string(), "", &[])
     }
 
@@ -47,8 +46,7 @@ impl RsyncDaemon {
     /// `max connections = 1`) in every module and `daemon_args` (e.g.
     /// `--bwlimit=100`) given to `rsync --daemon`.
     pub fn start_limited(modules: &[(&str, &Path)], module_lines: &str, daemon_args: &[&str]) -> RsyncDaemon {
-        // SAFETY: getuid and getgid cannot fail and have no preconditions.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
         RsyncDaemon::start_with(modules, &uid.to_string(), &gid.to_string(), module_lines, daemon_args)
     }
 

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 pub struct AggregateArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Merge every file, whatever its age.

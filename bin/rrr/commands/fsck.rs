@@ -9,6 +9,8 @@ use std::path::PathBuf;
 pub struct FsckArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile) of the tree to check.
     pub principal: PathBuf,
     /// Record the differences as events at the current time.

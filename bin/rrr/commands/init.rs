@@ -11,6 +11,8 @@ use std::path::PathBuf;
 pub struct InitArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub beacon: super::prelude::BeaconArgs,
     /// The tree to index.
     pub root: PathBuf,
     /// The principal's interval.
@@ -45,7 +47,7 @@ pub struct InitArgs {
 #[derive(Clone, Debug)]
 pub struct Intervals(Vec<Interval>);
 
-fn intervals(s: &str) -> Result<Intervals, String> {
+fn intervals(s: &str) -> Result<Intervals, interval::IntervalError> {
     interval::parse_list(s).map(Intervals)
 }
 

@@ -4,6 +4,7 @@
 //! results. This file is the list of commands and the dispatch.
 
 mod aggregate;
+mod beacon;
 mod check;
 mod completions;
 mod fsck;
@@ -12,6 +13,7 @@ mod manpages;
 mod news;
 mod overview;
 mod prelude;
+mod probe;
 mod rmirror;
 mod status;
 mod trigger;
@@ -60,9 +62,15 @@ pub enum Command {
     /// Wake the running rmirror --loop of a tree: it passes now (push). Exit 3 when none runs.
     #[command(after_help = rrr::output::manual::after_help("trigger"))]
     Trigger(trigger::TriggerArgs),
+    /// How fresh are these mirrors, measured from the origin (their traces): exit 0 fresh, 1 stale, 3 unreachable.
+    #[command(after_help = rrr::output::manual::after_help("probe"))]
+    Probe(probe::ProbeArgs),
     /// The origin daemon: watch the tree with inotify and record every change.
     #[command(after_help = rrr::output::manual::after_help("watch"))]
     Watch(watch::WatchArgs),
+    /// Rewrite the origin's beacon RECENT-1h.yaml.beacon.json now (signed with --sign-key): for origins that record from cron.
+    #[command(after_help = rrr::output::manual::after_help("beacon"))]
+    Beacon(beacon::BeaconCmdArgs),
 }
 
 impl Command {
@@ -84,7 +92,9 @@ impl Command {
             Command::Status(a) => ops::status::run(&a.into(), ctx),
             Command::Check(a) => ops::check::run(&a.into(), ctx),
             Command::Trigger(a) => ops::trigger::run(&a.into(), ctx),
+            Command::Probe(a) => ops::probe::run(&a.into(), ctx),
             Command::Watch(a) => ops::watch::run(&a.into(), ctx),
+            Command::Beacon(a) => ops::beacon::run(&a.into(), ctx),
         }
     }
 
@@ -96,6 +106,20 @@ impl Command {
             Command::Aggregate(a) => a.lock.locktimeout,
             Command::Fsck(a) => a.lock.locktimeout,
             Command::Watch(a) => a.lock.locktimeout,
+            Command::Beacon(a) => a.lock.locktimeout,
+            _ => None,
+        }
+    }
+
+    /// The beacon options of an origin writer.
+    pub fn beacon(&self) -> Option<&prelude::BeaconArgs> {
+        match self {
+            Command::Init(a) => Some(&a.beacon),
+            Command::Update(a) => Some(&a.beacon),
+            Command::Aggregate(a) => Some(&a.beacon),
+            Command::Fsck(a) => Some(&a.beacon),
+            Command::Watch(a) => Some(&a.beacon),
+            Command::Beacon(a) => Some(&a.beacon),
             _ => None,
         }
     }

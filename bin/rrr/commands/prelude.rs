@@ -21,6 +21,39 @@ pub struct LockArgs {
     pub locktimeout: Option<u64>,
 }
 
+/// Where the beacon options stand in `--help`.
+const BEACON_HEADING: &str = "Beacon (the signed index)";
+
+/// The beacon options of every origin writer (init, update, aggregate,
+/// fsck --repair, watch, beacon): docs/decisions.md#the-signed-beacon.
+#[derive(Args, Debug, Clone, Default)]
+pub struct BeaconArgs {
+    /// Sign the beacon RECENT-1h.yaml.beacon.json with this OpenSSH ed25519 private key (no passphrase; SSHSIG, namespace rrr).
+    #[arg(help_heading = BEACON_HEADING, long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// The origin's name in the beacon (default: the beacon's, else the host name).
+    #[arg(help_heading = BEACON_HEADING, long, value_name = "NAME")]
+    pub origin_name: Option<String>,
+    /// Seconds between beacon refreshes that watch promises (and writes) (default: the beacon's, else 60).
+    #[arg(help_heading = BEACON_HEADING, long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub beacon_interval: Option<u64>,
+    /// Write a once-signed collection's beacon unsigned (mirrors with --trust-key then refuse it).
+    #[arg(help_heading = BEACON_HEADING, long, conflicts_with = "sign_key")]
+    pub unsign: bool,
+}
+
+impl BeaconArgs {
+    /// The settings, the key loaded and checked now (an error names the file: exit 2 before any work).
+    pub fn settings(&self) -> anyhow::Result<rrr::origin::beacon::BeaconSettings> {
+        Ok(rrr::origin::beacon::BeaconSettings {
+            sign: self.sign_key.as_deref().map(rrr::trust::SignKey::load).transpose()?,
+            origin_name: self.origin_name.clone(),
+            interval: self.beacon_interval,
+            unsign: self.unsign,
+        })
+    }
+}
+
 /// Which mirror(s) `status` and `check` look at.
 #[derive(Args, Debug)]
 #[group(required = true, multiple = false)]

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 pub struct UpdateArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Files, relative to the root or absolute inside it (any bytes).

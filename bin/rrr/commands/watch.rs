@@ -10,6 +10,8 @@ use std::time::Duration;
 pub struct WatchArgs {
     #[command(flatten)]
     pub lock: LockArgs,
+    #[command(flatten)]
+    pub beacon: super::prelude::BeaconArgs,
     /// The principal (RECENT.recent, the principal recentfile, or the root).
     pub principal: PathBuf,
     /// Record a batch when this many changes are pending.

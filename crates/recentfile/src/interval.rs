@@ -11,6 +11,55 @@
 
 use std::fmt;
 
+/// Why an interval spec or a cascade of them is refused; the message
+/// quotes the spec as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IntervalError {
+    /// `""`.
+    #[error("empty interval spec")]
+    Empty,
+    /// `5Z`.
+    #[error("invalid interval spec {spec:?}: Z is unbounded and takes no count")]
+    CountOnZ {
+        /// The spec as written.
+        spec: String,
+    },
+    /// `1x`.
+    #[error("invalid interval spec {spec:?}: unit must be one of s m h d W M Q Y, or Z alone")]
+    UnknownUnit {
+        /// The spec as written.
+        spec: String,
+    },
+    /// `h`, `-1h`, `1.5h`.
+    #[error("invalid interval spec {spec:?}: expected a decimal count before the unit, e.g. 1{unit}")]
+    NoCount {
+        /// The spec as written.
+        spec: String,
+        /// Its unit letter.
+        unit: char,
+    },
+    /// A count beyond `u64`.
+    #[error("invalid interval spec {spec:?}: count too large")]
+    CountTooLarge {
+        /// The spec as written.
+        spec: String,
+    },
+    /// More seconds than [`Z_SECONDS`].
+    #[error("invalid interval spec {spec:?}: too large")]
+    TooLarge {
+        /// The spec as written.
+        spec: String,
+    },
+    /// [`cascade`]: two specs of one length (`60s`, `1m`).
+    #[error("aggregator intervals {shorter} and {longer} have the same length")]
+    SameLength {
+        /// The first of the two, in cascade order.
+        shorter: Interval,
+        /// The second.
+        longer: Interval,
+    },
+}
+
 /// Seconds of the `Z` interval: Perl's MAX_INT on 64-bit builds.
 pub const Z_SECONDS: u64 = i64::MAX as u64;
 
@@ -35,14 +84,14 @@ impl Interval {
     /// assert!(Interval::parse("Z")?.is_z());
     /// assert!(Interval::parse("5Z").is_err());
     /// assert!(Interval::parse("1x").is_err());
-    /// # Ok::<(), String>(())
+    /// # Ok::<(), recentfile::interval::IntervalError>(())
     /// ```
-    pub fn parse(spec: &str) -> Result<Interval, String> {
+    pub fn parse(spec: &str) -> Result<Interval, IntervalError> {
         if spec == "Z" {
             return Ok(Interval { spec: spec.to_string(), seconds: Z_SECONDS });
         }
         let Some(unit) = spec.chars().last() else {
-            return Err("empty interval spec".to_string());
+            return Err(IntervalError::Empty);
         };
         let count = &spec[..spec.len() - unit.len_utf8()];
         let per_unit: u64 = match unit {
@@ -54,21 +103,17 @@ impl Interval {
             'M' => 2_592_000,
             'Q' => 7_776_000,
             'Y' => 31_557_600,
-            'Z' => return Err(format!("invalid interval spec {spec:?}: Z is unbounded and takes no count")),
-            _ => {
-                return Err(format!("invalid interval spec {spec:?}: unit must be one of s m h d W M Q Y, or Z alone"))
-            }
+            'Z' => return Err(IntervalError::CountOnZ { spec: spec.to_string() }),
+            _ => return Err(IntervalError::UnknownUnit { spec: spec.to_string() }),
         };
         if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!(
-                "invalid interval spec {spec:?}: expected a decimal count before the unit, e.g. 1{unit}"
-            ));
+            return Err(IntervalError::NoCount { spec: spec.to_string(), unit });
         }
-        let n: u64 = count.parse().map_err(|_| format!("invalid interval spec {spec:?}: count too large"))?;
+        let n: u64 = count.parse().map_err(|_| IntervalError::CountTooLarge { spec: spec.to_string() })?;
         let seconds = n
             .checked_mul(per_unit)
             .filter(|s| *s <= Z_SECONDS)
-            .ok_or_else(|| format!("invalid interval spec {spec:?}: too large"))?;
+            .ok_or_else(|| IntervalError::TooLarge { spec: spec.to_string() })?;
         Ok(Interval { spec: spec.to_string(), seconds })
     }
 
@@ -95,14 +140,14 @@ impl fmt::Display for Interval {
 }
 
 impl std::str::FromStr for Interval {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = IntervalError;
+    fn from_str(s: &str) -> Result<Self, IntervalError> {
         Interval::parse(s)
     }
 }
 
 /// Parse a comma- or space-separated list such as `6h,1d,1W,1M,1Q,1Y,Z`.
-pub fn parse_list(list: &str) -> Result<Vec<Interval>, String> {
+pub fn parse_list(list: &str) -> Result<Vec<Interval>, IntervalError> {
     list.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(Interval::parse).collect()
 }
 
@@ -110,7 +155,7 @@ pub fn parse_list(list: &str) -> Result<Vec<Interval>, String> {
 /// plus the aggregator entries, duplicates (by spec) and entries shorter than
 /// the principal dropped (protocol.md 10 step 1). Two specs of equal length
 /// (`60s`, `1m`) are an error here rather than a later crash.
-pub fn cascade(principal: &Interval, aggregator: &[Interval]) -> Result<Vec<Interval>, String> {
+pub fn cascade(principal: &Interval, aggregator: &[Interval]) -> Result<Vec<Interval>, IntervalError> {
     let mut out = vec![principal.clone()];
     for iv in aggregator {
         if iv.seconds() < principal.seconds() || out.iter().any(|o| o.spec == iv.spec) {
@@ -121,7 +166,7 @@ pub fn cascade(principal: &Interval, aggregator: &[Interval]) -> Result<Vec<Inte
     out.sort_by_key(|i| i.seconds());
     for pair in out.windows(2) {
         if pair[0].seconds() == pair[1].seconds() {
-            return Err(format!("aggregator intervals {} and {} have the same length", pair[0], pair[1]));
+            return Err(IntervalError::SameLength { shorter: pair[0].clone(), longer: pair[1].clone() });
         }
     }
     Ok(out)
@@ -155,7 +200,7 @@ mod tests {
         for bad in ["h", "0x", "5Z", "", "1H", "-1h", "1.5h", "1 h", "99999999999999999999h", "ZZ"] {
             assert!(Interval::parse(bad).is_err(), "{bad:?} must be refused");
         }
-        assert!(Interval::parse("5Z").unwrap_err().contains("takes no count"));
+        assert!(Interval::parse("5Z").unwrap_err().to_string().contains("takes no count"));
     }
 
     #[test]

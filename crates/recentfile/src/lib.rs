@@ -14,6 +14,7 @@
 //!   (YAML::Syck-identical) and JSON readers and writers;
 //! - [`update`]: recording events in a file (the pure half of an update);
 //! - [`aggregate`]: merging a smaller file into the next larger one;
+//! - [`beacon`]: the signed beacon `RECENT.beacon.json` and the rules a mirror applies to it;
 //! - [`query`]: news (each path's newest event) and the overview table;
 //! - [`done`]: which epochs a mirror has (the done-set of one file).
 //!
@@ -49,6 +50,7 @@
 #![warn(missing_docs)]
 
 pub mod aggregate;
+pub mod beacon;
 pub mod done;
 pub mod epoch;
 pub mod format;

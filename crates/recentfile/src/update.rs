@@ -306,16 +306,30 @@ fn spread_epoch(e: &Epoch, k: u64) -> Option<Epoch> {
 /// rrr-update, which replaces it by the clock), it lies more than an hour
 /// ahead of `now` (`99999999999`, a typo, would otherwise silently become
 /// the clock).
-pub fn check_caller_epoch(epoch: &Epoch, now: &Epoch, future_ok: bool) -> Result<(), String> {
+pub fn check_caller_epoch(epoch: &Epoch, now: &Epoch, future_ok: bool) -> Result<(), CallerEpochError> {
     if epoch.cmp_value(&Epoch::parse("0").expect("0 is an epoch")) != Ordering::Greater {
-        return Err(format!("epoch {epoch}: not a positive number of seconds since 1970"));
+        return Err(CallerEpochError::NotPositive(epoch.clone()));
     }
     if !future_ok && epoch.to_f64() > now.to_f64() + MAX_AHEAD_SECS {
-        return Err(format!(
-            "epoch {epoch}: more than an hour after the clock ({now}); a dirty update records an event of the past"
-        ));
+        return Err(CallerEpochError::Ahead { epoch: epoch.clone(), now: now.clone() });
     }
     Ok(())
+}
+
+/// Why [`check_caller_epoch`] refuses an epoch.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CallerEpochError {
+    /// Zero or below.
+    #[error("epoch {0}: not a positive number of seconds since 1970")]
+    NotPositive(Epoch),
+    /// More than an hour after the clock.
+    #[error("epoch {epoch}: more than an hour after the clock ({now}); a dirty update records an event of the past")]
+    Ahead {
+        /// The epoch given.
+        epoch: Epoch,
+        /// The clock.
+        now: Epoch,
+    },
 }
 
 /// How far ahead of the clock a caller's epoch may be.

@@ -11,8 +11,8 @@ use super::{release_memory, Daemon};
 use crate::epoch::Epoch;
 use crate::origin::index_check::{compare_with, Finding};
 use crate::origin::record::record;
+use crate::origin::watch::backend::AddError;
 use crate::origin::watch::rules::{Happening, Heartbeat};
-use crate::origin::watch::watcher::AddError;
 use crate::recentfile::{shown_path, EventKind, RelPath};
 use crate::update::Change;
 use anyhow::{bail, Context, Result};
@@ -60,7 +60,7 @@ impl Daemon<'_> {
         {
             bail!("cannot compare the tree with the index: recentfile {file} is unreadable: {error}");
         }
-        let now = Instant::now();
+        let now = self.now();
         for f in &report.findings {
             match f {
                 Finding::Unindexable { path, reason } => {
@@ -72,7 +72,7 @@ impl Daemon<'_> {
                 // operator's `.env.sample` edited just before the start). A
                 // real temp file is renamed within milliseconds: nothing then.
                 Finding::NotIndexed { path, .. } if self.ignore.why_ignored(path, false).is_none() => {
-                    self.batch.on_file(Happening::Created { dir: false }, path, self.last_marker, now);
+                    self.batch.on_file(Happening::Created { dir: false }, path, self.markers.last(), now);
                 }
                 _ => {}
             }
@@ -132,7 +132,7 @@ impl Daemon<'_> {
     /// compare the tree with the index.
     pub(super) fn rescan(&mut self, why: &str) -> Result<()> {
         let t0 = Instant::now();
-        let floor = self.rescan_floor.map_or(self.last_marker, |f| f.min(self.last_marker));
+        let floor = self.markers.rescan_from();
         let since = (floor - CLOCK_SLACK).floor() as i64;
         self.flush();
         // Directories moved meanwhile are found by the walk, which reads the
@@ -149,7 +149,7 @@ impl Daemon<'_> {
                 return Ok(());
             }
         };
-        self.rescan_floor = None;
+        self.markers.rescanned();
         let ms = t0.elapsed().as_millis() as u64;
         let watches = self.watcher.count();
         self.log.emit(

@@ -31,9 +31,9 @@ impl Daemon<'_> {
                 // Nobody reads the log any more: record what is pending,
                 // then exit 1 so that a supervisor restarts the daemon.
                 self.shutdown("log closed")?;
-                return Err(crate::ops::LogClosed.into());
+                return Err(crate::exit::LogClosed.into());
             }
-            let now = Instant::now();
+            let now = self.now();
             let mut wake = now + SIGNAL_POLL;
             let deadline = if self.flush_allowed() { self.batch.deadline(&self.pace) } else { self.retry_at };
             let journal_at = self.last_journal_check + crate::origin::journal::CHECK_EVERY;
@@ -53,10 +53,10 @@ impl Daemon<'_> {
                 // While a backlog is read, only the delay flushes: each record
                 // rewrites the whole principal, so a daemon that fell behind
                 // catches up with fewer, larger batches.
-                let backlog = Instant::now();
+                let backlog = self.now();
                 while let Some(read) = self.watcher.try_recv() {
                     self.on_read(read)?;
-                    let now = Instant::now();
+                    let now = self.now();
                     if now >= backlog + BUSY_LOG && self.log.silent_for() >= BUSY_LOG {
                         let (events, pending, watches) =
                             (self.batch.events, self.batch.pending(), self.watcher.count());
@@ -79,7 +79,7 @@ impl Daemon<'_> {
             if let Some(why) = self.rescan.take() {
                 self.rescan(&why)?;
             }
-            let now = Instant::now();
+            let now = self.now();
             if self.flush_allowed() && self.batch.due(now, &self.pace) {
                 self.flush();
             }
@@ -103,7 +103,7 @@ impl Daemon<'_> {
     /// looked at only when the principal is no longer the file this daemon
     /// last wrote or checked; what is missing is recorded again.
     pub(super) fn check_acknowledged(&mut self) {
-        self.last_journal_check = Instant::now();
+        self.last_journal_check = self.now();
         let path = self.coll.path_of(self.coll.principal());
         let id = journal::file_id(&path);
         if id.is_some() && id == self.principal_seen {
@@ -153,14 +153,14 @@ impl Daemon<'_> {
 
     /// One read of events, then the bound: a batch past its limit is
     /// traded for a rescan.
-    fn on_read(&mut self, read: crate::origin::watch::watcher::Read) -> Result<()> {
+    pub(super) fn on_read(&mut self, read: crate::origin::watch::backend::Read) -> Result<()> {
         self.on_events(read)?;
         let held = self.batch.entries();
         if held > self.opts.max_batch_entries {
             self.batch.discard();
             // Every change since synced-to was in the discarded batch or is
             // still to come: the rescan looks at files modified since then.
-            self.rescan_floor = Some(self.rescan_floor.map_or(self.synced_to, |f| f.min(self.synced_to)));
+            self.markers.batch_dropped();
             self.rescan.get_or_insert_with(|| "too many changes for one batch".into());
             self.log.warn(format!(
                 "a batch held {held} paths (more than {}): dropped, the tree will be rescanned",
@@ -171,7 +171,7 @@ impl Daemon<'_> {
     }
 
     pub(super) fn flush_allowed(&self) -> bool {
-        self.retry_at.is_none_or(|t| Instant::now() >= t)
+        self.retry_at.is_none_or(|t| self.now() >= t)
     }
 
     pub(super) fn aggregate_at(&self) -> Instant {
@@ -180,7 +180,7 @@ impl Daemon<'_> {
     }
 
     pub(super) fn aggregate(&mut self) {
-        self.last_aggregate = Instant::now();
+        self.last_aggregate = self.now();
         // The cascade rewrites the larger files: the kept index is read
         // again when next needed (and its memory goes back meanwhile).
         self.index_cache = None;
@@ -259,7 +259,7 @@ impl Daemon<'_> {
     /// batch is kept and retried.
     pub(super) fn flush(&mut self) {
         self.settle_moves_out();
-        let t0 = Instant::now();
+        let t0 = self.now();
         let f = self.batch.take(t0);
         if f.is_empty() {
             self.batch.events += f.events;
@@ -317,8 +317,8 @@ impl Daemon<'_> {
                 let changes = &r.changes;
                 let news = changes.iter().filter(|c| c.kind == EventKind::New).count();
                 let deletes = changes.len() - news;
-                let latency = f.since.map_or(0, |s| s.elapsed().as_millis() as u64);
-                let took = t0.elapsed();
+                let latency = f.since.map_or(0, |s| self.now().saturating_duration_since(s).as_millis() as u64);
+                let took = self.now().saturating_duration_since(t0);
                 let record_ms = took.as_millis() as u64;
                 let events = f.events;
                 self.log.emit(
@@ -333,14 +333,14 @@ impl Daemon<'_> {
                         )
                     },
                 );
-                self.batch.recorded(Instant::now(), took);
+                self.batch.recorded(self.now(), took);
                 self.recorded(news, deletes);
                 release_memory();
             }
             Err(e) => {
                 self.log.error(format!("cannot record a batch of events (retrying): {e:#}"));
                 self.batch.restore(f);
-                self.retry_at = Some(Instant::now() + self.opts.batch_delay.max(Duration::from_secs(5)));
+                self.retry_at = Some(self.now() + self.opts.batch_delay.max(Duration::from_secs(5)));
             }
         }
     }
@@ -349,7 +349,7 @@ impl Daemon<'_> {
     pub(super) fn shutdown(&mut self, name: &str) -> Result<()> {
         self.heartbeat();
         let until = Instant::now() + Duration::from_secs(3);
-        while !self.markers.is_empty() && Instant::now() < until {
+        while self.markers.waiting() && Instant::now() < until {
             if let Some(read) = self.watcher.recv_timeout(Duration::from_millis(50)) {
                 self.on_read(read)?;
             }

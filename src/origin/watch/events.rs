@@ -1,23 +1,18 @@
-//! What an inotify event does: the event is classified by the pure rules
-//! ([`crate::origin::watch::rules`]); a directory made or moved in is
+//! What a backend's notice does (classified by the backend into the pure
+//! rules' [`Happening`]); a directory made or moved in is
 //! watched and listed, one moved out or deleted loses its watches, a file
 //! event goes into the pending batch, the heartbeat's rename is a marker,
 //! and a lost event asks for a rescan. Also what happens when a watch
-//! cannot be added (the inotify watch limit).
+//! cannot be added (the backend's limit, which the backend explains).
 
 use super::Daemon;
-use crate::origin::watch::rules::{classify, is_under, join, watch_limit_message, Happening};
-use crate::origin::watch::watcher::{AddError, RawEvent, Read};
+use crate::origin::watch::backend::{AddError, Notice, Read};
+use crate::origin::watch::rules::{is_under, join, Happening};
 use crate::recentfile::{check_relative_path, shown_path, EventKind, RelPath};
 use anyhow::{bail, Context, Result};
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Instant;
-
-/// Directories moved out whose other half is awaited, at most (past it
-/// they are taken as moved out of the tree).
-const MAX_PENDING_OUT: usize = 1000;
 
 impl Daemon<'_> {
     /// Directories of the tree (not ignored), for the limit message.
@@ -35,9 +30,7 @@ impl Daemon<'_> {
     }
 
     pub(super) fn limit_message(&self, rel: &RelPath) -> String {
-        let limit =
-            fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").ok().and_then(|s| s.trim().parse().ok());
-        watch_limit_message(&shown_path(rel), limit, self.count_dirs())
+        self.watcher.limit_message(&shown_path(rel), self.count_dirs())
     }
 
     /// A watch could not be added: at start the limit is fatal; later the
@@ -67,7 +60,7 @@ impl Daemon<'_> {
     /// listing each after its watch exists, and record the files found as
     /// new (a directory made).
     pub(super) fn watch_tree(&mut self, rel: &RelPath) -> Result<()> {
-        let now = Instant::now();
+        let now = self.now();
         for f in self.list_tree(rel)? {
             self.batch.record(&f, EventKind::New, now);
         }
@@ -120,7 +113,7 @@ impl Daemon<'_> {
             self.on_event(ev)?;
         }
         // Moves out whose other half is overdue: they left the tree.
-        if self.pending_out.len() > MAX_PENDING_OUT {
+        if self.moves.over_limit() {
             self.settle_moves_out();
         }
         Ok(())
@@ -131,41 +124,37 @@ impl Daemon<'_> {
     /// is waiting, and when too many wait (the kernel queues the two
     /// halves of a rename together; other events may come between them).
     pub(super) fn settle_moves_out(&mut self) {
-        let now = Instant::now();
-        for (_, from) in std::mem::take(&mut self.pending_out) {
+        let now = self.now();
+        for from in self.moves.take_all() {
             self.moved_out_of_tree(&from, now);
         }
     }
 
-    pub(super) fn on_event(&mut self, ev: RawEvent) -> Result<()> {
+    pub(super) fn on_event(&mut self, ev: Notice) -> Result<()> {
         self.batch.events += 1;
-        let Some(h) = classify(ev.mask) else { return Ok(()) };
+        let Some(h) = ev.what else { return Ok(()) };
         let target = self.target(&ev, h)?;
         // A directory's move out waits for its move in elsewhere in the
         // tree, with the same cookie (see `settle_moves_out`).
         let paired = match h {
-            Happening::MovedIn { dir: true } if ev.cookie != 0 => self.pending_out.remove(&ev.cookie),
+            Happening::MovedIn { dir: true } if ev.cookie != 0 => self.moves.pair(ev.cookie),
             _ => None,
         };
         let Some(rel) = target else {
             if let Some(from) = paired {
                 // Moved into an ignored place: out of the tree.
-                self.moved_out_of_tree(&from, Instant::now());
+                self.moved_out_of_tree(&from, self.now());
             }
             return Ok(());
         };
         // Anything else at or around a place whose move out is unpaired
         // (a directory made again where one moved away): that move was
         // out of the tree, before this event's path is watched or listed.
-        let around: Vec<u32> =
-            self.pending_out.iter().filter(|(_, a)| is_under(&rel, a) || is_under(a, &rel)).map(|(c, _)| *c).collect();
-        for c in around {
-            if let Some(from) = self.pending_out.remove(&c) {
-                self.moved_out_of_tree(&from, Instant::now());
-            }
+        for from in self.moves.take_around(&rel) {
+            self.moved_out_of_tree(&from, self.now());
         }
         self.active = true;
-        let now = Instant::now();
+        let now = self.now();
         match h {
             Happening::Created { dir: true } => self.watch_tree(&rel)?,
             Happening::MovedIn { dir: true } => match paired {
@@ -177,7 +166,7 @@ impl Daemon<'_> {
                 None => self.batch.dir_moved(None, Some(&rel), now),
             },
             Happening::MovedOut { dir: true } => {
-                if let Some(earlier) = self.pending_out.insert(ev.cookie, rel) {
+                if let Some(earlier) = self.moves.moved_out(ev.cookie, rel) {
                     self.moved_out_of_tree(&earlier, now);
                 }
             }
@@ -201,26 +190,26 @@ impl Daemon<'_> {
     /// The tree path `ev` is about, if the index cares about it; the
     /// events about the watch itself (a lost queue, an unmount, a removed
     /// watch, the root's fate, the heartbeat's marker) are handled here.
-    fn target(&mut self, ev: &RawEvent, h: Happening) -> Result<Option<RelPath>> {
+    fn target(&mut self, ev: &Notice, h: Happening) -> Result<Option<RelPath>> {
         match h {
             Happening::Overflow => {
                 self.rescan.get_or_insert_with(|| "kernel queue overflow".into());
-                self.pin_rescan_floor();
+                self.markers.events_lost();
                 return Ok(None);
             }
             Happening::Unmounted => {
                 self.rescan.get_or_insert_with(|| "a filesystem under the tree was unmounted".into());
-                self.pin_rescan_floor();
+                self.markers.events_lost();
                 return Ok(None);
             }
             Happening::WatchGone => {
-                self.watcher.forget(ev.wd);
+                self.watcher.forget(ev.watch);
                 return Ok(None);
             }
             _ => {}
         }
         // Events still queued for a watch removed since are dropped.
-        let Some(dir) = self.watcher.dir_of(ev.wd) else { return Ok(None) };
+        let Some(dir) = self.watcher.dir_of(ev.watch) else { return Ok(None) };
         let Some(name) = &ev.name else {
             // The watched directory itself: only the root's fate matters.
             if dir.is_empty() && matches!(h, Happening::MovedSelf | Happening::DeletedSelf) {
@@ -228,7 +217,7 @@ impl Daemon<'_> {
             }
             return Ok(None);
         };
-        let rel = join(dir, name.as_bytes());
+        let rel = join(dir, name);
         if is_under(&rel, ".rrr") {
             if rel == ".rrr/watch.json" && h == (Happening::MovedIn { dir: false }) {
                 self.on_marker();
@@ -243,14 +232,6 @@ impl Daemon<'_> {
         Ok(Some(rel))
     }
 
-    /// Events were lost here: the rescan must look back to the last
-    /// marker received before them. A heartbeat written while the rest
-    /// of the backlog is read (before the rescan runs) arrives after the
-    /// loss, and its time is later than the lost changes.
-    fn pin_rescan_floor(&mut self) {
-        self.rescan_floor = Some(self.rescan_floor.map_or(self.last_marker, |f| f.min(self.last_marker)));
-    }
-
     pub(super) fn file_event(&mut self, h: Happening, rel: &RelPath, now: Instant) {
         if let Err(why) = check_relative_path(rel) {
             if matches!(h, Happening::ClosedWrite | Happening::MovedIn { .. } | Happening::Created { .. }) {
@@ -258,6 +239,6 @@ impl Daemon<'_> {
             }
             return;
         }
-        self.batch.on_file(h, rel, self.last_marker, now);
+        self.batch.on_file(h, rel, self.markers.last(), now);
     }
 }

@@ -26,8 +26,8 @@ pub(super) fn parse_heartbeat(path: &Path) -> Option<Result<Heartbeat, String>> 
 /// The watch daemon's node-exporter textfile: instants as Unix times,
 /// counters since the daemon started, the root as label.
 fn prometheus(root: &str, log: &Log, hb: &Heartbeat, watches: usize, pending: usize) -> String {
-    use crate::mirror::health::prometheus_metric as metric;
-    let l = format!("root=\"{}\"", root.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"));
+    use crate::output::prometheus::{label_value, metric};
+    let l = format!("root=\"{}\"", label_value(root));
     let one = |v: f64| vec![(l.clone(), v)];
     let ts = |s: &str| s.parse::<f64>().unwrap_or(0.0);
     let mut out = String::new();
@@ -83,21 +83,19 @@ impl Daemon<'_> {
     }
 
     pub(super) fn on_marker(&mut self) {
-        let t = self.markers.pop_front().unwrap_or(self.last_marker);
-        self.last_marker = t;
+        self.markers.received();
         if self.batch.pending() == 0 {
             self.advance_synced();
         }
     }
 
     pub(super) fn advance_synced(&mut self) {
-        let t = self.batch.writing_floor().map_or(self.last_marker, |f| f.min(self.last_marker));
-        self.synced_to = self.rescan_floor.map_or(t, |f| f.min(t));
+        self.markers.advance(self.batch.writing_floor());
     }
 
     /// Write the heartbeat (also a marker).
     pub(super) fn heartbeat(&mut self) {
-        self.last_heartbeat = Instant::now();
+        self.last_heartbeat = self.now();
         self.active = false;
         let dir = self.root.join(".rrr");
         if !self.watcher.is_watched(&".rrr".into()) {
@@ -109,7 +107,7 @@ impl Daemon<'_> {
             pid: std::process::id(),
             started: Epoch::from_clock(self.started).into_string(),
             heartbeat: Epoch::from_clock(now).into_string(),
-            synced_to: Epoch::from_clock(self.synced_to).into_string(),
+            synced_to: Epoch::from_clock(self.markers.synced_to()).into_string(),
         };
         let text = serde_json::to_string(&hb).unwrap_or_default() + "\n";
         let tmp = dir.join("watch.json.new");
@@ -121,14 +119,12 @@ impl Daemon<'_> {
         })();
         match res {
             Ok(()) => {
-                if self.markers.len() < 1000 {
-                    self.markers.push_back(now);
-                }
+                self.markers.written(now);
                 if let Some(file) = &self.opts.prometheus {
                     let root = self.root.display().to_string();
                     let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
                     match crate::store::write_atomic(file, text.as_bytes(), None) {
-                        Err(e) if crate::mirror::textfile::no_textfile_collector(file) => {
+                        Err(e) if crate::output::prometheus::no_textfile_collector(file) => {
                             tracing::debug!("no textfile collector here: {e}");
                         }
                         Err(e) => {
@@ -139,6 +135,30 @@ impl Daemon<'_> {
                 }
             }
             Err(e) => self.log.error(format!("cannot write heartbeat {}: {e}", dir.join("watch.json").display())),
+        }
+        self.refresh_beacon();
+    }
+
+    /// Rewrite the beacon when it would be older than its interval before
+    /// the next heartbeat (its age read from its mtime: no state here).
+    fn refresh_beacon(&mut self) {
+        use crate::origin::beacon;
+        if !beacon::active(&self.coll, self.w) {
+            return;
+        }
+        let path = beacon::beacon_path(&self.coll);
+        let age = fs::metadata(&path).ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+        let interval = self.w.beacon.interval.unwrap_or_else(|| {
+            fs::read(&path)
+                .ok()
+                .and_then(|b| ::recentfile::beacon::Beacon::parse(&b).ok())
+                .map_or(::recentfile::beacon::DEFAULT_INTERVAL, |b| b.interval)
+        });
+        if age.is_some_and(|a| a + HEARTBEAT_IDLE < Duration::from_secs(interval)) {
+            return;
+        }
+        if let Err(e) = beacon::refresh(&self.coll, self.w) {
+            self.log.error(format!("cannot refresh the beacon {}: {e:#}", path.display()));
         }
     }
 }

@@ -1,16 +1,16 @@
-//! The pure core of `rrr watch`: what an inotify event means for the index,
+//! The pure core of `rrr watch`: what a watcher's event means for the index,
 //! the pending batch that turns events into one `update`, and when that
 //! batch is recorded.
 //!
-//! No filesystem, no clock: the runner (`ops::watch`) owns the watcher, the
+//! No filesystem, no clock: the daemon (`origin::watch`) owns the watcher, the
 //! directory scans and the writes, and passes in what it learned (what a
 //! created file looks like on disk at flush time, which indexed paths lie
 //! under a directory that moved away) and the time.
 //!
 //! The rules (docs/decisions.md#watch):
-//! - inotify reports only what can change the index ([`MASK`]): no opens,
-//!   reads or read-only closes, so the mirrors' reads of the tree cost the
-//!   daemon nothing;
+//! - the backend reports only what can change the index (inotify's mask,
+//!   `origin::watch::inotify::MASK`): no opens, reads or read-only closes,
+//!   so the mirrors' reads of the tree cost the daemon nothing;
 //! - a file is `new` when closed after writing or moved in, never on create
 //!   alone (a half-written file is not announced);
 //! - a file created and neither written nor closed since is `new` at the
@@ -48,29 +48,11 @@
 
 use crate::recentfile::{EventKind, RelPath};
 use crate::update::Change;
-use inotify::{EventMask, WatchMask};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-/// What the daemon asks inotify for on every directory: creations, data
-/// writes, closes after writing, moves, deletes, and the directory's own
-/// move or deletion. Not `IN_OPEN`, `IN_ACCESS`, `IN_CLOSE_NOWRITE` (every
-/// read of the tree would wake the daemon) nor `IN_ATTRIB` (ignored).
-/// Symlinks are not followed, only directories are watched, and a file
-/// unlinked while open reports nothing more.
-pub const MASK: WatchMask = WatchMask::CREATE
-    .union(WatchMask::MODIFY)
-    .union(WatchMask::CLOSE_WRITE)
-    .union(WatchMask::MOVED_FROM)
-    .union(WatchMask::MOVED_TO)
-    .union(WatchMask::DELETE)
-    .union(WatchMask::DELETE_SELF)
-    .union(WatchMask::MOVE_SELF)
-    .union(WatchMask::DONT_FOLLOW)
-    .union(WatchMask::ONLYDIR)
-    .union(WatchMask::EXCL_UNLINK);
-
-/// What one inotify event says, reduced to what the index cares about.
+/// What one event of a watcher backend says, reduced to what the index
+/// cares about (`origin::watch::backend`: every backend delivers these).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Happening {
     /// The kernel queue overflowed: events were lost.
@@ -100,25 +82,6 @@ pub enum Happening {
     },
     /// A watched directory itself was deleted (only the root's matters).
     DeletedSelf,
-}
-
-/// Classify an inotify event mask. `None`: nothing the index cares about.
-pub fn classify(mask: EventMask) -> Option<Happening> {
-    let dir = mask.contains(EventMask::ISDIR);
-    let table = [
-        (EventMask::Q_OVERFLOW, Happening::Overflow),
-        (EventMask::IGNORED, Happening::WatchGone),
-        (EventMask::UNMOUNT, Happening::Unmounted),
-        (EventMask::CREATE, Happening::Created { dir }),
-        (EventMask::CLOSE_WRITE, Happening::ClosedWrite),
-        (EventMask::MODIFY, Happening::Modified),
-        (EventMask::MOVED_TO, Happening::MovedIn { dir }),
-        (EventMask::MOVED_FROM, Happening::MovedOut { dir }),
-        (EventMask::MOVE_SELF, Happening::MovedSelf),
-        (EventMask::DELETE, Happening::Deleted { dir }),
-        (EventMask::DELETE_SELF, Happening::DeletedSelf),
-    ];
-    table.into_iter().find(|(bit, _)| mask.contains(*bit)).map(|(_, h)| h)
 }
 
 /// `dir/name` (`name` alone in the root, "").
@@ -741,17 +704,6 @@ pub fn aggregate_at(
     calm.min(last + every.max(window))
 }
 
-/// The message for ENOSPC when adding a watch.
-pub fn watch_limit_message(dir: &str, limit: Option<u64>, needed: usize) -> String {
-    let limit = limit.map_or_else(|| "unknown".to_string(), |l| l.to_string());
-    let suggest = (needed as u64 * 2).max(needed as u64 + 8192);
-    format!(
-        "cannot watch {dir:?}: the inotify watch limit is reached (fs.inotify.max_user_watches = {limit}); \
-         this tree needs {needed} watches (one per directory), plus those of other programs of this user: \
-         raise it, e.g. `sysctl fs.inotify.max_user_watches={suggest}` (and in /etc/sysctl.d/ to keep it)"
-    )
-}
-
 /// `.rrr/watch.json`: the daemon's heartbeat (JSON, epochs as strings).
 /// `synced_to`: every change made before this time is in the index, so
 /// the next start-up records files modified at or after it.
@@ -818,46 +770,6 @@ mod tests {
 
     fn s(v: &[(&str, EventKind)]) -> Vec<(String, EventKind)> {
         v.iter().map(|(p, k)| (p.to_string(), *k)).collect()
-    }
-
-    #[test]
-    fn classify_masks() {
-        use EventMask as M;
-        let table = [
-            (M::CREATE, Some(Happening::Created { dir: false })),
-            (M::CREATE | M::ISDIR, Some(Happening::Created { dir: true })),
-            (M::CLOSE_WRITE, Some(Happening::ClosedWrite)),
-            (M::MODIFY, Some(Happening::Modified)),
-            (M::MOVED_TO, Some(Happening::MovedIn { dir: false })),
-            (M::MOVED_TO | M::ISDIR, Some(Happening::MovedIn { dir: true })),
-            (M::MOVED_FROM, Some(Happening::MovedOut { dir: false })),
-            (M::MOVED_FROM | M::ISDIR, Some(Happening::MovedOut { dir: true })),
-            (M::MOVE_SELF, Some(Happening::MovedSelf)),
-            (M::DELETE, Some(Happening::Deleted { dir: false })),
-            (M::DELETE | M::ISDIR, Some(Happening::Deleted { dir: true })),
-            (M::DELETE_SELF, Some(Happening::DeletedSelf)),
-            (M::Q_OVERFLOW, Some(Happening::Overflow)),
-            (M::IGNORED, Some(Happening::WatchGone)),
-            (M::UNMOUNT, Some(Happening::Unmounted)),
-            // Not asked for, and meaningless to the index if they came.
-            (M::OPEN, None),
-            (M::ACCESS, None),
-            (M::CLOSE_NOWRITE, None),
-            (M::ATTRIB, None),
-        ];
-        for (mask, want) in table {
-            assert_eq!(classify(mask), want, "{mask:?}");
-        }
-    }
-
-    #[test]
-    fn mask_leaves_out_reads() {
-        for bit in [WatchMask::OPEN, WatchMask::ACCESS, WatchMask::CLOSE_NOWRITE, WatchMask::ATTRIB] {
-            assert!(!MASK.intersects(bit), "{bit:?}");
-        }
-        for bit in [WatchMask::CREATE, WatchMask::MODIFY, WatchMask::CLOSE_WRITE, WatchMask::MOVE, WatchMask::DELETE] {
-            assert!(MASK.contains(bit), "{bit:?}");
-        }
     }
 
     #[test]
@@ -1229,13 +1141,5 @@ mod tests {
         assert_eq!(b.writing_floor(), Some(7.0));
         b.clear_in_flight();
         assert_eq!(b.writing_floor(), None);
-    }
-
-    #[test]
-    fn limit_message_names_the_sysctl() {
-        let m = watch_limit_message("a/b", Some(8192), 12000);
-        assert!(m.contains("fs.inotify.max_user_watches = 8192"), "{m}");
-        assert!(m.contains("needs 12000 watches"), "{m}");
-        assert!(m.contains("max_user_watches=24000"), "{m}");
     }
 }

@@ -333,28 +333,53 @@ pub fn serialize(rf: &Recentfile, format: Format, producer: &Producer) -> Vec<u8
 /// Every other byte is allowed, control characters (tab, newline, CR, DEL,
 /// C1) and bytes that are not UTF-8 included: the kernel, the Perl tools
 /// and rsync take them, and YAML::Syck writes them.
-pub fn check_relative_path(path: impl AsRef<[u8]>) -> Result<(), String> {
+pub fn check_relative_path(path: impl AsRef<[u8]>) -> Result<(), PathRuleError> {
     let path = path.as_ref();
     if path.is_empty() {
-        return Err("empty path".into());
+        return Err(PathRuleError::Empty);
     }
     if path.contains(&0) {
-        return Err("path contains NUL".into());
+        return Err(PathRuleError::Nul);
     }
     if path.starts_with(b"/") {
-        return Err("absolute path".into());
+        return Err(PathRuleError::Absolute);
     }
     if path.len() > 4096 {
-        return Err(format!("path is {} bytes long (limit 4096)", path.len()));
+        return Err(PathRuleError::TooLong(path.len()));
     }
     for comp in path.split(|&b| b == b'/') {
         match comp {
-            b"" => return Err("empty path component (`//` or trailing `/`)".into()),
-            b"." | b".." => return Err(format!("`{}` path component", String::from_utf8_lossy(comp))),
+            b"" => return Err(PathRuleError::EmptyComponent),
+            b"." => return Err(PathRuleError::DotComponent(".")),
+            b".." => return Err(PathRuleError::DotComponent("..")),
             _ => {}
         }
     }
     Ok(())
+}
+
+/// The rule of [`check_relative_path`] a path breaks; the message does
+/// not repeat the path (callers name it, escaped as they show paths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathRuleError {
+    /// No bytes.
+    #[error("empty path")]
+    Empty,
+    /// A NUL byte.
+    #[error("path contains NUL")]
+    Nul,
+    /// Starts with `/`.
+    #[error("absolute path")]
+    Absolute,
+    /// Over 4096 bytes (the length).
+    #[error("path is {0} bytes long (limit 4096)")]
+    TooLong(usize),
+    /// `//` or a trailing `/`.
+    #[error("empty path component (`//` or trailing `/`)")]
+    EmptyComponent,
+    /// A `.` or `..` component.
+    #[error("`{0}` path component")]
+    DotComponent(&'static str),
 }
 
 /// A path made safe to print on one line, as `ls -b` (GNU's escape

@@ -250,13 +250,9 @@ pub(crate) fn looks_like_number(b: &[u8]) -> bool {
 fn grok_infnan(b: &[u8]) -> Option<bool> {
     let send = b.len();
     let fold = |i: usize| b[i].to_ascii_lowercase();
+    // No sign step here (Perl's has one): the text starts after
+    // looks_like_number's one sign, with a digit, a `.` or one of `inqs#`.
     let mut s = 0;
-    if b[s] == b'+' || b[s] == b'-' {
-        s += 1;
-        if s == send {
-            return None;
-        }
-    }
     let mut odh = false; // "one dot hash": 1.#INF
     if b[s] == b'1' {
         s += 1;
@@ -377,11 +373,14 @@ fn nan_payload_ok(p: &[u8]) -> bool {
         }
     } else {
         // grok_number_flags(PERL_SCAN_TRAILING) must give an integer that
-        // fits a UV; then only the leading digits count.
-        if !decimal_uv(p) {
-            return false;
+        // fits a UV (perl 5.36 takes any number of digits). With nothing
+        // but spaces allowed after the leading digits, a leading space or
+        // sign, a `.` or an exponent can never pass: what decides is at
+        // least one leading digit, then spaces.
+        match p.iter().take_while(|c| c.is_ascii_digit()).count() {
+            0 => return false,
+            n => n,
         }
-        p.iter().take_while(|c| c.is_ascii_digit()).count()
     };
     p[digits_end..].iter().all(|&c| is_space(c))
 }
@@ -413,41 +412,6 @@ fn grok_radix(p: &[u8], shift: u32) -> Option<usize> {
         break;
     }
     (!overflow).then_some(s)
-}
-
-/// `grok_number_flags(p, PERL_SCAN_TRAILING)` gives `IS_NUMBER_IN_UV`
-/// without `IS_NUMBER_NOT_INT`: leading spaces, an optional sign, digits
-/// (Perl 5.36 accepts any number of them here), and then no `.` or
-/// exponent.
-fn decimal_uv(p: &[u8]) -> bool {
-    let mut s = 0;
-    while s < p.len() && is_space(p[s]) {
-        s += 1;
-    }
-    if s < p.len() && (p[s] == b'-' || p[s] == b'+') {
-        s += 1;
-        if s == p.len() {
-            return false;
-        }
-    }
-    let start = s;
-    while s < p.len() && p[s].is_ascii_digit() {
-        s += 1;
-    }
-    if s == start {
-        // `.5` is NOT_INT; anything else without digits is not IN_UV.
-        return false;
-    }
-    if s < p.len() && p[s] == b'.' {
-        return false;
-    }
-    !(s < p.len() && (p[s] == b'e' || p[s] == b'E') && exponent_follows(&p[s + 1..]))
-}
-
-/// Whether an exponent's digits follow an `e` (`5`, `+5`, `-5`).
-fn exponent_follows(p: &[u8]) -> bool {
-    let p = p.strip_prefix(b"+").or_else(|| p.strip_prefix(b"-")).unwrap_or(p);
-    p.first().is_some_and(u8::is_ascii_digit)
 }
 
 /// `syck_emit_1quoted`: `'` doubled; a newline becomes two (one after a newline).

@@ -595,7 +595,9 @@ fn next_item(b: &[u8], mut p: usize, eof: bool, layout: &Layout) -> Scan {
             None => return Scan::More,
         };
         if k == 1 {
-            path_special = special || (nl.is_none() && has_colon_or_hash(&b[start..end]));
+            // Without a newline the type line is missing: the item is Bad
+            // whatever the path holds.
+            path_special = special;
         }
         *value = start..end;
         p = (end + 1).min(b.len());
@@ -676,24 +678,6 @@ fn find_nl_flag(b: &[u8], from: usize) -> (Option<usize>, bool) {
         }
     }
     (None, special)
-}
-
-/// Whether `b` holds a `:` or a `#`, eight bytes at a time (paths rarely do).
-#[inline]
-fn has_colon_or_hash(b: &[u8]) -> bool {
-    const COLON: u64 = u64::from_le_bytes([b':'; 8]);
-    const HASH: u64 = u64::from_le_bytes([b'#'; 8]);
-    const LOW: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-    let zero = |v: u64| v.wrapping_sub(LOW) & !v & HIGH;
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        if zero(v ^ COLON) | zero(v ^ HASH) != 0 {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&c| c == b':' || c == b'#')
 }
 
 /// An epoch value: `'digits.digits'` (1.34) or plain digits (2008, and

@@ -61,17 +61,6 @@ fn find_nl_flag_also_says_whether_a_colon_or_hash_comes_before_it() {
 }
 
 #[test]
-fn has_colon_or_hash_looks_at_every_byte() {
-    for b in scanner_buffers() {
-        let want = b.iter().any(|&c| c == b':' || c == b'#');
-        assert_eq!(has_colon_or_hash(&b), want, "{b:?}");
-    }
-    assert!(!has_colon_or_hash(b""));
-    assert!(has_colon_or_hash(b"abcdefgh:"));
-    assert!(has_colon_or_hash(b"#"));
-}
-
-#[test]
 fn has_at_compares_every_byte_of_keys_of_8_to_16_bytes() {
     let text: Vec<u8> = (0..40u8).map(|i| b'A' + i).collect();
     for n in 8..=16 {

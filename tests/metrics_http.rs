@@ -1,0 +1,73 @@
+//! Metrics over HTTP (issue 35): the text of rrr's Prometheus textfile,
+//! served by `rrr::monitor::metrics_http` on 127.0.0.1, scraped with a
+//! real HTTP request and checked by `promtool check metrics` (Debian's
+//! prometheus package; .ci/run unpacks the binary).
+
+use crate::util::fixture::Origin;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+
+/// `promtool check metrics` on `text`: its exit status and output.
+fn promtool(text: &str) -> (bool, String) {
+    let mut c = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; .ci/run installs it)");
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+#[test]
+fn textfile_served_over_http_passes_promtool() {
+    let origin = Origin::new([("id/A/a.tar.gz", "a\n"), ("id/B/b.tar.gz", "b\n")], &["init"]);
+    let mirror = origin.mirror();
+    mirror.rmirror().assert_ok();
+    // The mirror's textfile, plus the origin's counters under rrrgo's names.
+    let text = mirror.monitoring(&[]).prometheus + &rrr::monitor::metrics_http::rrrgo_metrics(5, 2, 0, Some(1));
+    assert!(text.contains("rrr_"), "{text}");
+    // The oracle sees a fault: promtool is not a rubber stamp.
+    let (ok, out) = promtool("# TYPE x counter\nx_total{a=\"1\"} 1\nx_total{a=\"1\"} 2\n\n");
+    assert!(!ok, "promtool accepted a broken exposition: {out}");
+
+    let served = text.clone();
+    let server = rrr::monitor::metrics_http::serve_metrics("127.0.0.1:0", move || served.clone()).unwrap();
+    let mut c = std::net::TcpStream::connect(server.local_addr()).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/plain\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    c.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("text/plain; version=0.0.4"), "{head}");
+    assert_eq!(body, text);
+    let (ok, out) = promtool(body);
+    assert!(ok, "promtool check metrics: {out}\n{body}");
+}
+
+/// What the watch daemon will serve (its textfile and the counters under
+/// rrrgo's names) and `rrr probe --prometheus` pass promtool too.
+#[test]
+fn watch_textfile_and_probe_output_pass_promtool() {
+    use crate::util::{poll_until, s, stdout, Rrr};
+    let (tmp, root) = crate::watch::tree(&["a/1.txt"]);
+    let prom = tmp.path().join("watch.prom");
+    let d = crate::watch::Daemon::start(&root, &["--prometheus", s(&prom)]);
+    assert!(poll_until(crate::watch::WAIT, || prom.exists()), "no textfile");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    d.stop();
+    assert!(text.contains("rrr_watch_changes_total"), "{text}");
+    let all = text + &rrr::monitor::metrics_http::rrrgo_metrics(1, 0, 0, None);
+    let (ok, out) = promtool(&all);
+    assert!(ok, "promtool check metrics: {out}\n{all}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("rsync://127.0.0.1:{}/M", closed.local_addr().unwrap().port());
+    drop(closed);
+    let o = Rrr::new().args(["probe", "--prometheus", &url]).output();
+    assert_eq!(o.status.code(), Some(3));
+    let (ok, out) = promtool(&stdout(&o));
+    assert!(ok, "promtool check metrics: {out}\n{}", stdout(&o));
+}

@@ -51,6 +51,7 @@ mod trigger;
 mod trust;
 mod trust_mirror;
 mod verify;
+mod upstreams;
 mod visible;
 mod watch;
 mod watch_hook;

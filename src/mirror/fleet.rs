@@ -18,13 +18,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 /// What a tree occupies on disk (canonical paths): its localroot, a state
-/// directory outside it, and the remote's tree when SRC is a local path.
+/// directory outside it, and the tree of each upstream that is a local path.
 fn footprint(cfg: &Config) -> Footprint {
     let default_state = cfg.localroot.join(".rrr/state.json");
     Footprint {
         localroot: options::canonical(&cfg.localroot),
         state_dir: (cfg.state_file != default_state).then(|| cfg.state_file.parent().map(options::canonical)).flatten(),
-        origin: (cfg.remote.transport == Reach::Local).then(|| options::canonical(Path::new(&cfg.remote.root))),
+        origins: cfg
+            .upstreams
+            .iter()
+            .filter(|u| u.transport == Reach::Local)
+            .map(|u| options::canonical(Path::new(&u.root)))
+            .collect(),
     }
 }
 

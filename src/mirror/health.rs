@@ -85,6 +85,12 @@ pub(crate) struct Report {
     /// With `--trust-key`: the origin's signed beacon last accepted and
     /// how it stands (none: the mirror does not verify).
     pub signature: Option<SignatureStatus>,
+    /// With several upstreams (docs/decisions.md#several-upstreams): the
+    /// one the last pass read, and each one's last result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<crate::mirror::upstreams::UpstreamRecord>,
 }
 
 /// What `status` says of the origin's signature (`mirror::trusted`).
@@ -172,6 +178,8 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         last_full: text(&state.last_full),
         last_verify: state.last_verify.clone(),
         signature: signature_status(state, now),
+        upstream: state.upstream.clone(),
+        upstreams: state.upstreams.clone(),
     }
 }
 
@@ -544,6 +552,16 @@ pub(crate) fn prometheus(reports: &[Report]) -> String {
         "The last failed attempt's error (first line) as a label, while no success followed.",
         &last_error_rows(reports),
     );
+    let upstreams = upstream_rows(reports);
+    if !upstreams.is_empty() {
+        prometheus_metric(
+            &mut out,
+            "rrr_mirror_upstream_info",
+            "gauge",
+            "Several upstreams: 1 per upstream, with its last result and whether the last pass used it.",
+            &upstreams,
+        );
+    }
     out
 }
 
@@ -576,6 +594,29 @@ fn outcome_rows(reports: &[Report]) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// `rrr_mirror_upstream_info`: each upstream of a tree that has several,
+/// its last result (`fresh`, `stale`, `behind`, `foreign`, `unreachable`,
+/// `none` before it was asked) and `used="1"` for the last pass's.
+fn upstream_rows(reports: &[Report]) -> Vec<(String, f64)> {
+    let mut rows = Vec::new();
+    for r in reports {
+        for u in &r.upstreams {
+            let used = r.upstream.as_deref() == Some(u.remote.as_str());
+            let result = u.result.map_or("none", crate::mirror::upstreams::Verdict::as_str);
+            rows.push((
+                format!(
+                    "{},upstream=\"{}\",result=\"{result}\",used=\"{}\"",
+                    mirror_labels(r),
+                    label_value(&u.remote),
+                    u8::from(used)
+                ),
+                1.0,
+            ));
+        }
+    }
+    rows
+}
+
 /// `rrr_mirror_last_error_info`: the last error's first line, cut to
 /// [`MAX_ERROR_LABEL`] characters, while no success followed it.
 fn last_error_rows(reports: &[Report]) -> Vec<(String, f64)> {
@@ -600,6 +641,26 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
     let secs = |v: Option<f64>| v.map_or("-".to_string(), human::duration);
     let _ = writeln!(out, "localroot        {}", r.localroot);
     let _ = writeln!(out, "remote           {}", r.remote);
+    if !r.upstreams.is_empty() {
+        let _ = writeln!(out, "upstream         {} (the last pass's)", r.upstream.as_deref().unwrap_or("-"));
+        for u in &r.upstreams {
+            let result = u.result.map_or("not asked yet", crate::mirror::upstreams::Verdict::as_str);
+            let mut line = format!("  {}  {result}", u.remote);
+            if let Some(n) = &u.newest {
+                line.push_str(&format!(", index ends {}", when(&Some(n.as_str().to_string()))));
+            }
+            if u.next_try.is_some() {
+                line.push_str(&format!(
+                    ", backing off until {}",
+                    when(&u.next_try.as_ref().map(|e| e.as_str().to_string()))
+                ));
+            }
+            if let Some(m) = &u.message {
+                line.push_str(&format!(": {m}"));
+            }
+            let _ = writeln!(out, "{line}");
+        }
+    }
     if let Some(line) = attempt_line(r, &when) {
         let _ = writeln!(out, "state            {line}");
     }

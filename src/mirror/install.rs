@@ -76,6 +76,9 @@ impl<'a> Mirror<'a> {
             };
             written.with_context(|| format!("cannot install {}", dst.display()))?;
         }
+        if let Some(e) = &newest {
+            self.state.note_newest(e);
+        }
         match newest {
             Some(e) => self.state.installed.insert(f.name.clone(), e),
             None => self.state.installed.remove(&f.name),

@@ -571,6 +571,7 @@ impl Run<'_> {
         let opts = self.opts;
         rep.localroot = self.shown.clone();
         rep.remote = self.cfg.remote.src.clone();
+        rep.upstream = (m.cfg.upstreams.len() > 1).then(|| m.cfg.remote.src.clone());
         if rep.bootstrap && rep.ok && !rep.mass_deletes_held && !opts.dry_run {
             m.state.last_full = Some(self.clock.now());
             m.save()?;

@@ -111,8 +111,12 @@
 //!   "trusted": {"origin", "time", "newest_epoch", "dirtymark", "key", "accepted",
 //!               "max_age"} | null,                 // --trust-key: the last beacon
 //!                                                  // accepted, the rollback floor
-//!   "trust_error": "message"|null                  // --trust-key: why the last pass
+//!   "trust_error": "message"|null,                 // --trust-key: why the last pass
 //!                                                  // refused what it fetched (module trusted)
+//!   "newest_by_dirtymark": {"1700000000.5": "epoch"}, // newest installed/applied
+//!   "upstream": "rsync://…",                       // several upstreams: the last
+//!   "upstreams": [{"remote", "result", …}]         // pass's, each one's last result
+//!                                                  // (mirror::upstreams)
 //! }
 //! ```
 //!
@@ -134,7 +138,8 @@
 //! reachable as `remote`: the SRC forms, the recentfiles' fetch), and
 //! where another (HTTP) would go. Around a pass: [`looping`] (one tree's
 //! run, `--loop`), `fleet` (a config's trees, a thread each) and
-//! [`trigger_pipe`] (how `rrr trigger` wakes a loop).
+//! [`trigger_pipe`] (how `rrr trigger` wakes a loop); `upstreams` (a
+//! tree with several upstreams: which one a pass reads, never backwards).
 
 mod deletes;
 pub(crate) mod fleet;
@@ -158,6 +163,7 @@ mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
 pub(crate) mod trusted;
+pub(crate) mod upstreams;
 
 /// The rsync transport under the name the rest of the crate uses for the
 /// remote (`config`, `ops::news`).
@@ -183,7 +189,11 @@ use std::time::Duration;
 /// ([`crate::mirror::options::resolve`], the one place that builds it).
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
+    /// The upstream the pass reads: the one given, or, with several
+    /// (`upstreams`), the one the pass chose (`mirror::upstreams`).
     pub remote: Remote,
+    /// Every upstream given, in order (one: today's single remote).
+    pub upstreams: Vec<Remote>,
     pub localroot: PathBuf,
     pub state_file: PathBuf,
     pub skip_deletes: bool,
@@ -271,6 +281,9 @@ pub(crate) struct Mirror<'a> {
     /// `--trust-key`, loaded at start: the recentfiles fetched are
     /// verified against the origin's signed beacon ([`trusted`]).
     trust: Option<crate::trust::TrustKeys>,
+    /// With several upstreams: what the last selection found, for the
+    /// state of the pass that uses it (`upstreams::Selected`).
+    selected: Option<upstreams::Selected>,
 }
 
 impl<'a> Mirror<'a> {
@@ -304,6 +317,7 @@ impl<'a> Mirror<'a> {
             files_counted: None,
             attempt: Default::default(),
             trust,
+            selected: None,
         })
     }
 

@@ -7,7 +7,8 @@
 //! `failed`), `RRR_EXIT` (the pass's exit status), `RRR_TRANSFERRED`,
 //! `RRR_BYTES`, `RRR_DELETED`, `RRR_REFUSED`, `RRR_FAILING`,
 //! `RRR_ERRORS`, `RRR_COMPLETE` (`1` or `0`), `RRR_BOOTSTRAP`,
-//! `RRR_SECONDS`, and `RRR_ERROR` (the first error's message, or empty).
+//! `RRR_SECONDS`, `RRR_ERROR` (the first error's message, or empty), and
+//! `RRR_UPSTREAM` (with several upstreams, the one the pass read).
 
 use crate::mirror::PassReport;
 
@@ -61,6 +62,8 @@ pub(crate) fn environment(
         ("RRR_BOOTSTRAP", flag(|r| r.bootstrap)),
         ("RRR_SECONDS", format!("{:.3}", rep.map_or(seconds, |r| r.seconds))),
         ("RRR_ERROR", error.lines().next().unwrap_or("").to_string()),
+        // Several upstreams: the one the pass read (empty with one).
+        ("RRR_UPSTREAM", rep.and_then(|r| r.upstream.clone()).unwrap_or_default()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -73,13 +76,20 @@ mod tests {
 
     #[test]
     fn environment_says_what_the_pass_did() {
-        let rep = PassReport { transferred: 3, bytes: 10, complete: true, ..PassReport::default() };
+        let rep = PassReport {
+            transferred: 3,
+            bytes: 10,
+            complete: true,
+            upstream: Some("b::m/RECENT.recent".into()),
+            ..PassReport::default()
+        };
         let env = environment("/m", "h::m/RECENT.recent", 0, Some(&rep), None, 9.0);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("RRR_STATUS"), Some("ok"));
         assert_eq!(get("RRR_TRANSFERRED"), Some("3"));
         assert_eq!(get("RRR_COMPLETE"), Some("1"));
         assert_eq!(get("RRR_LOCALROOT"), Some("/m"));
+        assert_eq!(get("RRR_UPSTREAM"), Some("b::m/RECENT.recent"));
         let env = environment("/m", "r", 2, None, Some("rsync failed with code 5: x\nmore"), 6.4);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!((get("RRR_STATUS"), get("RRR_ERROR")), (Some("failed"), Some("rsync failed with code 5: x")));

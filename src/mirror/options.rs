@@ -327,6 +327,10 @@ impl clap::Args for CommandLine {
 pub struct TreeSpec {
     /// The remote principal (SRC), parsed by `resolve`.
     pub remote: String,
+    /// Further upstreams of the same collection (`--remote` repeated, or
+    /// `remote = [..]`), in the order given after `remote`: each pass uses
+    /// the freshest that answers (`mirror::upstreams`). Empty: one remote.
+    pub more_remotes: Vec<String>,
     /// The local tree mirrored into.
     pub localroot: PathBuf,
     /// `None`: `<localroot>/.rrr/state.json`.
@@ -357,9 +361,11 @@ pub struct RunFlags {
 /// parsed here.
 pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result<Config, String> {
     let remote = Remote::parse(&tree.remote).map_err(|e| format!("{e:#}"))?;
+    let upstreams = upstreams_of(&remote, &tree.more_remotes)?;
     let on_pass_timeout = o.on_pass_timeout.map_or(crate::hook::DEFAULT_TIMEOUT, |s| Duration::from_secs_f64(s.0));
     Ok(Config {
         remote,
+        upstreams,
         localroot: tree.localroot.clone(),
         state_file: tree.state_file(),
         skip_deletes: o.skip_deletes.unwrap_or(false),
@@ -393,6 +399,29 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
             None => DEFAULT_MAX_SIGNATURE_AGE.parse::<SignatureAge>().map(|a| a.value)?,
         },
     })
+}
+
+/// Every upstream of a tree, `first` first, each parsed; all must name the
+/// same principal file (`RECENT.recent`, or the same recentfile): they are
+/// copies of one collection, reached at other places
+/// (docs/decisions.md#several-upstreams). The same place twice is refused.
+pub(crate) fn upstreams_of(first: &Remote, more: &[String]) -> Result<Vec<Remote>, String> {
+    let mut all = vec![first.clone()];
+    for src in more {
+        let r = Remote::parse(src).map_err(|e| format!("{e:#}"))?;
+        if r.name != first.name {
+            return Err(format!(
+                "remote {src:?} names {}, but {:?} names {}: every upstream of a tree must name the same \
+                 principal (the same collection at another place)",
+                r.name, first.src, first.name
+            ));
+        }
+        if let Some(same) = all.iter().find(|u| u.normalized() == r.normalized()) {
+            return Err(format!("remote {src:?} is given twice (as {:?})", same.src));
+        }
+        all.push(r);
+    }
+    Ok(all)
 }
 
 /// One `[[tree]]` table: which tree, and the options its table sets.
@@ -488,6 +517,7 @@ impl MirrorConfig {
             let DeValue::Table(mut t) = t.into_inner() else {
                 return Err(named(format!("tree {n} is not a table")));
             };
+            let remotes = take_remotes(&mut t, &src, n)?;
             let mut take = |key: &str| -> Result<Option<(String, Range<usize>)>, String> {
                 let Some(v) = t.remove(key) else { return Ok(None) };
                 let at = v.span();
@@ -500,17 +530,27 @@ impl MirrorConfig {
                     )),
                 }
             };
-            let (remote, localroot, state) = (take("remote")?, take("localroot")?, take("state")?);
+            let (localroot, state) = (take("localroot")?, take("state")?);
+            let remote = remotes.as_ref().map(|(r, at)| (r[0].clone(), at.clone()));
             let (Some((remote, remote_at)), Some((localroot, _))) = (remote.clone(), localroot.clone()) else {
                 let missing = if remote.is_none() { "remote" } else { "localroot" };
                 return Err(src.error(Some(span), &format!("[[tree]] {n}"), &format!("no {missing}{}", typo_hint(&t))));
             };
             let layer = format!("[[tree]] {n}, localroot {localroot}");
-            Remote::parse(&remote).map_err(|e| src.error(Some(remote_at), &layer, &format!("remote: {e:#}")))?;
+            let first = Remote::parse(&remote)
+                .map_err(|e| src.error(Some(remote_at.clone()), &layer, &format!("remote: {e:#}")))?;
+            let more_remotes: Vec<String> = remotes.map(|(r, _)| r[1..].to_vec()).unwrap_or_default();
+            upstreams_of(&first, &more_remotes)
+                .map_err(|e| src.error(Some(remote_at), &layer, &format!("remote: {e}")))?;
             let mut options = src.layer(Spanned::new(span, t), &layer)?;
             options.password_file = options.password_file.map(|p| base.join(p));
             options.trust_key = options.trust_key.map(|v| v.into_iter().map(|p| base.join(p)).collect());
-            let tree = TreeSpec { remote, localroot: base.join(localroot), state: state.map(|(s, _)| base.join(s)) };
+            let tree = TreeSpec {
+                remote,
+                more_remotes,
+                localroot: base.join(localroot),
+                state: state.map(|(s, _)| base.join(s)),
+            };
             tables.push(TreeTable { tree, options });
         }
         Ok(MirrorConfig { defaults, trees: tables })
@@ -520,6 +560,34 @@ impl MirrorConfig {
     /// the file's defaults.
     pub fn merged<'a>(&'a self, cli: &'a OptionLayer) -> impl Iterator<Item = (&'a TreeSpec, OptionLayer)> + 'a {
         self.trees.iter().map(move |t| (&t.tree, OptionLayer::merge(&[cli, &t.options, &self.defaults])))
+    }
+}
+
+/// A table's upstreams, and where `remote` is in the file.
+type Remotes = (Vec<String>, Range<usize>);
+
+/// A table's `remote`: one string, or an array of at least one string
+/// (several upstreams), with where it is in the file.
+fn take_remotes(t: &mut DeTable<'_>, src: &Source<'_>, n: usize) -> Result<Option<Remotes>, String> {
+    let Some(v) = t.remove("remote") else { return Ok(None) };
+    let at = v.span();
+    let bad = |what: &str| src.error(Some(at.clone()), &format!("[[tree]] {n}"), what);
+    match v.into_inner() {
+        DeValue::String(s) => Ok(Some((vec![s.into_owned()], at))),
+        DeValue::Array(a) => {
+            let mut all = Vec::new();
+            for item in a.iter() {
+                match item.get_ref() {
+                    DeValue::String(s) => all.push(s.to_string()),
+                    v => return Err(bad(&format!("remote must be a string or strings, not {}", v.type_str()))),
+                }
+            }
+            if all.is_empty() {
+                return Err(bad("remote = []: name at least one upstream"));
+            }
+            Ok(Some((all, at)))
+        }
+        v => Err(bad(&format!("remote must be a string, not {}", v.type_str()))),
     }
 }
 
@@ -586,8 +654,8 @@ pub struct Footprint {
     pub localroot: PathBuf,
     /// The directory of its state file when `--state` puts it elsewhere.
     pub state_dir: Option<PathBuf>,
-    /// The remote's own tree when SRC is a local path.
-    pub origin: Option<PathBuf>,
+    /// The remote's own tree for each upstream that is a local path.
+    pub origins: Vec<PathBuf>,
 }
 
 /// Refuse trees that would write into each other or into their own
@@ -598,7 +666,7 @@ pub struct Footprint {
 pub fn check_footprints(trees: &[Footprint]) -> Result<(), String> {
     let overlap = |a: &Path, b: &Path| a.starts_with(b) || b.starts_with(a);
     for (i, t) in trees.iter().enumerate() {
-        if let Some(o) = &t.origin {
+        for o in &t.origins {
             if overlap(&t.localroot, o) {
                 return Err(format!(
                     "localroot {} overlaps its own remote's tree {}: a mirror cannot be mirrored into itself",
@@ -641,7 +709,12 @@ mod tests {
     }
 
     fn tree() -> TreeSpec {
-        TreeSpec { remote: "rsync://h/M/RECENT.recent".into(), localroot: "/srv/m".into(), state: None }
+        TreeSpec {
+            remote: "rsync://h/M/RECENT.recent".into(),
+            more_remotes: Vec::new(),
+            localroot: "/srv/m".into(),
+            state: None,
+        }
     }
 
     /// Each option once through each layer: the command line beats the
@@ -845,12 +918,38 @@ skip_deletes = true
         assert!(e.starts_with("config m.toml line 2 ([[tree]] 1, localroot /a): remote: "), "{e}");
     }
 
+    /// `remote` as an array names several upstreams; each must name the
+    /// same principal file, none twice; a string stays one upstream.
+    #[test]
+    fn several_upstreams_of_one_tree() {
+        let parse = |remote: &str| {
+            MirrorConfig::parse(&format!("[[tree]]\nremote = {remote}\nlocalroot = \"/a\"\n"), Path::new("m.toml"))
+        };
+        let c = parse(r#"["rsync://a/M/RECENT.recent", "b::M/x/RECENT.recent"]"#).unwrap();
+        let cfg = resolve(&c.trees[0].tree, &c.trees[0].options, RunFlags::default()).unwrap();
+        let srcs: Vec<&str> = cfg.upstreams.iter().map(|u| u.src.as_str()).collect();
+        assert_eq!(srcs, ["rsync://a/M/RECENT.recent", "b::M/x/RECENT.recent"]);
+        assert_eq!(cfg.remote.src, "rsync://a/M/RECENT.recent", "the first given until a pass chooses");
+        let one = parse(r#""rsync://a/M/RECENT.recent""#).unwrap();
+        let cfg = resolve(&one.trees[0].tree, &one.trees[0].options, RunFlags::default()).unwrap();
+        assert_eq!(cfg.upstreams.len(), 1);
+        let e = parse(r#"["rsync://a/M/RECENT.recent", "b::M/RECENT-1h.yaml"]"#).unwrap_err();
+        assert!(
+            e.starts_with("config m.toml line 2 ([[tree]] 1, localroot /a): remote: ") && e.contains("same principal"),
+            "{e}"
+        );
+        let e = parse(r#"["rsync://a/M/RECENT.recent", "a::M/RECENT.recent"]"#).unwrap_err();
+        assert!(e.contains("given twice"), "{e}");
+        assert!(parse("[]").unwrap_err().contains("at least one"));
+        assert!(parse("[1]").unwrap_err().contains("must be a string"));
+    }
+
     #[test]
     fn overlapping_trees_are_refused() {
         let fp = |root: &str, state: Option<&str>, origin: Option<&str>| Footprint {
             localroot: root.into(),
             state_dir: state.map(PathBuf::from),
-            origin: origin.map(PathBuf::from),
+            origins: origin.map(PathBuf::from).into_iter().collect(),
         };
         assert!(check_footprints(&[fp("/m/a", None, None), fp("/m/b", Some("/var/s"), None)]).is_ok());
         assert!(check_footprints(&[fp("/m/ab", None, None), fp("/m/a", None, None)]).is_ok(), "a prefix, not a parent");
@@ -862,6 +961,9 @@ skip_deletes = true
         assert!(check_footprints(&[fp("/srv/o", None, Some("/srv/o"))]).unwrap_err().contains("itself"));
         assert!(check_footprints(&[fp("/srv/o/sub", None, Some("/srv/o"))]).is_err());
         assert!(check_footprints(&[fp("/srv/m", None, Some("/srv/o"))]).is_ok());
+        // Every local upstream counts, not only the first.
+        let two = Footprint { origins: vec!["/srv/x".into(), "/srv/o".into()], ..fp("/srv/o/sub", None, None) };
+        assert!(check_footprints(&[two]).unwrap_err().contains("/srv/o"));
     }
 
     #[test]

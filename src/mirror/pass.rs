@@ -138,6 +138,10 @@ impl<'a> Mirror<'a> {
     /// or the link's target is not known yet, the whole index
     /// ([`FetchDir::fetch_index_until`]). Returns its name, content and layout.
     pub(super) fn fetch_principal(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {
+        if self.cfg.upstreams.len() > 1 {
+            // Several upstreams: this pass reads the freshest usable one.
+            self.choose_upstream()?;
+        }
         let remote = self.cfg.remote.clone();
         let last = self.state.principal.clone();
         let whole = self.bootstrap_due() || (remote.is_link() && last.is_none());
@@ -182,10 +186,13 @@ impl<'a> Mirror<'a> {
             let names: Vec<String> = layout.intervals.iter().map(|iv| layout.name_of(iv)).collect();
             dir.wait_landed(&names)?;
         }
-        // Every recentfile of this fetch, before its events are used.
+        // Every recentfile of this fetch, before its events are used (the
+        // upstream's answer included).
         let names: Vec<String> = layout.intervals.iter().map(|iv| layout.name_of(iv)).collect();
         self.trust_fetched(dir, &name, &names)?;
-        Ok((Fetched { name, rf }, layout))
+        let fetched = Fetched { name, rf };
+        self.check_upstream_answer(dir, &fetched, &layout.filenameroot)?;
+        Ok((fetched, layout))
     }
 
     /// The principal for a pass: the one the preflight fetched, or a new fetch.
@@ -302,6 +309,7 @@ impl<'a> Mirror<'a> {
                 return Err(e);
             }
         };
+        self.record_selection();
         // Dirtymark: a change means events were inserted into the past.
         let dm = principal.rf.meta.dirtymark.clone();
         if self.state.dirtymark != dm && !self.state.done_union().is_empty() {

@@ -20,8 +20,10 @@ use std::time::Duration;
 fn mirror(dir: &Path, dirs: LocalDirs) -> Mirror<'static> {
     let localroot = dir.join("mirror");
     fs::create_dir_all(localroot.join(".rrr")).unwrap();
+    let remote = Remote::parse(&format!("{}/RECENT.recent", dirs.origin.display())).unwrap();
     let cfg = Config {
-        remote: Remote::parse(&format!("{}/RECENT.recent", dirs.origin.display())).unwrap(),
+        upstreams: vec![remote.clone()],
+        remote,
         state_file: localroot.join(".rrr/state.json"),
         localroot,
         skip_deletes: false,

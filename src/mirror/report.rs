@@ -31,6 +31,9 @@ pub(crate) struct PassReport {
     /// The tree (absolute) and SRC, so that the passes of several trees can be told apart.
     pub localroot: String,
     pub remote: String,
+    /// With several upstreams: the one this pass read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
     /// The pass finished without errors (refused events are not errors).
     pub ok: bool,
     /// Every event of the principal and the files it needs is done.

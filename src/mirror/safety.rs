@@ -188,7 +188,9 @@ impl<'a> Mirror<'a> {
     /// attempts (`tried`). In memory only.
     fn state_for(&mut self, decision: &Decision, facts: &Facts, on_disk: Option<State>, tried: Option<State>) -> State {
         let now = self.clock.now();
-        let src = self.cfg.remote.src.clone();
+        // With several upstreams the tree's first names it (the one a pass
+        // reads is `upstream`, mirror::upstreams).
+        let src = self.cfg.upstreams.first().unwrap_or(&self.cfg.remote).src.clone();
         let shown = self.cfg.localroot.display().to_string();
         let remote_coll = facts.remote.as_ref().map_or_else(String::new, |c| format!(" ({c})"));
         let fresh = || match tried {
@@ -282,7 +284,13 @@ impl<'a> Mirror<'a> {
             has_state: on_disk.is_some(),
             state_id: on_disk.and_then(|s| s.id.clone()),
             state_collection: on_disk.and_then(State::collection),
-            same_remote: on_disk.is_some_and(|s| Remote::parse(&s.remote).is_ok_and(|r| r.normalized() == norm)),
+            // With several upstreams, the state names the one it was made with.
+            same_remote: on_disk.is_some_and(|s| {
+                Remote::parse(&s.remote).is_ok_and(|r| {
+                    let r = r.normalized();
+                    r == norm || self.cfg.upstreams.iter().any(|u| u.normalized() == r)
+                })
+            }),
             external_state: ownership::is_external(&self.cfg.state_file, root),
             marker: ownership::read_marker(root),
             tree: Some(tree),

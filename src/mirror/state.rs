@@ -201,6 +201,17 @@ pub(crate) struct State {
     /// does not vouch for); `None` after a pass that verified. `check`
     /// CRITICAL "signature".
     pub trust_error: Option<String>,
+    /// With several upstreams (docs/decisions.md#several-upstreams): the
+    /// one the last pass read, as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Each upstream's last result, in the order given (`mirror::upstreams`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<crate::mirror::upstreams::UpstreamRecord>,
+    /// The newest epoch this mirror installed (a recentfile's newest event)
+    /// or applied, per dirtymark (`""`: none): never read an upstream
+    /// whose index is older (`mirror::upstreams`).
+    pub newest_by_dirtymark: BTreeMap<String, Epoch>,
 }
 
 /// What the state keeps of the last accepted beacon (`recentfile::beacon::Beacon`
@@ -315,6 +326,17 @@ impl State {
     pub(super) fn note_applied(&mut self, e: &Epoch) {
         if self.newest_applied.as_ref().is_none_or(|n| e > n) {
             self.newest_applied = Some(e.clone());
+        }
+        self.note_newest(e);
+    }
+
+    /// `e` was installed or applied under the current dirtymark: the
+    /// mirror never reads an upstream older than that again.
+    pub(super) fn note_newest(&mut self, e: &Epoch) {
+        let key = crate::mirror::upstreams::dirtymark_key(self.dirtymark.as_ref());
+        let newest = self.newest_by_dirtymark.entry(key).or_insert_with(|| e.clone());
+        if e > newest {
+            *newest = e.clone();
         }
     }
 

@@ -76,7 +76,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ("RSYNC_PASSWORD", "passed on to rsync for daemon sources (rrr-client --password sets it)"),
     ("RUST_LOG", "log filter, e.g. debug or rrr=trace; wins over -v/-q"),
     ("TERM, CI", "TERM=dumb or CI set: no progress bars"),
-    ("RRR_* (hooks)", "set for an --on-pass hook: RRR_LOCALROOT, RRR_REMOTE, RRR_STATUS, RRR_EXIT, RRR_TRANSFERRED, RRR_BYTES, RRR_DELETED, RRR_REFUSED, RRR_FAILING, RRR_ERRORS, RRR_COMPLETE, RRR_BOOTSTRAP, RRR_SECONDS, RRR_ERROR"),
+    ("RRR_* (hooks)", "set for an --on-pass hook: RRR_LOCALROOT, RRR_REMOTE, RRR_STATUS, RRR_EXIT, RRR_TRANSFERRED, RRR_BYTES, RRR_DELETED, RRR_REFUSED, RRR_FAILING, RRR_ERRORS, RRR_COMPLETE, RRR_BOOTSTRAP, RRR_SECONDS, RRR_ERROR, RRR_UPSTREAM"),
 ];
 
 /// (what it does, the command line) per command; `rrr` for the overview.

@@ -13,8 +13,10 @@ use std::path::PathBuf;
 pub struct RmirrorArgs {
     /// The remote principal: rsync://HOST[:PORT]/MODULE/PATH/RECENT.recent,
     /// HOST::MODULE/PATH/RECENT.recent, HOST:PATH/RECENT.recent or a local path.
+    /// Repeat it for several upstreams of the same collection: each pass
+    /// uses the freshest that answers, never one behind this mirror.
     #[arg(long, value_name = "SRC", required_unless_present = "config", requires = "localroot")]
-    pub remote: Option<String>,
+    pub remote: Vec<String>,
     /// The local tree.
     #[arg(long, value_name = "DIR", required_unless_present = "config")]
     pub localroot: Option<PathBuf>,
@@ -58,7 +60,10 @@ impl From<RmirrorArgs> for Options {
     fn from(a: RmirrorArgs) -> Options {
         let trees = match (a.config, a.remote, a.localroot) {
             (Some(file), _, _) => Trees::Config(file),
-            (None, Some(remote), Some(localroot)) => Trees::One(TreeSpec { remote, localroot, state: a.state }),
+            (None, mut remotes, Some(localroot)) if !remotes.is_empty() => {
+                let remote = remotes.remove(0);
+                Trees::One(TreeSpec { remote, more_remotes: remotes, localroot, state: a.state })
+            }
             _ => unreachable!("clap requires --config or --remote with --localroot"),
         };
         Options {

@@ -1,0 +1,548 @@
+//! A tree with several upstreams (docs/decisions.md#several-upstreams):
+//! which one a pass reads, never going backwards.
+//!
+//! `--remote` repeated, or `remote = ["…", "…"]` in a `[[tree]]` table,
+//! names copies of one collection at several places (every one the same
+//! principal file name, `options::upstreams_of`). With one upstream none
+//! of this runs: the pass reads it as it always did.
+//!
+//! With several, before a pass fetches its principal
+//! ([`Mirror::choose_upstream`]), every upstream that is not backing off
+//! is asked for its principal at once, each on a thread of its own, each
+//! one rsync call bounded by the tree's `--timeout` (`contimeout` for the
+//! connection): a dead upstream delays the pass by at most that, however
+//! many there are (the heartbeat goes on meanwhile, as during a long
+//! fetch). [`select`] (pure) then judges each answer against what
+//! this mirror already has ([`Known`]):
+//!
+//! - **foreign**: another collection: another filenameroot, or another
+//!   dirtymark than the one the state records. A changed dirtymark is the
+//!   protocol's "the origin rewrote its past, forget what is done" only
+//!   when *every* upstream answered with the same new one: a single
+//!   upstream of another collection, or a lone survivor, never makes a
+//!   mirror forget (and resync against, deleting what it lacks). A mirror
+//!   that owns nothing yet takes the collection most upstreams answer
+//!   with, the first given on a tie;
+//! - **behind**: its principal's newest epoch is older than the newest
+//!   this mirror installed or applied under that dirtymark
+//!   (`State::newest_by_dirtymark`): reading it would republish an older
+//!   index downstream, and its whole-tree pass would delete newer files;
+//! - **unreachable**: it did not answer (or answered with no valid
+//!   principal); it backs off: skipped for the loop's pause after as many
+//!   failures in a row (`looping::pause_after`: the interval, doubled per
+//!   failure, at most 10 minutes), then asked again. When every upstream
+//!   is backing off, all are asked. Foreign and behind ones are asked
+//!   every pass (they answer; they may catch up, or the origin's new
+//!   dirtymark reach every upstream);
+//! - of the rest the **fresh**est is used ([`freshness_of`]; the first
+//!   given on a tie), the others are **stale** (usable, older).
+//!
+//! No usable upstream fails the pass, its error naming each upstream and
+//! why. The pass then fetches its principal from the chosen upstream as
+//! with one remote (one more connection, to it), and checks that principal
+//! once more ([`Mirror::check_upstream_answer`]): it may have moved
+//! meanwhile. The state records the upstream used and each one's result
+//! ([`UpstreamRecord`]); `status`, `status --json` and the Prometheus
+//! textfile show them (`mirror::health`).
+
+use super::ownership::CollectionId;
+use super::remote::{check_meta, FetchDir, FetchWatch, Remote, RsyncSettings};
+use super::report::Fetched;
+use super::Mirror;
+use crate::epoch::Epoch;
+use crate::recentfile::Recentfile;
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What one upstream's last answer was worth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Verdict {
+    /// The freshest that answered (the one used, or as fresh as it).
+    Fresh,
+    /// Usable, but older than the one used.
+    Stale,
+    /// Older than what this mirror installed from the same collection: refused.
+    Behind,
+    /// Another collection (filenameroot or dirtymark): refused.
+    Foreign,
+    /// No answer, or no valid principal.
+    Unreachable,
+}
+
+impl Verdict {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Fresh => "fresh",
+            Verdict::Stale => "stale",
+            Verdict::Behind => "behind",
+            Verdict::Foreign => "foreign",
+            Verdict::Unreachable => "unreachable",
+        }
+    }
+
+    /// A failing upstream, which backs off. A foreign one answered, and is
+    /// asked every pass: the pass in which every upstream shows the same
+    /// new dirtymark is the origin's dirtymark change.
+    fn fails(self) -> bool {
+        self == Verdict::Unreachable
+    }
+
+    /// An upstream that may be read.
+    fn usable(self) -> bool {
+        matches!(self, Verdict::Fresh | Verdict::Stale)
+    }
+}
+
+/// One upstream's last result, as the state keeps it (in the order given).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct UpstreamRecord {
+    /// The upstream, as given.
+    pub remote: String,
+    /// Its last result; `None` before it was first asked.
+    pub result: Option<Verdict>,
+    /// Why it was refused or not reached.
+    pub message: Option<String>,
+    /// The newest epoch of its principal at its last answer.
+    pub newest: Option<Epoch>,
+    /// When it was last asked.
+    pub last_try: Option<Epoch>,
+    /// Failures (unreachable) in a row.
+    pub failures: u32,
+    /// Not asked again before this (backing off).
+    pub next_try: Option<Epoch>,
+}
+
+/// What an upstream answered: its collection and how fresh it is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Answer {
+    pub collection: CollectionId,
+    /// The newest epoch its principal knows ([`newest_epoch`]).
+    pub newest: Option<Epoch>,
+    /// What ranks it ([`freshness_of`]).
+    pub freshness: Option<Epoch>,
+}
+
+/// What the mirror already has, that an upstream must not go back behind.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Known {
+    /// The collection the state records, once it owns something.
+    pub collection: Option<CollectionId>,
+    /// `State::newest_by_dirtymark`.
+    pub newest_by_dirtymark: BTreeMap<String, Epoch>,
+}
+
+/// The key of `State::newest_by_dirtymark`: the dirtymark, `""` for none.
+pub(crate) fn dirtymark_key(dm: Option<&Epoch>) -> String {
+    dm.map_or_else(String::new, |d| d.as_str().to_string())
+}
+
+/// The newest epoch a principal knows: its newest event, or the epoch it
+/// merged into the next file through (an origin quiet for longer than the
+/// principal spans lists no event).
+pub(crate) fn newest_epoch(rf: &Recentfile) -> Option<Epoch> {
+    let newest = rf.newest().map(|e| e.epoch.clone());
+    let merged = rf.meta.merged.epoch().cloned();
+    newest.max(merged)
+}
+
+/// How fresh an upstream is, to rank those that answered: the newest
+/// epoch its principal knows. THE ONE PLACE the origin's beacon goes: once
+/// the beacon beside the principal (`RECENT.beacon.json`, with the
+/// origin's `time`) is parsed (trust's code), [`probe`] fetches it with the
+/// principal into `dir` and this ranks by the beacon's origin time, falling
+/// back to the newest epoch when an upstream holds no beacon. "Behind"
+/// stays judged by [`newest_epoch`], which is what an index installs.
+pub(crate) fn freshness_of(dir: &FetchDir, principal: &Recentfile) -> Option<Epoch> {
+    // Trust's beacon: read from `dir` here, once its parser is on main.
+    let _ = dir;
+    newest_epoch(principal)
+}
+
+/// The result of [`select`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Selection {
+    /// The upstream to use.
+    pub chosen: Option<usize>,
+    /// Per upstream (as given): its verdict and why, or `None` when it was
+    /// not asked (backing off).
+    pub verdicts: Vec<Option<(Verdict, String)>>,
+    /// The collection the chosen one belongs to.
+    pub collection: Option<CollectionId>,
+}
+
+/// Judge the answers (per upstream, as given; `None`: not asked) against
+/// what the mirror has (see the module docs). Pure.
+pub(crate) fn select(answers: &[Option<Result<Answer, String>>], known: &Known) -> Selection {
+    let ok: Vec<(usize, &Answer)> =
+        answers.iter().enumerate().filter_map(|(i, a)| Some((i, a.as_ref()?.as_ref().ok()?))).collect();
+    let all_answered = answers.iter().all(|a| matches!(a, Some(Ok(_))));
+    let reference = match &known.collection {
+        Some(c) => {
+            // Every upstream agrees on a new dirtymark of the same files:
+            // the origin rewrote its past (protocol: forget and resync).
+            let first = ok.first().map(|(_, a)| &a.collection);
+            match first {
+                Some(new)
+                    if all_answered
+                        && new.filenameroot == c.filenameroot
+                        && new != c
+                        && ok.iter().all(|(_, a)| a.collection == *new) =>
+                {
+                    Some(new.clone())
+                }
+                _ => Some(c.clone()),
+            }
+        }
+        None => {
+            // The collection most upstreams answer with, the first on a tie.
+            let count = |c: &CollectionId| ok.iter().filter(|(_, a)| a.collection == *c).count();
+            let mut best: Option<&CollectionId> = None;
+            for (_, a) in &ok {
+                if best.is_none_or(|b| count(&a.collection) > count(b)) {
+                    best = Some(&a.collection);
+                }
+            }
+            best.cloned()
+        }
+    };
+    let floor = reference.as_ref().and_then(|r| known.newest_by_dirtymark.get(&dirtymark_key(r.dirtymark.as_ref())));
+    let mut verdicts: Vec<Option<(Verdict, String)>> = answers
+        .iter()
+        .map(|a| match a {
+            None => None,
+            Some(Err(e)) => Some((Verdict::Unreachable, e.clone())),
+            Some(Ok(a)) => Some(match (&reference, floor) {
+                (Some(r), _) if a.collection != *r => (
+                    Verdict::Foreign,
+                    format!("another collection ({}) than this mirror's ({r}): refused", a.collection),
+                ),
+                (_, Some(floor)) if a.newest.as_ref().is_none_or(|n| n < floor) => (
+                    Verdict::Behind,
+                    format!(
+                        "its index ends at {}, older than {} this mirror already has: refused (never backwards)",
+                        a.newest.as_ref().map_or("nothing", |n| n.as_str()),
+                        floor.as_str()
+                    ),
+                ),
+                _ => (Verdict::Fresh, String::new()),
+            }),
+        })
+        .collect();
+    let usable: Vec<bool> = verdicts.iter().map(|v| matches!(v, Some((Verdict::Fresh, _)))).collect();
+    let mut chosen: Option<usize> = None;
+    for &(i, a) in &ok {
+        if usable[i] && chosen.is_none_or(|c| a.freshness > ok.iter().find(|(j, _)| *j == c).unwrap().1.freshness) {
+            chosen = Some(i);
+        }
+    }
+    if let Some(c) = chosen {
+        let best = ok.iter().find(|(j, _)| *j == c).map(|(_, a)| a.freshness.clone()).unwrap_or_default();
+        for &(i, a) in &ok {
+            if usable[i] && a.freshness < best {
+                let n = a.newest.as_ref().map_or("nothing", |n| n.as_str());
+                verdicts[i] = Some((Verdict::Stale, format!("older than the one used (its index ends at {n})")));
+            }
+        }
+    }
+    Selection { chosen, verdicts, collection: chosen.and(reference) }
+}
+
+/// What a selection decided, kept until the pass that uses it records it
+/// in the state (a selection made before ownership was settled would be
+/// lost with the state it replaced).
+#[derive(Clone, Debug)]
+pub(crate) struct Selected {
+    /// The upstream used, as given.
+    pub remote: String,
+    /// Its collection, which the pass's own fetch must show again.
+    pub collection: CollectionId,
+    /// Every upstream's record after this selection.
+    pub records: Vec<UpstreamRecord>,
+}
+
+/// Ask one upstream for its principal: one rsync call for the link (with
+/// the principal it pointed to last time), one more when it points
+/// elsewhere now; no retry (a dead upstream costs one `--timeout`).
+fn probe(remote: &Remote, settings: &RsyncSettings, last: Option<&str>, max_size: u64) -> Result<Answer> {
+    let dir = FetchDir::new(&std::env::temp_dir())?;
+    let fetch = |names: &[&str]| -> Result<()> {
+        let mut quiet = |_: super::transport::Output<'_>| {};
+        let mut watch = FetchWatch { max_size, on_output: &mut quiet, quiet: super::pass_progress::quiet_period() };
+        dir.fetch_until_landed(remote, settings, names, &mut watch)?;
+        dir.settle()
+    };
+    let mut names = vec![remote.name.as_str()];
+    if remote.is_link() {
+        names.extend(last.filter(|l| *l != remote.name));
+    }
+    fetch(&names)?;
+    let name = if remote.is_link() {
+        let Some(target) = dir.resolve_principal(&remote.name, max_size)? else {
+            bail!("{} does not exist", remote.source(&remote.name));
+        };
+        if !dir.landed(&target) {
+            fetch(&[&target])?;
+        }
+        target
+    } else {
+        remote.name.clone()
+    };
+    let Some(rf) = dir.read(&name, max_size)? else {
+        bail!("principal {} does not exist", remote.source(&name));
+    };
+    let layout = check_meta(&name, &rf)?;
+    Ok(Answer {
+        collection: CollectionId { filenameroot: layout.filenameroot, dirtymark: rf.meta.dirtymark.clone() },
+        newest: newest_epoch(&rf),
+        freshness: freshness_of(&dir, &rf),
+    })
+}
+
+impl Mirror<'_> {
+    /// What the state says the mirror has: its collection once it owns
+    /// something, and the newest epochs per dirtymark.
+    fn known(&self) -> Known {
+        let owns = !self.state.installed.is_empty() || !self.state.done_union().is_empty();
+        let mut newest_by_dirtymark = self.state.newest_by_dirtymark.clone();
+        if owns {
+            // A state written before it kept this (a mirror given a second
+            // upstream later): its copies and applied events tell.
+            let had = self.state.installed.values().chain(&self.state.newest_applied).max().cloned();
+            let key = dirtymark_key(self.state.dirtymark.as_ref());
+            if let (Some(had), false) = (had, newest_by_dirtymark.contains_key(&key)) {
+                newest_by_dirtymark.insert(key, had);
+            }
+        }
+        Known { collection: self.state.collection().filter(|_| owns), newest_by_dirtymark }
+    }
+
+    /// With several upstreams, before the principal is fetched: ask each
+    /// that is not backing off, [`select`], and read the chosen one from
+    /// here on (`cfg.remote` and the transport). An error names every
+    /// upstream and why none can be used.
+    pub(super) fn choose_upstream(&mut self) -> Result<()> {
+        let now = self.clock.now();
+        let upstreams = self.cfg.upstreams.clone();
+        let mut records: Vec<UpstreamRecord> = upstreams
+            .iter()
+            .map(|u| {
+                let old = self.state.upstreams.iter().find(|r| r.remote == u.src);
+                UpstreamRecord { remote: u.src.clone(), ..old.cloned().unwrap_or_default() }
+            })
+            .collect();
+        let due: Vec<bool> =
+            records.iter().map(|r| r.next_try.as_ref().is_none_or(|t| t.to_f64() <= now.to_f64())).collect();
+        let every = !due.contains(&true);
+        let (settings, last, max) =
+            (self.cfg.rsync.clone(), self.state.principal.clone(), self.cfg.max_recentfile_size);
+        let mut answers: Vec<Option<Result<Answer, String>>> = vec![None; upstreams.len()];
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let mut waiting = 0;
+            for (i, u) in upstreams.iter().enumerate().filter(|(i, _)| due[*i] || every) {
+                let (tx, settings, last) = (tx.clone(), &settings, last.as_deref());
+                waiting += 1;
+                s.spawn(move || {
+                    let answer = probe(u, settings, last, max).map_err(|e| format!("{e:#}"));
+                    let _ = tx.send((i, answer));
+                });
+            }
+            drop(tx);
+            // A slow upstream keeps the heartbeat going, as a long fetch does.
+            while waiting > 0 {
+                match rx.recv_timeout(super::pass_progress::quiet_period()) {
+                    Ok((i, answer)) => {
+                        answers[i] = Some(answer);
+                        waiting -= 1;
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => self.beat_now("recentfiles"),
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        });
+        for (i, a) in answers.iter_mut().enumerate() {
+            if a.is_none() && (due[i] || every) {
+                *a = Some(Err("internal error: the probe ended without an answer".into()));
+            }
+        }
+        if self.stopped() {
+            return Err(crate::sys::signals::Interrupted.into());
+        }
+        let sel = select(&answers, &self.known());
+        for ((r, a), v) in records.iter_mut().zip(&answers).zip(&sel.verdicts) {
+            let Some((verdict, why)) = v else { continue };
+            // A warning when an upstream's result changes, not every pass
+            // (a tier-1 that stays behind would say so 4,320 times a day).
+            let news = r.result != Some(*verdict);
+            r.result = Some(*verdict);
+            r.message = Some(why.clone()).filter(|w| !w.is_empty());
+            r.newest = a.as_ref().and_then(|a| a.as_ref().ok()).and_then(|a| a.newest.clone());
+            r.last_try = Some(now.clone());
+            if verdict.fails() {
+                r.failures += 1;
+                let pause = super::looping::pause_after(self.cfg.interval, r.failures);
+                r.next_try = Some(Epoch::from_clock(now.to_f64() + pause.as_secs_f64()));
+            } else {
+                r.failures = 0;
+                r.next_try = None;
+            }
+            if verdict.usable() {
+                continue;
+            }
+            let mut line = format!("upstream {}: {} ({why})", r.remote, verdict.as_str());
+            if let Some(t) = &r.next_try {
+                let pause = (t.to_f64() - now.to_f64()).max(0.0);
+                line.push_str(&format!("; asked again after {}", crate::output::human::duration(pause)));
+            }
+            if news {
+                tracing::warn!("{line}");
+            } else {
+                tracing::debug!("{line}");
+            }
+        }
+        self.state.upstreams = records.clone();
+        let (Some(i), Some(collection)) = (sel.chosen, sel.collection) else {
+            let why: Vec<String> = records
+                .iter()
+                .map(|r| {
+                    let v = r.result.map_or("not asked", Verdict::as_str);
+                    let m = r.message.as_deref().map_or(String::new(), |m| format!(": {m}"));
+                    format!("{} {v}{m}", r.remote)
+                })
+                .collect();
+            bail!("no upstream can be used: {}", why.join("; "));
+        };
+        let chosen = upstreams[i].clone();
+        if chosen.src != self.cfg.remote.src {
+            tracing::info!("reading upstream {} (was {})", chosen.src, self.cfg.remote.src);
+            self.transport = std::rc::Rc::new(super::transport::rsync::RsyncTransport::new(
+                chosen.clone(),
+                self.cfg.rsync.clone(),
+                &self.state.no_overlap,
+            ));
+            self.cfg.remote = chosen;
+        }
+        self.state.upstream = Some(self.cfg.remote.src.clone());
+        self.selected = Some(Selected { remote: self.cfg.remote.src.clone(), collection, records });
+        Ok(())
+    }
+
+    /// The principal the pass fetched from the chosen upstream, once more
+    /// against the selection: the same collection, not behind (it may
+    /// have changed since it was asked). A refusal names the upstream.
+    pub(super) fn check_upstream_answer(&self, dir: &FetchDir, f: &Fetched, filenameroot: &str) -> Result<()> {
+        let Some(sel) = &self.selected else { return Ok(()) };
+        let answer = Answer {
+            collection: CollectionId { filenameroot: filenameroot.to_string(), dirtymark: f.rf.meta.dirtymark.clone() },
+            newest: newest_epoch(&f.rf),
+            freshness: freshness_of(dir, &f.rf),
+        };
+        let known = Known { collection: Some(sel.collection.clone()), ..self.known() };
+        if let Some((v, why)) = select(&[Some(Ok(answer))], &known).verdicts.remove(0) {
+            if !v.usable() {
+                bail!("upstream {}: {why}", sel.remote);
+            }
+        }
+        Ok(())
+    }
+
+    /// Record the selection the pass used in its state (after ownership
+    /// replaced the state the selection was made with, if it did).
+    pub(super) fn record_selection(&mut self) {
+        if let Some(sel) = &self.selected {
+            self.state.upstreams = sel.records.clone();
+            self.state.upstream = Some(sel.remote.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(s: &str) -> Epoch {
+        s.parse().unwrap()
+    }
+
+    fn coll(root: &str, dm: &str) -> CollectionId {
+        CollectionId { filenameroot: root.into(), dirtymark: Some(e(dm)) }
+    }
+
+    fn ans(dm: &str, newest: &str) -> Option<Result<Answer, String>> {
+        Some(Ok(Answer { collection: coll("RECENT", dm), newest: Some(e(newest)), freshness: Some(e(newest)) }))
+    }
+
+    fn known(dm: &str, newest: &str) -> Known {
+        Known {
+            collection: Some(coll("RECENT", dm)),
+            newest_by_dirtymark: [(dm.to_string(), e(newest))].into_iter().collect(),
+        }
+    }
+
+    fn words(s: &Selection) -> Vec<&'static str> {
+        s.verdicts.iter().map(|v| v.as_ref().map_or("-", |(v, _)| v.as_str())).collect()
+    }
+
+    #[test]
+    fn the_freshest_that_answers_is_used() {
+        let s = select(
+            &[ans("1.5", "100"), ans("1.5", "200"), Some(Err("connection refused".into()))],
+            &known("1.5", "90"),
+        );
+        assert_eq!((s.chosen, words(&s)), (Some(1), vec!["stale", "fresh", "unreachable"]));
+        // A tie: the first given.
+        let s = select(&[ans("1.5", "200"), ans("1.5", "200")], &known("1.5", "90"));
+        assert_eq!((s.chosen, words(&s)), (Some(0), vec!["fresh", "fresh"]));
+        // Not asked (backing off): no verdict, not used.
+        let s = select(&[None, ans("1.5", "100")], &known("1.5", "90"));
+        assert_eq!((s.chosen, words(&s)), (Some(1), vec!["-", "fresh"]));
+    }
+
+    #[test]
+    fn never_backwards() {
+        // The fresh one is gone; the stale one is older than what we have.
+        let s = select(&[ans("1.5", "100"), Some(Err("timeout".into()))], &known("1.5", "150"));
+        assert_eq!((s.chosen, words(&s)), (None, vec!["behind", "unreachable"]));
+        assert!(s.verdicts[0].as_ref().unwrap().1.contains("never backwards"));
+        // As new as what we have is not behind.
+        let s = select(&[ans("1.5", "150")], &known("1.5", "150"));
+        assert_eq!(s.chosen, Some(0));
+        // What we had under another dirtymark does not count.
+        let mut k = known("1.5", "150");
+        k.newest_by_dirtymark.insert("2.5".into(), e("10"));
+        k.collection = Some(coll("RECENT", "2.5"));
+        assert_eq!(select(&[ans("2.5", "100")], &k).chosen, Some(0));
+    }
+
+    #[test]
+    fn another_collection_is_refused_unless_every_upstream_moved() {
+        let s = select(&[ans("9.5", "300"), ans("1.5", "200")], &known("1.5", "90"));
+        assert_eq!((s.chosen, words(&s)), (Some(1), vec!["foreign", "fresh"]));
+        assert!(s.verdicts[0].as_ref().unwrap().1.contains("another collection"), "{:?}", s.verdicts);
+        // Every upstream answers with the same new dirtymark: the origin's
+        // "dirtymark changed, forget" (the pass then forgets and resyncs).
+        let s = select(&[ans("9.5", "300"), ans("9.5", "200")], &known("1.5", "900"));
+        assert_eq!((s.chosen, s.collection.clone()), (Some(0), Some(coll("RECENT", "9.5"))));
+        // One did not answer: it may still be on the old one; no change.
+        let s = select(&[ans("9.5", "300"), Some(Err("down".into()))], &known("1.5", "90"));
+        assert_eq!((s.chosen, words(&s)), (None, vec!["foreign", "unreachable"]));
+        // Another filenameroot is never the same collection.
+        let other =
+            Some(Ok(Answer { collection: coll("OTHER", "1.5"), newest: Some(e("5")), freshness: Some(e("5")) }));
+        let s = select(&[other.clone(), other], &known("1.5", "1"));
+        assert_eq!((s.chosen, words(&s)), (None, vec!["foreign", "foreign"]));
+    }
+
+    #[test]
+    fn a_new_mirror_takes_the_collection_most_upstreams_have() {
+        let s = select(&[ans("9.5", "300"), ans("1.5", "100"), ans("1.5", "200")], &Known::default());
+        assert_eq!((s.chosen, words(&s)), (Some(2), vec!["foreign", "stale", "fresh"]));
+        let s = select(&[ans("9.5", "300"), ans("1.5", "100")], &Known::default());
+        assert_eq!((s.chosen, words(&s)), (Some(0), vec!["fresh", "foreign"]), "a tie: the first given");
+        let s = select(&[Some(Err("down".into()))], &Known::default());
+        assert_eq!((s.chosen, s.collection), (None, None));
+    }
+}

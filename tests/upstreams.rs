@@ -1,0 +1,200 @@
+//! A tree with several upstreams (`--remote` repeated): each pass reads
+//! the freshest that answers, never one behind what the mirror installed,
+//! never one of another collection (docs/decisions.md#several-upstreams).
+//! Real daemons on loopback: a fresh one serving the origin, a stale one
+//! serving a copy of it frozen earlier, one of another collection; the
+//! fresh one turned into a black hole (its daemon stopped: the kernel
+//! still accepts, nothing answers).
+
+use crate::util::fixture::{Mirror, Origin};
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::{s, stderr};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `from` copied to `to` as it is now (symlinks, times): a stale upstream.
+fn freeze(from: &Path, to: &Path) {
+    let ok = Command::new("rsync").args(["-a", "--delete"]).arg(format!("{}/", s(from))).arg(to).status().unwrap();
+    assert!(ok.success());
+}
+
+/// The state's record of `remote` among its upstreams.
+fn record<'a>(st: &'a Value, remote: &str) -> &'a Value {
+    st["upstreams"].as_array().unwrap().iter().find(|u| u["remote"] == remote).unwrap_or_else(|| panic!("{st}"))
+}
+
+/// Stop (`true`) or continue a daemon: stopped, it is a black hole.
+fn stop(d: &RsyncDaemon, stopped: bool) {
+    let sig = if stopped { "-STOP" } else { "-CONT" };
+    assert!(Command::new("kill").args([sig, &d.pid().to_string()]).status().unwrap().success());
+}
+
+#[test]
+fn the_freshest_upstream_is_read_never_an_older_or_foreign_one() {
+    let fresh = Origin::numbered(3, |i| format!("id/f{i}.txt"));
+    let stale_root = fresh.dir().join("stale");
+    freeze(&fresh, &stale_root);
+    let stale = RsyncDaemon::start(&[("origin", &stale_root)]);
+    let stale_src = format!("{}/RECENT.recent", stale.url("origin"));
+    // Another collection: the same file names, its own dirtymark.
+    let foreign = Origin::new([("id/other.txt", "x\n")], &["--now", "1600000000", "init", "--aggregate"]);
+    // Given first, so that only the rule keeps it out.
+    let m = Mirror { root: fresh.dir().join("target"), remote: foreign.src() };
+    let more = ["--remote", &stale_src, "--remote", &fresh.src(), "--timeout", "2"];
+
+    // A new mirror takes the collection most upstreams have; the stale
+    // copy is as new as the origin yet, and given first of the two.
+    let (p, out) = m.pass_output(&more, 0);
+    assert_eq!(p["upstream"], stale_src.as_str(), "{p}");
+    assert!(m.root.join("id/f2.txt").is_file() && !m.root.join("id/other.txt").exists());
+    let st = m.state();
+    assert_eq!(st["remote"], foreign.src().as_str(), "the tree is named by its first upstream: {st}");
+    assert_eq!(record(&st, &foreign.src())["result"], "foreign", "{st}");
+    assert!(record(&st, &foreign.src())["message"].as_str().unwrap().contains("another collection"), "{st}");
+    assert!(stderr(&out).contains(&format!("upstream {}: foreign", foreign.src())), "{}", stderr(&out));
+
+    // The origin moves on; the copy does not: the fresh one is read.
+    fresh.change(&["id/new.txt"], &[]);
+    let p = m.pass(&more, 0);
+    assert_eq!(p["upstream"], fresh.src().as_str(), "{p}");
+    assert_eq!(p["transferred"], 1, "{p}");
+    assert!(m.root.join("id/new.txt").is_file());
+    let st = m.state();
+    assert_eq!(
+        (st["upstream"].as_str(), &record(&st, &stale_src)["result"]),
+        (Some(fresh.src().as_str()), &"stale".into())
+    );
+
+    // The fresh one goes silent. The copy is older than what the mirror
+    // installed: refused, the pass fails, nothing is deleted.
+    stop(&fresh.daemon, true);
+    let (e, _) = m.pass_output(&more, 2);
+    stop(&fresh.daemon, false);
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("no upstream can be used") && msg.contains(&stale_src) && msg.contains("behind"), "{msg}");
+    assert!(m.root.join("id/new.txt").is_file(), "never backwards: nothing deleted");
+    let mon = m.monitoring(&[]);
+    assert_eq!(record(&mon.status, &stale_src)["result"], "behind", "{}", mon.status);
+    assert_eq!(record(&mon.status, &fresh.src())["result"], "unreachable", "{}", mon.status);
+    assert!(mon.plain.contains(&format!("  {stale_src}  behind")), "{}", mon.plain);
+    let used = format!("upstream=\"{}\",result=\"unreachable\",used=\"1\"", fresh.src());
+    assert!(mon.prometheus.contains(&used), "{}", mon.prometheus);
+
+    // A state written before rrr kept the newest epoch per dirtymark (a
+    // mirror given a second upstream later): its copies tell instead.
+    let file = m.root.join(".rrr/state.json");
+    let mut raw: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    raw.as_object_mut().unwrap().remove("newest_by_dirtymark");
+    std::fs::write(&file, raw.to_string()).unwrap();
+    stop(&fresh.daemon, true);
+    let (e, _) = m.pass_output(&more, 2);
+    stop(&fresh.daemon, false);
+    assert!(e["message"].as_str().unwrap().contains(&format!("{stale_src} behind")), "{e}");
+
+    // The copy catches up while the fresh one stays silent (and backs
+    // off: not asked again yet): the copy is read, nothing is fetched or
+    // deleted again.
+    stop(&fresh.daemon, true);
+    freeze(&fresh, &stale_root);
+    let p = m.pass(&more, 0);
+    stop(&fresh.daemon, false);
+    assert_eq!(p["upstream"], stale_src.as_str(), "{p}");
+    assert_eq!((p["transferred"].as_u64(), p["deleted"].as_u64()), (Some(0), Some(0)), "{p}");
+    let st = m.state();
+    assert_eq!(record(&st, &fresh.src())["result"], "unreachable", "{st}");
+    assert!(record(&st, &fresh.src())["next_try"].is_string(), "backing off: {st}");
+    crate::util::mirror::assert_same_tree(&fresh, &m.root);
+}
+
+/// A config's tree with two upstreams, the first a black hole: the loop's
+/// first pass reads the other one once the hole's call timed out; the
+/// hole then backs off (not asked by the pass a trigger wakes), and push
+/// works as with one upstream.
+#[test]
+fn a_loop_backs_off_from_a_black_hole_upstream_and_a_trigger_still_wakes_it() {
+    use crate::util::fixture::passes_counted;
+    use crate::util::net::BlackHole;
+    use crate::util::{wait_for, Rrr};
+    use std::time::Duration;
+    let origin = Origin::numbered(3, |i| format!("d/f{i}.txt"));
+    let hole = BlackHole::start();
+    let target = origin.dir().join("target");
+    let file = origin.dir().join("m.toml");
+    let text = format!(
+        "interval = 300\ntimeout = 2\n[[tree]]\nremote = [\"{}\", \"{}\"]\nlocalroot = \"{}\"\n",
+        hole.src(),
+        origin.src(),
+        s(&target)
+    );
+    std::fs::write(&file, text).unwrap();
+    let child = Rrr::new()
+        .args(["rmirror", "--loop", "--config", s(&file)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let limit = Duration::from_secs(60);
+    wait_for("the first pass", limit, || passes_counted(&target) >= 1);
+    assert!(target.join("d/f2.txt").is_file());
+    let st = crate::util::fixture::state(&target);
+    assert_eq!(st["upstream"], origin.src().as_str(), "{st}");
+    assert_eq!(record(&st, &hole.src())["result"], "unreachable", "{st}");
+    let asked = hole.connections();
+    assert!(asked >= 1);
+
+    origin.change(&["d/pushed.txt"], &[]);
+    let o = crate::util::rrr(&["trigger", "--localroot", s(&target)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    wait_for("the triggered pass", limit, || passes_counted(&target) >= 2);
+    assert!(target.join("d/pushed.txt").is_file(), "the triggered pass took the new file");
+    assert_eq!(hole.connections(), asked, "backing off: the hole was not asked again");
+    child.signal(libc::SIGTERM);
+    let out = child.wait_with_output();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&format!("upstream {}: unreachable", hole.src())), "{}", stderr(&out));
+}
+
+/// A localroot inside the tree of any of its local upstreams is refused
+/// before anything runs, the second one as the first.
+#[test]
+fn a_localroot_inside_a_second_local_upstream_is_refused() {
+    let a = Origin::numbered(1, |i| format!("f{i}.txt"));
+    let b = Origin::numbered(1, |i| format!("f{i}.txt"));
+    let inside = b.join("sub");
+    let o = crate::util::Rrr::new()
+        .args(["rmirror", "--remote", &crate::util::principal(&a), "--remote", &crate::util::principal(&b)])
+        .args(["--localroot", s(&inside)])
+        .output();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("overlaps its own remote's tree"), "{}", stderr(&o));
+    assert!(!inside.exists(), "nothing was created");
+}
+
+/// The origin's dirtymark changes (a dirty insert in the past): while one
+/// upstream still has the old one, the new one is foreign and the mirror
+/// keeps what it has; once every upstream shows the new one, it is the
+/// protocol's "dirtymark changed": forget, resync, the insert arrives.
+#[test]
+fn a_new_dirtymark_is_taken_only_once_every_upstream_has_it() {
+    let origin = Origin::numbered(3, |i| format!("d/f{i}.txt"));
+    let copy_root = origin.dir().join("copy");
+    freeze(&origin, &copy_root);
+    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
+    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    let m = origin.mirror();
+    let more = ["--remote", copy_src.as_str()];
+    m.pass(&more, 0);
+
+    crate::util::write(&origin, "old/inserted.txt", "late\n");
+    crate::util::ok(&["update", "--epoch", "1600000000.5", &crate::util::principal(&origin), "old/inserted.txt"]);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), &p["dirtymark_changed"]), (Some(copy_src.as_str()), &false.into()), "{p}");
+    assert!(!m.root.join("old/inserted.txt").exists());
+    assert_eq!(record(&m.state(), &origin.src())["result"], "foreign");
+
+    freeze(&origin, &copy_root);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), &p["dirtymark_changed"]), (Some(origin.src().as_str()), &true.into()), "{p}");
+    assert!(m.root.join("old/inserted.txt").is_file());
+    crate::util::mirror::assert_same_tree(&origin, &m.root);
+}

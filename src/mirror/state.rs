@@ -167,12 +167,25 @@ pub(crate) struct State {
     pub running: Option<crate::mirror::pass_progress::Running>,
     /// The last whole-tree pass that finished (`--full-every`).
     pub last_full: Option<Epoch>,
+    /// The origin's beacon this mirror holds and republishes (issue 35,
+    /// `mirror::freshness`): `origin_lag` is now − its `time`.
+    pub origin_beacon: Option<HeldBeacon>,
     /// Remotes (normalised) whose daemon refused a connection of ours for
     /// its `max connections` while a fetch of ours was finishing, and
     /// when: calls to them never overlap, from the first call of every
     /// later run on (a one-shot run from cron would otherwise spend one
     /// refused connection to relearn it each time).
     pub no_overlap: BTreeMap<String, Epoch>,
+}
+
+/// What the state keeps of the origin's beacon installed last
+/// (`mirror::freshness`): who the origin is, its clock when it wrote the
+/// beacon, and how often it promises to rewrite it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HeldBeacon {
+    pub origin: String,
+    pub time: Epoch,
+    pub interval: u64,
 }
 
 impl State {

@@ -48,16 +48,9 @@ pub fn exit_for_error(err: &anyhow::Error) -> Exit {
 /// A long-running command stopped because its log stream closed (its
 /// state saved): exit 1, so that a supervisor restarts it
 /// (docs/decisions.md#exit-codes).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the log stream closed; state saved")]
 pub(crate) struct LogClosed;
-
-impl std::fmt::Display for LogClosed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the log stream closed; state saved")
-    }
-}
-
-impl std::error::Error for LogClosed {}
 
 /// Whether `e` is a write to a closed stdout (`| head`).
 pub fn is_closed(e: &anyhow::Error) -> bool {

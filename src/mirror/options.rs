@@ -825,4 +825,29 @@ skip_deletes = true
         assert_eq!(canonical(&dir.path().join("real/x/../")), want);
         assert_eq!(canonical(&dir.path().join("link/new/deeper")), want.join("new/deeper"));
     }
+
+    /// The config section lists exactly the keys the config reader takes.
+    #[test]
+    fn config_section_lists_every_key() {
+        let err = MirrorConfig::parse(
+            "no_such_key = 1\n[[tree]]\nremote = \"/o/RECENT.recent\"\nlocalroot = \"/m\"\n",
+            std::path::Path::new("/etc/rrr/mirror.toml"),
+        )
+        .unwrap_err();
+        let expected = err.split("expected one of").nth(1).unwrap_or_else(|| panic!("{err}"));
+        let mut read: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        read.extend(["remote", "localroot", "state"]);
+        read.sort_unstable();
+        let mut documented: Vec<&str> =
+            crate::output::manual::CONFIG_KEYS.iter().map(|(k, _)| k.split(' ').next().unwrap()).collect();
+        documented.sort_unstable();
+        assert_eq!(documented, read, "{err}");
+        use clap::Args;
+        let section = crate::output::manual::config_section(&CommandLine::augment_args(clap::Command::new("rmirror")));
+        assert!(section.contains("\\fBfull_every = \"DURATION\"\\fR"), "{section}");
+        assert!(
+            section.contains("Seconds between pass starts with \\-\\-loop (at least 1). Default: 20.\n"),
+            "{section}"
+        );
+    }
 }

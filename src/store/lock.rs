@@ -67,10 +67,12 @@ pub(crate) const WAIT_NOTICE: Duration = Duration::from_secs(5);
 /// means a reused pid (boot time in /proc/stat has whole seconds).
 const REUSE_SLACK: Duration = Duration::from_secs(2);
 
-/// Why a lock could not be taken.
-#[derive(Debug)]
+/// Why a lock could not be taken. The exit status depends on the variant
+/// (`exit::exit_for_error`: Timeout and Busy 75, Interrupted 130, else 2).
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// The recentfile lock stayed held for the whole timeout.
+    #[error("timed out after {} s waiting for lock {}{}", waited.as_secs(), lock.display(), held_by(*holder))]
     Timeout {
         /// The lock directory.
         lock: PathBuf,
@@ -80,6 +82,7 @@ pub enum LockError {
         waited: Duration,
     },
     /// A run lock is held by another process (described from its file).
+    #[error("lock {} is held by {holder}", lock.display())]
     Busy {
         /// The run lock's file.
         lock: PathBuf,
@@ -87,6 +90,11 @@ pub enum LockError {
         holder: String,
     },
     /// A stale lock that this user may not remove.
+    #[error(
+        "lock {} is stale ({why}) but belongs to {owner}, and this user may not remove it; as {owner}, run: rm -r -- {}",
+        lock.display(),
+        crate::sys::child::shell_quote(&lock.to_string_lossy())
+    )]
     NotOwner {
         /// The lock directory.
         lock: PathBuf,
@@ -96,49 +104,28 @@ pub enum LockError {
         owner: String,
     },
     /// A signal asked the command to stop while it waited.
+    #[error("interrupted while waiting for lock {}", lock.display())]
     Interrupted {
         /// The lock waited for.
         lock: PathBuf,
     },
-    /// The lock could not be created, read or removed.
+    /// The lock could not be created, read or removed. The I/O error is
+    /// the source (`{:#}` prints it once).
+    #[error("cannot take lock {}", lock.display())]
     Io {
         /// The lock directory or file.
         lock: PathBuf,
-        /// The cause (the error's `source()`).
+        /// The cause.
+        #[source]
         err: io::Error,
     },
 }
 
-impl std::fmt::Display for LockError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LockError::Timeout { lock, holder, waited } => {
-                write!(f, "timed out after {} s waiting for lock {}", waited.as_secs(), lock.display())?;
-                match holder {
-                    Some(pid) => write!(f, " held by {}", describe_pid(*pid)),
-                    None => write!(f, " (holder unknown)"),
-                }
-            }
-            LockError::Busy { lock, holder } => write!(f, "lock {} is held by {holder}", lock.display()),
-            LockError::NotOwner { lock, why, owner } => write!(
-                f,
-                "lock {} is stale ({why}) but belongs to {owner}, and this user may not remove it; as {owner}, run: rm -r -- {}",
-                lock.display(),
-                crate::sys::child::shell_quote(&lock.to_string_lossy())
-            ),
-            LockError::Interrupted { lock } => write!(f, "interrupted while waiting for lock {}", lock.display()),
-            // The I/O error is the source (`{:#}` prints it once).
-            LockError::Io { lock, .. } => write!(f, "cannot take lock {}", lock.display()),
-        }
-    }
-}
-
-impl std::error::Error for LockError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LockError::Io { err, .. } => Some(err),
-            _ => None,
-        }
+/// The end of a timeout's message: who holds the lock.
+fn held_by(holder: Option<u32>) -> String {
+    match holder {
+        Some(pid) => format!(" held by {}", describe_pid(pid)),
+        None => " (holder unknown)".to_string(),
     }
 }
 

@@ -34,18 +34,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 /// The error of a command or pass that a signal stopped at a safe point
 /// (the callers say what was left as it was, or that the state was saved):
-/// exit 130 ([`crate::ops::exit_for_error`]). One type for the origin
+/// exit 130 ([`crate::exit::exit_for_error`]). One type for the origin
 /// commands and the mirror.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by a signal")]
 pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted by a signal")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// Set when SIGINT or SIGTERM arrived.
 static STOP: AtomicBool = AtomicBool::new(false);

@@ -86,7 +86,10 @@ pub fn exec(a: &ManpagesArgs, whole: clap::Command) -> Result<Exit> {
             man.render_subcommands_section(&mut buf)?;
         }
         if command == "rmirror" {
-            buf.extend(manual::config_section().into_bytes());
+            buf.extend(
+                manual::config_section(&rrr::mirror::options::CommandLine::augment_args(clap::Command::new("rmirror")))
+                    .into_bytes(),
+            );
         }
         buf.extend(manual::man_sections(name, command, &pages).into_bytes());
         Ok(buf)

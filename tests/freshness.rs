@@ -47,8 +47,13 @@ fn a_stalled_tier_1_turns_check_warning_then_critical_below_it() {
     assert!(!mon.prometheus.contains("rrr_mirror_origin_timestamp_seconds{"), "{}", mon.prometheus);
     assert!(!chain[2].root.join(BEACON).exists());
 
-    // The origin writes its beacon: every tier holds it, byte for byte.
+    // The origin writes its beacon: found by the next whole-tree pass,
+    // then every tier holds it, byte for byte, and every pass refreshes it.
     ok(&["--now", &at(T0 + 30), "beacon", "--origin-name", "origin.example", &principal(&origin)]);
+    for m in &chain {
+        m.pass(&["--now", &at(T0 + 35), "--full"], 0);
+    }
+    ok(&["--now", &at(T0 + 30), "beacon", &principal(&origin)]);
     pass_all(T0 + 40, 0);
     let bytes = fs::read(origin.join(BEACON)).unwrap();
     for m in &chain {

@@ -1,6 +1,7 @@
 //! The origin's beacon on a mirror (issue 35, docs/decisions.md#freshness):
-//! every pass fetches `<principal>.beacon.json` with the principal (one
-//! more name in the same rsync call, no connection of its own) and, once
+//! a whole-tree pass finds `<principal>.beacon.json` in the index; from
+//! then on every pass fetches it with the principal (one more name in the
+//! same rsync call, no connection of its own) and, once
 //! the pass has installed the recentfiles, installs it byte for byte beside
 //! them, so that a downstream tier fetches the origin's own beacon from us
 //! and `origin_lag` (now − the beacon's `time`, `mirror::health`) measures

@@ -147,9 +147,13 @@ impl<'a> Mirror<'a> {
             if remote.is_link() {
                 names.extend(last.as_deref());
             }
-            // The origin's beacon, in the same call (mirror::freshness).
+            // The origin's beacon, in the same call, once the upstream is
+            // known to have one (mirror::freshness: asking for a missing
+            // file costs a daemon slot's teardown).
             let beacon = ::recentfile::beacon::beacon_name(last.as_deref().unwrap_or(&remote.name));
-            names.push(&beacon);
+            if self.state.origin_beacon.is_some() {
+                names.push(&beacon);
+            }
             let mut refetch = self.state.refetch.clone();
             refetch.extend(self.behind_names());
             for n in refetch.iter().map(String::as_str) {

@@ -13,6 +13,7 @@ mod fetch_progress;
 mod first_attempt;
 mod fleet;
 mod format;
+mod freshness;
 mod harness;
 mod human_output;
 mod locks;

@@ -35,6 +35,12 @@ pub(crate) struct Report {
     /// Seconds since last complete (or since started, if never complete).
     pub lag_seconds: Option<f64>,
     pub heartbeat_age_seconds: Option<f64>,
+    /// The origin's beacon this mirror holds (`mirror::freshness`): the
+    /// origin's name, its clock when it wrote it, and `origin_lag` = now −
+    /// that time (what a downstream user sees); none without a beacon.
+    pub origin: Option<String>,
+    pub origin_time: Option<String>,
+    pub origin_lag_seconds: Option<f64>,
     pub last_success_age_seconds: Option<f64>,
     pub pending_deletes: usize,
     pub passes: u64,
@@ -151,6 +157,9 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         newest_applied: text(&state.newest_applied),
         lag_seconds: age(now, &state.last_complete).or_else(|| age(now, &state.started)),
         heartbeat_age_seconds: age(now, &state.heartbeat),
+        origin: state.origin_beacon.as_ref().map(|b| b.origin.clone()),
+        origin_time: state.origin_beacon.as_ref().map(|b| b.time.as_str().to_string()),
+        origin_lag_seconds: state.origin_beacon.as_ref().and_then(|b| age(now, &Some(b.time.clone()))),
         last_success_age_seconds: age(now, &state.last_success),
         pending_deletes: state.pending_deletes.len(),
         passes: state.counters.passes,
@@ -316,14 +325,29 @@ fn doing(run: &crate::mirror::pass_progress::Running) -> String {
 /// A mirror that completed a pass: judged by its lag, and CRITICAL when
 /// its last success is older than `crit`.
 fn completed_level(r: &Report, warn: f64, crit: f64, notes: &mut Vec<String>) -> Level {
-    let lag = r.lag_seconds.unwrap_or(0.0);
-    let mut level = if lag >= crit {
-        Level::Critical
-    } else if lag >= warn {
-        Level::Warning
-    } else {
-        Level::Ok
+    let by = |lag: f64| {
+        if lag >= crit {
+            Level::Critical
+        } else if lag >= warn {
+            Level::Warning
+        } else {
+            Level::Ok
+        }
     };
+    let mut level = by(r.lag_seconds.unwrap_or(0.0));
+    // The origin's lag, when a beacon is held: a stale upstream (a tier
+    // above that stopped) passes nothing new and keeps the pass lag near 0.
+    if let Some(origin_lag) = r.origin_lag_seconds {
+        let by_origin = by(origin_lag);
+        if by_origin != Level::Ok {
+            notes.push(format!(
+                "origin lag {} (the origin's beacon{})",
+                human::duration(origin_lag),
+                r.origin.as_deref().map_or(String::new(), |o| format!(" from {o}"))
+            ));
+        }
+        level = worse(level, by_origin);
+    }
     if r.last_outcome == Some("failed") {
         notes.push(failures(r));
     }
@@ -420,7 +444,9 @@ fn nagios_line(level: Level, r: &Report, notes: &[String], warn: f64, crit: f64)
         r.failing.len(),
         label("consecutive_failures"),
         r.consecutive_failures
-    )
+    ) + &r
+        .origin_lag_seconds
+        .map_or(String::new(), |o| format!(" {}={o:.0}s;{warn:.0};{crit:.0};0", label("origin_lag")))
 }
 
 /// Error classes every mirror reports, 0 until they happen (a counter
@@ -448,7 +474,7 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 21] = [
+const GAUGES: [Metric; 22] = [
     (
         "rrr_mirror_signature_timestamp_seconds",
         "With --trust-key: the origin's signed time in the beacon last accepted.",
@@ -478,6 +504,11 @@ const GAUGES: [Metric; 21] = [
         |r| timestamp(&r.last_complete),
     ),
     ("rrr_mirror_heartbeat_timestamp_seconds", "Unix time rmirror last wrote its state.", |r| timestamp(&r.heartbeat)),
+    (
+        "rrr_mirror_origin_timestamp_seconds",
+        "The origin's clock in the newest beacon this mirror holds (origin lag = time() - this; none without a beacon).",
+        |r| timestamp(&r.origin_time),
+    ),
     ("rrr_mirror_newest_applied_timestamp_seconds", "Epoch of the newest event transferred or deleted.", |r| {
         timestamp(&r.newest_applied)
     }),
@@ -665,6 +696,11 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
         let _ = writeln!(out, "state            {line}");
     }
     let _ = writeln!(out, "lag              {}", secs(r.lag_seconds));
+    if let Some(t) = &r.origin_time {
+        let from =
+            r.origin.as_deref().map_or(String::new(), |o| format!(" ({o}'s beacon of {})", when(&Some(t.clone()))));
+        let _ = writeln!(out, "origin lag       {}{from}", secs(r.origin_lag_seconds));
+    }
     let _ = writeln!(out, "heartbeat        {}", when(&r.heartbeat));
     if let Some(run) = &r.running {
         let since = run.started.as_ref().map(|e| when(&Some(e.as_str().to_string()))).unwrap_or_default();

@@ -143,6 +143,7 @@
 
 mod deletes;
 pub(crate) mod fleet;
+mod freshness;
 pub(crate) mod health;
 mod install;
 pub mod looping;

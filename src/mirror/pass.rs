@@ -151,6 +151,13 @@ impl<'a> Mirror<'a> {
             if remote.is_link() {
                 names.extend(last.as_deref());
             }
+            // The origin's beacon, in the same call, once the upstream is
+            // known to have one (mirror::freshness: asking for a missing
+            // file costs a daemon slot's teardown).
+            let beacon = ::recentfile::beacon::beacon_name(last.as_deref().unwrap_or(&remote.name));
+            if self.state.origin_beacon.is_some() {
+                names.push(&beacon);
+            }
             let mut refetch = self.state.refetch.clone();
             refetch.extend(self.behind_names());
             for n in refetch.iter().map(String::as_str) {
@@ -331,9 +338,13 @@ impl<'a> Mirror<'a> {
             // The pass ends with it: what the origin recorded meanwhile is
             // the next pass's (one more connection here would cost as much
             // as the rest of a small first mirror).
-            return self.bootstrap(&dir, principal, &layout, rep);
+            let name = principal.name.clone();
+            self.bootstrap(&dir, principal, &layout, rep)?;
+            return self.install_origin_beacon(&dir, &name);
         }
-        self.incremental(&dir, principal, &layout, rep)
+        let name = principal.name.clone();
+        self.incremental(&dir, principal, &layout, rep)?;
+        self.install_origin_beacon(&dir, &name)
     }
 }
 

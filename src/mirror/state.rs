@@ -186,6 +186,9 @@ pub(crate) struct State {
     pub last_full: Option<Epoch>,
     /// The last `--verify-every` run and what it found.
     pub last_verify: Option<VerifyRecord>,
+    /// The origin's beacon this mirror holds and republishes (issue 35,
+    /// `mirror::freshness`): `origin_lag` is now − its `time`.
+    pub origin_beacon: Option<HeldBeacon>,
     /// Remotes (normalised) whose daemon refused a connection of ours for
     /// its `max connections` while a fetch of ours was finishing, and
     /// when: calls to them never overlap, from the first call of every
@@ -232,6 +235,16 @@ pub(crate) struct TrustedBeacon {
     /// `status` and `check` judge its age by).
     #[serde(default)]
     pub max_age: u64,
+}
+
+/// What the state keeps of the origin's beacon installed last
+/// (`mirror::freshness`): who the origin is, its clock when it wrote the
+/// beacon, and how often it promises to rewrite it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HeldBeacon {
+    pub origin: String,
+    pub time: Epoch,
+    pub interval: u64,
 }
 
 impl State {

@@ -1,0 +1,76 @@
+//! The origin's beacon on a mirror (issue 35, docs/decisions.md#freshness):
+//! a whole-tree pass finds `<principal>.beacon.json` in the index; from
+//! then on every pass fetches it with the principal (one more name in the
+//! same rsync call, no connection of its own) and, once
+//! the pass has installed the recentfiles, installs it byte for byte beside
+//! them, so that a downstream tier fetches the origin's own beacon from us
+//! and `origin_lag` (now − the beacon's `time`, `mirror::health`) measures
+//! every tier against the origin, not against its upstream.
+//!
+//! A beacon is held only when it is valid, not older than the one held
+//! from the same origin, and says no newer epoch than the principal this
+//! mirror installed (else it describes recentfiles we do not hold, and
+//! would claim a freshness we lack). An upstream without a beacon (an
+//! origin older than the beacon, or a Perl one) changes nothing: the
+//! mirror keeps what it holds, and `origin_lag` is absent.
+//!
+//! Verifying a signed beacon (`--trust-key`) is `mirror::trusted`'s; this
+//! module only reads what the pass fetched.
+
+use super::remote::FetchDir;
+use super::state::HeldBeacon;
+use super::Mirror;
+use crate::store;
+use ::recentfile::beacon::{self, Beacon};
+use anyhow::{Context, Result};
+use std::fs;
+
+impl Mirror<'_> {
+    /// After a pass that installed the recentfiles of `principal`: install
+    /// the beacon fetched with it, if there is one and it may be held
+    /// (module docs). A beacon that is refused is logged, never an error
+    /// of the pass.
+    pub(super) fn install_origin_beacon(&mut self, dir: &FetchDir, principal: &str) -> Result<()> {
+        if self.cfg.dry_run {
+            return Ok(());
+        }
+        let name = beacon::beacon_name(principal);
+        let path = dir.file(&name);
+        let bytes = match fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_file() && m.len() <= beacon::MAX_BYTES as u64 => {
+                fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?
+            }
+            Ok(_) => {
+                tracing::warn!("{}: not a small regular file, not held", self.cfg.remote.source(&name));
+                return Ok(());
+            }
+            Err(_) => return Ok(()),
+        };
+        let b = match Beacon::parse(&bytes) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("{}: {e}; not held", self.cfg.remote.source(&name));
+                return Ok(());
+            }
+        };
+        if let Some(held) = self.state.origin_beacon.as_ref().filter(|h| h.origin == b.origin) {
+            if b.time < held.time {
+                return Ok(());
+            }
+        }
+        let ours = self.state.installed.get(principal);
+        if b.newest_epoch.as_ref().is_some_and(|n| ours.is_none_or(|o| n > o)) {
+            tracing::info!("{}: describes events newer than ours, not held yet", self.cfg.remote.source(&name));
+            return Ok(());
+        }
+        // With --trust-key the verified beacon and its signature are
+        // installed as a pair by `trusted::install_beacon`; writing the
+        // beacon alone here could part it from its `.sig`.
+        if self.trust.is_none() {
+            let dst = self.cfg.localroot.join(&name);
+            store::write_atomic(&dst, &bytes, None).with_context(|| format!("cannot install {}", dst.display()))?;
+        }
+        self.state.origin_beacon = Some(HeldBeacon { origin: b.origin, time: b.time, interval: b.interval });
+        Ok(())
+    }
+}

@@ -180,20 +180,28 @@ pub fn hard_deadline(timeout: Duration) -> Duration {
     timeout * 2
 }
 
+impl Report {
+    /// A mirror nothing is known of yet: unreachable, the lowest score,
+    /// until its fetch says otherwise.
+    fn unreachable(url: &str) -> Report {
+        Report {
+            url: url.to_string(),
+            status: "unreachable",
+            origin_time: None,
+            lag: None,
+            age: None,
+            upstream: None,
+            archive_serial: None,
+            trace_time: None,
+            trace: None,
+            score: -30,
+            error: None,
+        }
+    }
+}
+
 fn probe_one(url: &str, req: &Request) -> (Option<i64>, Report) {
-    let mut report = Report {
-        url: url.to_string(),
-        status: "unreachable",
-        origin_time: None,
-        lag: None,
-        age: None,
-        upstream: None,
-        archive_serial: None,
-        trace_time: None,
-        trace: None,
-        score: -30,
-        error: None,
-    };
+    let mut report = Report::unreachable(url);
     let held = (|| -> Result<Held> {
         let host = check_url(url)?;
         let tmp = tempfile::tempdir()?;
@@ -314,19 +322,7 @@ mod tests {
 
     #[test]
     fn lag_behind_the_freshest() {
-        let base = Report {
-            url: "rsync://a/m".into(),
-            status: "unreachable",
-            origin_time: Some(1000),
-            lag: None,
-            age: None,
-            upstream: None,
-            archive_serial: None,
-            trace_time: None,
-            trace: None,
-            score: -30,
-            error: None,
-        };
+        let base = Report { origin_time: Some(1000), ..Report::unreachable("rsync://a/m") };
         let mut r = base.clone();
         judge(&mut r, Some(1000 + 7200), 3600.0);
         assert_eq!((r.lag, r.status, r.score), (Some(7200.0), "stale", 5));

@@ -87,7 +87,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
 /// Free a million events off the caller's path: a CLI run exits right
 /// after printing (freeing would add a tenth of a second), a long-lived
 /// caller still gets the memory back.
-fn drop_in_background<T: Send + 'static>(value: T) {
+pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
     // Without a thread, the failed spawn drops the closure and the value with it.
     let _ = std::thread::Builder::new().spawn(move || drop(value));
 }

@@ -138,3 +138,23 @@ fn verify_every_makes_a_pass_fetch_a_file_lost_behind_its_back() {
     assert_eq!(seen.gauge("rrr_mirror_verify_differences"), Some("1"), "{}", seen.prometheus);
     json(&mirror, &[], 0);
 }
+
+/// Right after `init --aggregate` every recentfile repeats every event
+/// (verify parses the repeats once: docs/decisions.md#verify); after an
+/// update and an aggregate the smaller files hold newer events and a
+/// delete that the larger ones' repeats of older events must not undo.
+#[test]
+fn a_cascade_that_repeats_itself_is_read_as_its_union() {
+    let origin = Origin::numbered(4, |i| format!("d/f{i}"));
+    let v = json(&origin, &[], 0);
+    assert_eq!(v["indexed"], 4, "{v}");
+    origin.change(&["d/g"], &["d/f1"]);
+    let v = json(&origin, &[], 0);
+    assert_eq!(v["indexed"], 4, "f1 deleted, g new: {v}");
+    fs::remove_file(origin.join("d/f2")).unwrap();
+    fs::remove_file(origin.join("d/g")).unwrap();
+    write(&origin, "d/f1", "back\n");
+    let v = json(&origin, &[], 1);
+    assert_eq!(v["missing"], serde_json::json!(["d/f2", "d/g"]), "{v}");
+    assert_eq!(v["unknown"], serde_json::json!(["d/f1"]), "{v}");
+}

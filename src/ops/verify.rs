@@ -9,16 +9,16 @@
 //! (docs/decisions.md#verify).
 //!
 //! The tree is read once: one walk (`fstatat` per entry, as `find` does)
-//! on this thread while a second one parses the recentfiles; `--hash`
-//! then reads the present files on as many threads as there are cores.
-//! What the index expects is built in one place, [`expected`], from the
-//! events: today an event gives presence only; the per-event `size` and
-//! `sha256` keys are wired there.
+//! on this thread while a second one reads the recentfiles and builds the
+//! union, parsing a larger file's items only where they do not repeat the
+//! smaller one's byte for byte ([`read_union`]); with `--hash` a pool of
+//! threads, one per core, hashes each file the walk meets while the walk
+//! goes on. What the index expects is built in one place, [`expected`],
+//! from the events. `-v` logs each phase's time.
 
 use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::ops::{Ctx, Exit};
-use crate::query::NewsFilter;
 use crate::recentfile::{EventKind, Recentfile, RelPath};
 use crate::tree::{self, IgnoreSet};
 use ::recentfile::beacon::{FileDigest, Hasher, Sha256Hex};
@@ -247,7 +247,6 @@ fn write_fetch_list(file: &Path, r: &Report) -> Result<()> {
 
 /// One present file the index knows.
 struct Present {
-    path: RelPath,
     size: u64,
     /// Where the walk met it (its digest's index with `--hash`).
     seq: usize,
@@ -280,12 +279,17 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
     );
     let mut walked: foldhash::HashMap<RelPath, Walked> = Default::default();
     let mut unreadable = Vec::new();
-    let (files, walk, digests) = std::thread::scope(|s| {
+    let (union, walk, digests) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             let t = std::time::Instant::now();
-            let files = crate::ops::news::collect(&coll, &NewsFilter::default());
+            let (files, oldest) = read_union(&coll)?;
             tracing::debug!("verify: recentfiles read in {:.3} s", t.elapsed().as_secs_f64());
-            files
+            // The union too, beside the walk.
+            let wanted = expected(&files);
+            // A million events: freed off the caller's path.
+            crate::ops::news::drop_in_background(files);
+            tracing::debug!("verify: union of {} live paths at {:.3} s", wanted.len(), t.elapsed().as_secs_f64());
+            anyhow::Ok((wanted, oldest))
         });
         let mut hashers = hash.then(|| Hashers::start(s, &coll.root));
         let mut seq = 0;
@@ -318,7 +322,7 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
         (reader.join(), walk, digests)
     });
     pb.finish_and_clear();
-    let files = files.map_err(|_| anyhow::anyhow!("reading the recentfiles failed"))??;
+    let (wanted, oldest) = union.map_err(|_| anyhow::anyhow!("reading the recentfiles failed"))??;
     walk.with_context(|| format!("walking {}", coll.root.display()))?;
     let t = std::time::Instant::now();
     let mut r = Report { tree_files: walked.len(), unreadable, ..Report::default() };
@@ -326,24 +330,20 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
     // A cascade that ends in Z keeps every event (right after `init` the
     // principal holds them all), whether or not Z is written yet.
     let has_z = coll.intervals.last().is_some_and(|iv| iv.is_z());
-    let horizon = if has_z { None } else { files.last().and_then(|f| f.oldest()).map(|e| e.epoch.clone()) };
+    let horizon = if has_z { None } else { oldest };
     r.horizon = horizon.as_ref().map(|h| h.to_string());
-    let wanted = expected(&files);
-    // A million events: freed off the caller's path.
-    crate::ops::news::drop_in_background(files);
     let mut present = Vec::new();
     for want in wanted {
         r.indexed += 1;
-        if ignore.is_ignored(&want.path) {
-            r.excluded += 1;
-            continue;
-        }
         match walked.remove(&want.path) {
+            // The walk left out what the excludes leave out: a path it met
+            // is not excluded, one it did not meet may be.
+            Some(w) => present.push(Present { size: w.size, seq: w.seq, want }),
+            None if ignore.is_ignored(&want.path) => r.excluded += 1,
             None => {
                 r.to_fetch.push((want.path.clone(), want.epoch));
                 r.missing.push(want.path);
             }
-            Some(w) => present.push(Present { path: want.path.clone(), size: w.size, seq: w.seq, want }),
         }
     }
     r.present = present.len();
@@ -368,12 +368,12 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
                 Some(d.sha256.clone())
             }
             Some(Some(Err(e))) => {
-                r.unreadable.push((crate::recentfile::shown_path(p.path.as_bytes()), e.clone()));
+                r.unreadable.push((crate::recentfile::shown_path(p.want.path.as_bytes()), e.clone()));
                 None
             }
             Some(None) => {
                 r.unreadable.push((
-                    crate::recentfile::shown_path(p.path.as_bytes()),
+                    crate::recentfile::shown_path(p.want.path.as_bytes()),
                     "not hashed (a hashing thread failed)".into(),
                 ));
                 None
@@ -385,9 +385,9 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
             differs |= want != got;
         }
         if differs {
-            r.to_fetch.push((p.path.clone(), p.want.epoch.clone()));
+            r.to_fetch.push((p.want.path.clone(), p.want.epoch.clone()));
             r.different.push(Different {
-                path: p.path.clone(),
+                path: p.want.path.clone(),
                 expected_size: p.want.size,
                 size: p.size,
                 expected_sha256: p.want.sha256.as_ref().map(|h| h.to_string()),
@@ -403,6 +403,32 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
         started.elapsed().as_secs_f64()
     );
     Ok(r)
+}
+
+/// The recentfiles of `coll`, smallest first, for [`expected`]: a larger
+/// file's items that repeat the smaller one's byte for byte are not
+/// parsed again (right after `init --aggregate` every file holds every
+/// event: 8 parses of a Z file become one; [`crate::store::read_for_union`]).
+/// With them, the oldest epoch of the largest file (the horizon of a
+/// cascade without Z).
+fn read_union(coll: &Collection) -> Result<(Vec<Recentfile>, Option<Epoch>)> {
+    let mut files = Vec::new();
+    let mut smaller: Option<std::fs::File> = None;
+    let mut oldest = None;
+    for iv in &coll.intervals {
+        let path = coll.path_of(iv);
+        let Some(read) = crate::store::read_for_union(&path, smaller.as_ref())? else { continue };
+        crate::ops::news::warn_skipped(&path, &read.rf);
+        oldest = match read.rf.oldest() {
+            Some(e) => Some(e.epoch.clone()),
+            // All its events repeat the smaller file's end: so does its oldest.
+            None if read.beyond => oldest,
+            None => None,
+        };
+        smaller = read.strict;
+        files.push(read.rf);
+    }
+    Ok((files, oldest))
 }
 
 /// A file's digest, or why it could not be read.

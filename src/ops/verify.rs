@@ -100,7 +100,7 @@ pub fn expected(files: &[Recentfile]) -> Vec<Expected> {
     newest
         .into_values()
         .filter(|e| e.kind == EventKind::New)
-        .map(|e| Expected { path: e.path.clone(), epoch: e.epoch.clone(), size: None, sha256: None })
+        .map(|e| Expected { path: e.path.clone(), epoch: e.epoch.clone(), size: e.size, sha256: e.sha256.clone() })
         .collect()
 }
 

@@ -44,12 +44,10 @@ pub struct Options {
     pub fetch_list: Option<PathBuf>,
 }
 
-/// What the index says of one live path: the one local view of an event
-/// that verify compares with the tree.
+/// What the index says of one live path (the key of [`expected`]'s map):
+/// the one local view of an event that verify compares with the tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expected {
-    /// The path, relative to the root.
-    pub path: RelPath,
     /// Its newest event's epoch.
     pub epoch: Epoch,
     /// Bytes, when the event records them.
@@ -69,14 +67,17 @@ pub struct Expected {
 /// random access each, were most of verify's time). A repeat is the same
 /// epoch and path as an event already taken, so it can never be newer:
 /// skipping it changes nothing, whatever the files' order.
-pub fn expected(files: &[Recentfile]) -> Vec<Expected> {
+///
+/// The paths are moved out of `files` (no copy of each), which are then
+/// freed on another thread.
+pub fn expected(mut files: Vec<Recentfile>) -> foldhash::HashMap<RelPath, Expected> {
     let capacity = files.iter().map(|f| f.events.len()).max().unwrap_or(0);
-    let mut newest: foldhash::HashMap<&RelPath, &crate::recentfile::Event> =
+    let mut newest: foldhash::HashMap<&RelPath, (usize, usize, &crate::recentfile::Event)> =
         foldhash::HashMap::with_capacity_and_hasher(capacity, Default::default());
     let mut previous: &[crate::recentfile::Event] = &[];
-    for f in files {
+    for (i, f) in files.iter().enumerate() {
         let mut j = 0;
-        for e in &f.events {
+        for (k, e) in f.events.iter().enumerate() {
             // Both lists are newest first: walk the previous one down to this epoch.
             while previous.get(j).is_some_and(|p| p.epoch > e.epoch) {
                 j += 1;
@@ -86,22 +87,28 @@ pub fn expected(files: &[Recentfile]) -> Vec<Expected> {
             }
             match newest.entry(&e.path) {
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(e);
+                    v.insert((i, k, e));
                 }
                 std::collections::hash_map::Entry::Occupied(mut o) => {
-                    if e.epoch > o.get().epoch {
-                        o.insert(e);
+                    if e.epoch > o.get().2.epoch {
+                        o.insert((i, k, e));
                     }
                 }
             }
         }
         previous = &f.events;
     }
-    newest
-        .into_values()
-        .filter(|e| e.kind == EventKind::New)
-        .map(|e| Expected { path: e.path.clone(), epoch: e.epoch.clone(), size: e.size, sha256: e.sha256.clone() })
-        .collect()
+    let live: Vec<(usize, usize)> =
+        newest.into_values().filter(|(_, _, e)| e.kind == EventKind::New).map(|(i, k, _)| (i, k)).collect();
+    let mut out = foldhash::HashMap::with_capacity_and_hasher(live.len(), Default::default());
+    for (i, k) in live {
+        let e = &mut files[i].events[k];
+        let want = Expected { epoch: e.epoch.clone(), size: e.size, sha256: e.sha256.take() };
+        out.insert(std::mem::take(&mut e.path), want);
+    }
+    // A million events: freed off the caller's path.
+    crate::ops::news::drop_in_background(files);
+    out
 }
 
 /// A present file whose size or hash is not what the index records.
@@ -247,17 +254,18 @@ fn write_fetch_list(file: &Path, r: &Report) -> Result<()> {
 
 /// One present file the index knows.
 struct Present {
+    path: RelPath,
     size: u64,
     /// Where the walk met it (its digest's index with `--hash`).
     seq: usize,
     want: Expected,
 }
 
-/// What the walk saw of one file: size, mtime, and its place in walk order.
+/// What the walk saw of one file (its place in walk order is its index).
 struct Walked {
+    rel: RelPath,
     size: u64,
     mtime: i64,
-    seq: usize,
 }
 
 /// Compare the tree at `localroot` with its recentfiles, leaving out
@@ -277,7 +285,7 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
         progress,
         if hash { "verify: walking and hashing" } else { "verify: walking" },
     );
-    let mut walked: foldhash::HashMap<RelPath, Walked> = Default::default();
+    let mut walked: Vec<Walked> = Vec::new();
     let mut unreadable = Vec::new();
     let (union, walk, digests) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
@@ -285,24 +293,20 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
             let (files, oldest) = read_union(&coll)?;
             tracing::debug!("verify: recentfiles read in {:.3} s", t.elapsed().as_secs_f64());
             // The union too, beside the walk.
-            let wanted = expected(&files);
-            // A million events: freed off the caller's path.
-            crate::ops::news::drop_in_background(files);
+            let wanted = expected(files);
             tracing::debug!("verify: union of {} live paths at {:.3} s", wanted.len(), t.elapsed().as_secs_f64());
             anyhow::Ok((wanted, oldest))
         });
         let mut hashers = hash.then(|| Hashers::start(s, &coll.root));
-        let mut seq = 0;
         let walk = tree::walk(
             &coll.root,
             &ignore,
             |e| {
                 pb.inc(1);
                 if let Some(h) = &mut hashers {
-                    h.send(seq, &e.rel);
+                    h.send(walked.len(), &e.rel);
                 }
-                walked.insert(e.rel, Walked { size: e.size, mtime: e.mtime, seq });
-                seq += 1;
+                walked.push(Walked { rel: e.rel, size: e.size, mtime: e.mtime });
             },
             |p, why| {
                 let shown = crate::recentfile::shown_path(p.as_os_str().as_bytes());
@@ -313,6 +317,7 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
                 }
             },
         );
+        let seq = walked.len();
         tracing::debug!("verify: {seq} files walked in {:.3} s", started.elapsed().as_secs_f64());
         // Always ended, even after a failed walk: the pool must stop.
         let digests = hashers.map(|h| h.finish(seq)).unwrap_or_default();
@@ -322,7 +327,7 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
         (reader.join(), walk, digests)
     });
     pb.finish_and_clear();
-    let (wanted, oldest) = union.map_err(|_| anyhow::anyhow!("reading the recentfiles failed"))??;
+    let (mut wanted, oldest) = union.map_err(|_| anyhow::anyhow!("reading the recentfiles failed"))??;
     walk.with_context(|| format!("walking {}", coll.root.display()))?;
     let t = std::time::Instant::now();
     let mut r = Report { tree_files: walked.len(), unreadable, ..Report::default() };
@@ -332,22 +337,26 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
     let has_z = coll.intervals.last().is_some_and(|iv| iv.is_z());
     let horizon = if has_z { None } else { oldest };
     r.horizon = horizon.as_ref().map(|h| h.to_string());
+    r.indexed = wanted.len();
     let mut present = Vec::new();
-    for want in wanted {
-        r.indexed += 1;
-        match walked.remove(&want.path) {
-            // The walk left out what the excludes leave out: a path it met
-            // is not excluded, one it did not meet may be.
-            Some(w) => present.push(Present { size: w.size, seq: w.seq, want }),
-            None if ignore.is_ignored(&want.path) => r.excluded += 1,
-            None => {
-                r.to_fetch.push((want.path.clone(), want.epoch));
-                r.missing.push(want.path);
-            }
+    let mut unknown: Vec<(RelPath, i64)> = Vec::new();
+    for (seq, w) in walked.into_iter().enumerate() {
+        match wanted.remove(&w.rel) {
+            Some(want) => present.push(Present { path: w.rel, size: w.size, seq, want }),
+            None => unknown.push((w.rel, w.mtime)),
+        }
+    }
+    // The walk left out what the excludes leave out: a path it met is not
+    // excluded, one it did not meet may be.
+    for (path, want) in wanted {
+        if ignore.is_ignored(&path) {
+            r.excluded += 1;
+        } else {
+            r.to_fetch.push((path.clone(), want.epoch));
+            r.missing.push(path);
         }
     }
     r.present = present.len();
-    let mut unknown: Vec<(RelPath, i64)> = walked.into_iter().map(|(p, w)| (p, w.mtime)).collect();
     unknown.sort();
     for (p, mtime) in unknown {
         match &horizon {
@@ -368,12 +377,12 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
                 Some(d.sha256.clone())
             }
             Some(Some(Err(e))) => {
-                r.unreadable.push((crate::recentfile::shown_path(p.want.path.as_bytes()), e.clone()));
+                r.unreadable.push((crate::recentfile::shown_path(p.path.as_bytes()), e.clone()));
                 None
             }
             Some(None) => {
                 r.unreadable.push((
-                    crate::recentfile::shown_path(p.want.path.as_bytes()),
+                    crate::recentfile::shown_path(p.path.as_bytes()),
                     "not hashed (a hashing thread failed)".into(),
                 ));
                 None
@@ -385,9 +394,9 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
             differs |= want != got;
         }
         if differs {
-            r.to_fetch.push((p.want.path.clone(), p.want.epoch.clone()));
+            r.to_fetch.push((p.path.clone(), p.want.epoch.clone()));
             r.different.push(Different {
-                path: p.want.path.clone(),
+                path: p.path.clone(),
                 expected_size: p.want.size,
                 size: p.size,
                 expected_sha256: p.want.sha256.as_ref().map(|h| h.to_string()),
@@ -552,7 +561,7 @@ mod tests {
     fn expected_is_the_newest_event_per_path_without_deletes() {
         let small = file(&[(30, "a", EventKind::Delete), (20, "b", EventKind::New)]);
         let big = file(&[(10, "a", EventKind::New), (5, "c", EventKind::New), (4, "d", EventKind::Delete)]);
-        let mut got: Vec<String> = expected(&[small, big]).into_iter().map(|e| e.path.to_string()).collect();
+        let mut got: Vec<String> = expected(vec![small, big]).into_keys().map(|p| p.to_string()).collect();
         got.sort();
         assert_eq!(got, ["b", "c"]);
     }
@@ -577,7 +586,7 @@ mod tests {
 
     fn sorted(files: &[Recentfile]) -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> =
-            expected(files).into_iter().map(|e| (e.path.to_string(), e.epoch.to_string())).collect();
+            expected(files.to_vec()).into_iter().map(|(p, e)| (p.to_string(), e.epoch.to_string())).collect();
         v.sort();
         v
     }

@@ -198,3 +198,75 @@ fn a_new_dirtymark_is_taken_only_once_every_upstream_has_it() {
     assert!(m.root.join("old/inserted.txt").is_file());
     crate::util::mirror::assert_same_tree(&origin, &m.root);
 }
+
+/// Two origins with the same filenameroot and dirtymark (both indexed at
+/// one pinned time), told apart only by the origin their beacons name:
+/// the one the mirror does not follow is foreign, even when it is the
+/// freshest, and the error names both origins.
+#[test]
+fn an_upstream_whose_beacon_names_another_origin_is_foreign() {
+    use crate::util::{ok, principal};
+    let init = ["--now", "1600000000", "init", "--aggregate"];
+    let a = Origin::new([("id/a.txt", "a\n")], &init);
+    let b = Origin::new([("id/a.txt", "a\n")], &init);
+    ok(&["--now", "1600000100", "beacon", "--origin-name", "a.example", &principal(&a)]);
+    ok(&["--now", "1600000100", "beacon", "--origin-name", "b.example", &principal(&b)]);
+    let m = a.mirror();
+    let more = ["--remote", &b.src()];
+    let p = m.pass(&more, 0);
+    assert_eq!(p["upstream"], a.src().as_str(), "a tie: the first given: {p}");
+    let st = m.state();
+    assert_eq!(record(&st, &b.src())["result"], "foreign", "{st}");
+
+    // b moves on: the freshest now, and still another origin's.
+    b.change(&["id/b-only.txt"], &[]);
+    let (p, out) = m.pass_output(&more, 0);
+    assert_eq!(p["upstream"], a.src().as_str(), "{p}");
+    assert!(!m.root.join("id/b-only.txt").exists(), "nothing of b's was taken");
+    let st = m.state();
+    let why = record(&st, &b.src())["message"].as_str().unwrap().to_string();
+    assert_eq!(record(&st, &b.src())["result"], "foreign", "{st}");
+    assert!(why.contains("\"b.example\"") && why.contains("\"a.example\""), "{why}");
+    assert!(!stderr(&out).contains("b-only"), "{}", stderr(&out));
+
+    crate::util::mirror::assert_same_tree(&a, &m.root);
+}
+
+/// An idle origin: two upstreams serve the same index; the one whose
+/// beacon is newer (it keeps fetching the origin's) is read, though given
+/// second. A copy whose beacon names a newer epoch than its own principal
+/// (a beacon copied from a fresher place: a lying upstream) is ranked by
+/// its index alone.
+#[test]
+fn the_upstream_with_the_newer_beacon_is_read_and_a_lying_beacon_is_ignored() {
+    use crate::util::{ok, principal};
+    let origin = Origin::new([("id/a.txt", "a\n")], &["--now", "1600000000", "init", "--aggregate"]);
+    ok(&["--now", "1600001000", "beacon", "--origin-name", "o.example", &principal(&origin)]);
+    let stale_root = origin.dir().join("stale");
+    freeze(&origin, &stale_root);
+    let liar_root = origin.dir().join("liar");
+    freeze(&origin, &liar_root);
+    let stale = RsyncDaemon::start(&[("origin", &stale_root), ("liar", &liar_root)]);
+    let stale_src = format!("{}/RECENT.recent", stale.url("origin"));
+    let liar_src = format!("{}/RECENT.recent", stale.url("liar"));
+    // The origin, idle, refreshes its beacon; the stale copy does not.
+    ok(&["--now", "1600002000", "beacon", &principal(&origin)]);
+
+    let m = origin.mirror_at(origin.dir().join("m1"));
+    let m = Mirror { remote: stale_src.clone(), ..m };
+    let p = m.pass(&["--remote", &origin.src()], 0);
+    assert_eq!(p["upstream"], origin.src().as_str(), "the newer beacon: {p}");
+    assert_eq!(record(&m.state(), &stale_src)["result"], "stale", "{}", m.state());
+
+    // The origin moves on; its new beacon is copied beside the liar's old index.
+    origin.change(&["id/new.txt"], &[]);
+    let beacon = "RECENT-1h.yaml.beacon.json";
+    std::fs::copy(origin.join(beacon), liar_root.join(beacon)).unwrap();
+    let m2 = Mirror { root: origin.dir().join("m2"), remote: liar_src.clone() };
+    let p = m2.pass(&["--remote", &stale_src], 0);
+    assert_eq!(p["upstream"], stale_src.as_str(), "the liar's beacon does not count: {p}");
+    let st = m2.state();
+    let liar = record(&st, &liar_src);
+    assert_eq!(liar["result"], "stale", "{st}");
+    assert!(liar["message"].as_str().unwrap().contains("newer than its principal"), "{st}");
+}

@@ -25,6 +25,25 @@ use ::recentfile::beacon::{self, Beacon};
 use anyhow::{Context, Result};
 use std::fs;
 
+/// A beacon as fetched: its bytes (republished as they are) and content.
+pub(super) type Read = (Vec<u8>, Beacon);
+
+/// The beacon of `principal` fetched into `dir`: `None` when there is
+/// none, `Some(Err(why))` when it is not a small regular file or not a
+/// valid beacon, else its bytes and content. Hostile input: read with a
+/// bound, never followed through a symlink.
+pub(super) fn fetched_beacon(dir: &FetchDir, principal: &str) -> Result<Option<Result<Read, String>>> {
+    let path = dir.file(&beacon::beacon_name(principal));
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() && m.len() <= beacon::MAX_BYTES as u64 => {
+            let bytes = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            Ok(Some(Beacon::parse(&bytes).map(|b| (bytes, b)).map_err(|e| e.to_string())))
+        }
+        Ok(_) => Ok(Some(Err("not a small regular file".to_string()))),
+        Err(_) => Ok(None),
+    }
+}
+
 impl Mirror<'_> {
     /// After a pass that installed the recentfiles of `principal`: install
     /// the beacon fetched with it, if there is one and it may be held
@@ -35,23 +54,13 @@ impl Mirror<'_> {
             return Ok(());
         }
         let name = beacon::beacon_name(principal);
-        let path = dir.file(&name);
-        let bytes = match fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_file() && m.len() <= beacon::MAX_BYTES as u64 => {
-                fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?
-            }
-            Ok(_) => {
-                tracing::warn!("{}: not a small regular file, not held", self.cfg.remote.source(&name));
-                return Ok(());
-            }
-            Err(_) => return Ok(()),
-        };
-        let b = match Beacon::parse(&bytes) {
-            Ok(b) => b,
-            Err(e) => {
+        let (bytes, b) = match fetched_beacon(dir, principal)? {
+            None => return Ok(()),
+            Some(Err(e)) => {
                 tracing::warn!("{}: {e}; not held", self.cfg.remote.source(&name));
                 return Ok(());
             }
+            Some(Ok(x)) => x,
         };
         if let Some(held) = self.state.origin_beacon.as_ref().filter(|h| h.origin == b.origin) {
             if b.time < held.time {

@@ -25,6 +25,17 @@ use ::recentfile::beacon::{self, Beacon};
 use anyhow::{Context, Result};
 use std::fs;
 
+/// The bytes of the small regular file at `path`, `None` when there is
+/// none (or it is not a regular file of at most `limit` bytes).
+fn small_file(path: &std::path::Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() && m.len() <= limit => {
+            Ok(Some(fs::read(path).with_context(|| format!("cannot read {}", path.display()))?))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// A beacon as fetched: its bytes (republished as they are) and content.
 pub(super) type Read = (Vec<u8>, Beacon);
 
@@ -73,13 +84,30 @@ impl Mirror<'_> {
             return Ok(());
         }
         // With --trust-key the verified beacon and its signature are
-        // installed as a pair by `trusted::install_beacon`; writing the
-        // beacon alone here could part it from its `.sig`.
+        // installed as a pair by `trusted::install_beacon`. Without, the
+        // signature fetched with the beacon is republished beside it, byte
+        // for byte and unverified, as the origin writes them (beacon, then
+        // signature), so that a tier below with --trust-key can verify
+        // through this one; a tier that fetched none removes its own, which
+        // no longer belongs to the beacon it serves.
         if self.trust.is_none() {
             let dst = self.cfg.localroot.join(&name);
             store::write_atomic(&dst, &bytes, None).with_context(|| format!("cannot install {}", dst.display()))?;
+            let sig_name = beacon::signature_name(principal);
+            let sig_dst = self.cfg.localroot.join(&sig_name);
+            match small_file(&dir.file(&sig_name), crate::trust::MAX_SIG_BYTES as u64)? {
+                Some(sig) => store::write_atomic(&sig_dst, &sig, None)
+                    .with_context(|| format!("cannot install {}", sig_dst.display()))?,
+                None => match fs::remove_file(&sig_dst) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).with_context(|| format!("cannot remove {}", sig_dst.display()));
+                    }
+                    _ => {}
+                },
+            }
         }
-        self.state.origin_beacon = Some(HeldBeacon { origin: b.origin, time: b.time, interval: b.interval });
+        self.state.origin_beacon =
+            Some(HeldBeacon { origin: b.origin, time: b.time, interval: b.interval, signed: b.signed });
         Ok(())
     }
 }

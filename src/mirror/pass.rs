@@ -154,9 +154,15 @@ impl<'a> Mirror<'a> {
             // The origin's beacon, in the same call, once the upstream is
             // known to have one (mirror::freshness: asking for a missing
             // file costs a daemon slot's teardown).
-            let beacon = ::recentfile::beacon::beacon_name(last.as_deref().unwrap_or(&remote.name));
-            if self.state.origin_beacon.is_some() {
+            let principal = last.as_deref().unwrap_or(&remote.name);
+            let beacon = ::recentfile::beacon::beacon_name(principal);
+            let signature = ::recentfile::beacon::signature_name(principal);
+            if let Some(held) = &self.state.origin_beacon {
                 names.push(&beacon);
+                // Its signature too, republished with it (mirror::freshness).
+                if held.signed {
+                    names.push(&signature);
+                }
             }
             let mut refetch = self.state.refetch.clone();
             refetch.extend(self.behind_names());

@@ -474,7 +474,10 @@ impl FetchDir {
         let mut r = self.command(remote, settings);
         watch.limit(&mut r);
         r.args(["--dirs", "--exclude=*/"]);
-        for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json")] {
+        // `-*.json` takes the beacon; `-*.json.sig` its signature, which
+        // a tier republishes with it (mirror::freshness).
+        let sig = format!("/{root}-*.json.sig");
+        for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json"), sig] {
             r.arg(format!("--include={p}"));
         }
         r.arg("--exclude=*");

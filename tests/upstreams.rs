@@ -270,3 +270,42 @@ fn the_upstream_with_the_newer_beacon_is_read_and_a_lying_beacon_is_ignored() {
     assert_eq!(liar["result"], "stale", "{st}");
     assert!(liar["message"].as_str().unwrap().contains("newer than its principal"), "{st}");
 }
+
+/// With `--trust-key`, an upstream claims the freshest index but its
+/// beacon is signed by a key the mirror does not trust (the probe does not
+/// verify: it is chosen). The pass falls back to the next usable upstream
+/// instead of failing; the bad one backs off and is named with why.
+#[test]
+fn a_chosen_upstream_that_fails_verification_falls_back_to_the_next() {
+    use crate::util::fixture::change_with;
+    let keys = tempfile::tempdir().unwrap();
+    let (key, allowed) = crate::trust::keypair(keys.path(), "origin");
+    let (other, _) = crate::trust::keypair(keys.path(), "other");
+    let init = ["init", "--aggregate", "--sign-key", s(&key), "--origin-name", "org"];
+    let origin = Origin::new([("d/a.txt", "a\n")], &init);
+    let bad_root = origin.dir().join("bad");
+    freeze(&origin, &bad_root);
+    change_with(&bad_root, &["d/evil.txt"], &[], &["--sign-key", s(&other)]);
+    let bad = RsyncDaemon::start(&[("origin", &bad_root)]);
+    let bad_src = format!("{}/RECENT.recent", bad.url("origin"));
+    let m = Mirror { root: origin.dir().join("target"), remote: bad_src.clone() };
+    let more = ["--remote", &origin.src(), "--trust-key", s(&allowed)];
+
+    let (p, out) = m.pass_output(&more, 0);
+    assert_eq!(p["upstream"], origin.src().as_str(), "{p}");
+    assert!(!m.root.join("d/evil.txt").exists(), "nothing of the bad one's");
+    crate::util::mirror::assert_same_tree(&origin, &m.root);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("upstream {bad_src}: chosen, then failed")), "{err}");
+    let st = m.state();
+    let rec = record(&st, &bad_src);
+    assert_eq!(rec["result"], "unreachable", "{st}");
+    assert!(rec["message"].as_str().unwrap().contains("not a trusted key"), "{st}");
+    assert!(rec["next_try"].is_string(), "it backs off: {st}");
+    assert!(st["trust_error"].is_null(), "the pass verified what it read: {st}");
+
+    // Backing off, it is not asked by the next pass; the origin is read.
+    change_with(&origin, &["d/b.txt"], &[], &["--sign-key", s(&key)]);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), p["transferred"].as_u64()), (Some(origin.src().as_str()), Some(1)), "{p}");
+}

@@ -47,7 +47,10 @@
 //!   lying upstream freshest.
 //!
 //! No usable upstream fails the pass, its error naming each upstream and
-//! why. The pass then fetches its principal from the chosen upstream as
+//! why. A chosen upstream whose principal then fails in the pass (fetch,
+//! parse, `--trust-key` verification, the check below) is counted
+//! unreachable and the next usable one is read ([`Mirror::reject_chosen`]),
+//! each at most once per pass. The pass then fetches its principal from the chosen upstream as
 //! with one remote (one more connection, to it), and checks that principal
 //! once more ([`Mirror::check_upstream_answer`]): it may have moved
 //! meanwhile. The state records the upstream used and each one's result
@@ -361,6 +364,19 @@ fn reference_origin(
     best.cloned()
 }
 
+/// What the upstreams answered in one pass ([`Mirror::ask_upstreams`]):
+/// chosen from once, and again when the chosen one fails in the pass.
+pub(super) struct Asked {
+    /// Each upstream's record before this pass's verdicts.
+    records: Vec<UpstreamRecord>,
+    /// Per upstream (as given); `None`: not asked (backing off).
+    answers: Vec<Option<Result<Answer, String>>>,
+    /// When they were asked.
+    now: Epoch,
+    /// The one chosen last.
+    chosen: Option<usize>,
+}
+
 /// What a selection decided, kept until the pass that uses it records it
 /// in the state (a selection made before ownership was settled would be
 /// lost with the state it replaced).
@@ -442,13 +458,12 @@ impl Mirror<'_> {
     }
 
     /// With several upstreams, before the principal is fetched: ask each
-    /// that is not backing off, [`select`], and read the chosen one from
-    /// here on (`cfg.remote` and the transport). An error names every
-    /// upstream and why none can be used.
-    pub(super) fn choose_upstream(&mut self) -> Result<()> {
+    /// that is not backing off (at once, bounded), for
+    /// [`Mirror::choose_upstream`].
+    pub(super) fn ask_upstreams(&mut self) -> Result<Asked> {
         let now = self.clock.now();
         let upstreams = self.cfg.upstreams.clone();
-        let mut records: Vec<UpstreamRecord> = upstreams
+        let records: Vec<UpstreamRecord> = upstreams
             .iter()
             .map(|u| {
                 let old = self.state.upstreams.iter().find(|r| r.remote == u.src);
@@ -493,8 +508,19 @@ impl Mirror<'_> {
         if self.stopped() {
             return Err(crate::sys::signals::Interrupted.into());
         }
-        let sel = select(&answers, &self.known());
-        for ((r, a), v) in records.iter_mut().zip(&answers).zip(&sel.verdicts) {
+        Ok(Asked { records, answers, now, chosen: None })
+    }
+
+    /// [`select`] from what was asked, and read the chosen one from here on
+    /// (`cfg.remote` and the transport). An error names every upstream and
+    /// why none can be used. `again`: a choice after the chosen one failed
+    /// ([`Mirror::reject_chosen`]): the others' lines were logged already.
+    pub(super) fn choose_upstream(&mut self, asked: &mut Asked, again: bool) -> Result<()> {
+        let (now, answers) = (asked.now.clone(), &asked.answers);
+        let upstreams = self.cfg.upstreams.clone();
+        let mut records = asked.records.clone();
+        let sel = select(answers, &self.known());
+        for ((r, a), v) in records.iter_mut().zip(answers).zip(&sel.verdicts) {
             let Some((verdict, why)) = v else { continue };
             // A warning when an upstream's result changes, not every pass
             // (a tier-1 that stays behind would say so 4,320 times a day).
@@ -519,13 +545,14 @@ impl Mirror<'_> {
                 let pause = (t.to_f64() - now.to_f64()).max(0.0);
                 line.push_str(&format!("; asked again after {}", crate::output::human::duration(pause)));
             }
-            if news {
+            if news && !again {
                 tracing::warn!("{line}");
             } else {
                 tracing::debug!("{line}");
             }
         }
         self.state.upstreams = records.clone();
+        asked.chosen = sel.chosen;
         let (Some(i), Some(collection)) = (sel.chosen, sel.collection) else {
             let why: Vec<String> = records
                 .iter()
@@ -550,6 +577,21 @@ impl Mirror<'_> {
         self.state.upstream = Some(self.cfg.remote.src.clone());
         self.selected = Some(Selected { remote: self.cfg.remote.src.clone(), collection, origin: sel.origin, records });
         Ok(())
+    }
+
+    /// The chosen upstream failed in the pass (its principal could not be
+    /// fetched, read or verified, or its answer changed): it counts as
+    /// unreachable for this selection (it backs off), and the pass may
+    /// choose another ([`Mirror::choose_upstream`] again). Each upstream is
+    /// read at most once per pass this way.
+    pub(super) fn reject_chosen(&mut self, asked: &mut Asked, e: &anyhow::Error) {
+        let Some(i) = asked.chosen.take() else { return };
+        tracing::warn!(
+            "upstream {}: chosen, then failed: {e:#}; trying the next usable one",
+            self.cfg.upstreams[i].src
+        );
+        asked.answers[i] = Some(Err(format!("chosen, then failed in the pass: {e:#}")));
+        self.selected = None;
     }
 
     /// The principal the pass fetched from the chosen upstream, once more

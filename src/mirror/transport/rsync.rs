@@ -594,6 +594,24 @@ impl FetchDir {
         }
     }
 
+    /// Empty the directory, once its fetch has ended: what an upstream that
+    /// failed left here is never read as another upstream's.
+    pub fn clear(&self) -> Result<()> {
+        self.settle_quietly();
+        *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.whole_index.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.oversized.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        for e in fs::read_dir(self.path()).with_context(|| format!("cannot read {}", self.path().display()))? {
+            let p = e?.path();
+            let res = match fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&p),
+                _ => fs::remove_file(&p),
+            };
+            res.with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+        Ok(())
+    }
+
     /// [`FetchDir::settle`] where only the waiting matters (before another
     /// fetch into the same directory, and before it is removed).
     fn settle_quietly(&self) {

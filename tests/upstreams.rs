@@ -309,3 +309,26 @@ fn a_chosen_upstream_that_fails_verification_falls_back_to_the_next() {
     let p = m.pass(&more, 0);
     assert_eq!((p["upstream"].as_str(), p["transferred"].as_u64()), (Some(origin.src().as_str()), Some(1)), "{p}");
 }
+
+/// With several upstreams, an origin that starts publishing a beacon is
+/// found by the next incremental pass (the probe saw it), not only by the
+/// next whole-tree pass.
+#[test]
+fn a_new_beacon_is_held_after_the_next_pass_with_several_upstreams() {
+    use crate::util::{ok, principal};
+    let origin = Origin::numbered(2, |i| format!("d/f{i}.txt"));
+    let copy_root = origin.dir().join("copy");
+    freeze(&origin, &copy_root);
+    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
+    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    let m = origin.mirror();
+    let more = ["--remote", copy_src.as_str()];
+    m.pass(&more, 0);
+    assert!(m.state()["origin_beacon"].is_null());
+    ok(&["beacon", "--origin-name", "o.example", &principal(&origin)]);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), &p["bootstrap"]), (Some(origin.src().as_str()), &false.into()), "{p}");
+    assert_eq!(m.state()["origin_beacon"]["origin"], "o.example", "{}", m.state());
+    let beacon = "RECENT-1h.yaml.beacon.json";
+    assert_eq!(std::fs::read(m.root.join(beacon)).unwrap(), std::fs::read(origin.join(beacon)).unwrap());
+}

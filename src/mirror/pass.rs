@@ -181,12 +181,13 @@ impl<'a> Mirror<'a> {
             let principal = last.as_deref().unwrap_or(&remote.name);
             let beacon = ::recentfile::beacon::beacon_name(principal);
             let signature = ::recentfile::beacon::signature_name(principal);
-            if let Some(held) = &self.state.origin_beacon {
+            let probed = self.selected.as_ref().is_some_and(|s| s.has_beacon);
+            if self.state.origin_beacon.is_some() || probed {
                 names.push(&beacon);
-                // Its signature too, republished with it (mirror::freshness).
-                if held.signed {
-                    names.push(&signature);
-                }
+            }
+            // Its signature too, republished with it (mirror::freshness).
+            if self.state.origin_beacon.as_ref().is_some_and(|h| h.signed) {
+                names.push(&signature);
             }
             let mut refetch = self.state.refetch.clone();
             refetch.extend(self.behind_names());

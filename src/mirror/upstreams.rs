@@ -388,6 +388,9 @@ pub(crate) struct Selected {
     pub collection: CollectionId,
     /// Its origin, when a beacon names it: the pass's fetch must not name another.
     pub origin: Option<String>,
+    /// It served a beacon when asked: the pass fetches it with the
+    /// principal (an origin that starts publishing one is found at once).
+    pub has_beacon: bool,
     /// Every upstream's record after this selection.
     pub records: Vec<UpstreamRecord>,
 }
@@ -575,7 +578,9 @@ impl Mirror<'_> {
             self.cfg.remote = chosen;
         }
         self.state.upstream = Some(self.cfg.remote.src.clone());
-        self.selected = Some(Selected { remote: self.cfg.remote.src.clone(), collection, origin: sel.origin, records });
+        let has_beacon = answers[i].as_ref().and_then(|a| a.as_ref().ok()).is_some_and(|a| a.origin.is_some());
+        self.selected =
+            Some(Selected { remote: self.cfg.remote.src.clone(), collection, origin: sel.origin, has_beacon, records });
         Ok(())
     }
 

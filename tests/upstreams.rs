@@ -19,6 +19,17 @@ fn freeze(from: &Path, to: &Path) {
     assert!(ok.success());
 }
 
+/// An origin of `n` files and a copy of it frozen now (`copy`), served by
+/// a daemon of its own: its root, daemon and principal URL.
+fn origin_and_copy(n: usize) -> (Origin, std::path::PathBuf, RsyncDaemon, String) {
+    let origin = Origin::numbered(n, |i| format!("d/f{i}.txt"));
+    let copy_root = origin.dir().join("copy");
+    freeze(&origin, &copy_root);
+    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
+    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    (origin, copy_root, copy, copy_src)
+}
+
 /// The state's record of `remote` among its upstreams.
 fn record<'a>(st: &'a Value, remote: &str) -> &'a Value {
     st["upstreams"].as_array().unwrap().iter().find(|u| u["remote"] == remote).unwrap_or_else(|| panic!("{st}"))
@@ -176,11 +187,7 @@ fn a_localroot_inside_a_second_local_upstream_is_refused() {
 /// protocol's "dirtymark changed": forget, resync, the insert arrives.
 #[test]
 fn a_new_dirtymark_is_taken_only_once_every_upstream_has_it() {
-    let origin = Origin::numbered(3, |i| format!("d/f{i}.txt"));
-    let copy_root = origin.dir().join("copy");
-    freeze(&origin, &copy_root);
-    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
-    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    let (origin, copy_root, _copy, copy_src) = origin_and_copy(3);
     let m = origin.mirror();
     let more = ["--remote", copy_src.as_str()];
     m.pass(&more, 0);
@@ -316,11 +323,7 @@ fn a_chosen_upstream_that_fails_verification_falls_back_to_the_next() {
 #[test]
 fn a_new_beacon_is_held_after_the_next_pass_with_several_upstreams() {
     use crate::util::{ok, principal};
-    let origin = Origin::numbered(2, |i| format!("d/f{i}.txt"));
-    let copy_root = origin.dir().join("copy");
-    freeze(&origin, &copy_root);
-    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
-    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    let (origin, _, _copy, copy_src) = origin_and_copy(2);
     let m = origin.mirror();
     let more = ["--remote", copy_src.as_str()];
     m.pass(&more, 0);

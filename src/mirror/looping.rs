@@ -33,6 +33,7 @@ use crate::mirror::run_lock::take_run_lock;
 use crate::mirror::textfile::Prometheus;
 use crate::mirror::trigger_pipe::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
+use crate::monitor::trace::Trigger;
 use crate::store::RunLock;
 use crate::sys::clock::Clock;
 use crate::sys::signals::Interrupted;
@@ -174,7 +175,7 @@ pub(crate) fn run_in_span(
     clock: &Clock,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg) };
+    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg), traces: Default::default() };
     let res = run.passes(out);
     if let Err(e) = &res {
         if opts.json && !is_closed(e) {
@@ -345,6 +346,9 @@ struct Run<'a> {
     clock: &'a Clock,
     /// The tree as log lines, pass objects and the hook name it.
     shown: String,
+    /// `--trace`, `--timestamp`: the upstream's traces fetched for the
+    /// running pass ([`crate::mirror::traces`]).
+    traces: std::cell::RefCell<crate::mirror::traces::Traces>,
 }
 
 /// How a step ended: the run goes on with its result, or ends with this exit.
@@ -544,6 +548,7 @@ impl Run<'_> {
                 verify_before_pass(m, self.clock)?;
             }
         }
+        self.traces.borrow_mut().before_pass(&m.cfg);
         match m.pass() {
             Ok(rep) => self.passed(m, rep, out),
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
@@ -592,6 +597,12 @@ impl Run<'_> {
             return Err(e.into());
         }
         log_pass(&rep);
+        if rep.complete && rep.errors.is_empty() && !rep.mass_deletes_held && !rep.dry_run {
+            let now = self.clock.now_f64();
+            let trigger = if opts.looping { Trigger::Loop } else { Trigger::Cron };
+            let (started, now) = ((now - rep.seconds).floor() as i64, now.floor() as i64);
+            self.traces.borrow_mut().after_complete_pass(&m.cfg, &m.state, started, now, trigger);
+        }
         crate::sys::notify::notify(&format!("STATUS={}: {}", self.shown, summary_line(&rep)));
         let exit = exit_of(&rep);
         self.after_pass(exit, Some(&rep), None, Instant::now());

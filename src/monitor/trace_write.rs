@@ -75,7 +75,7 @@ pub fn check_trace_name(name: &str) -> Result<()> {
 
 /// Read at most [`MAX_TRACE_BYTES`] of `path`; a missing file is empty.
 /// A symlink is not followed.
-fn read_bounded(path: &Path) -> Result<Vec<u8>> {
+pub fn read_bounded(path: &Path) -> Result<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
     let mut f = match f {

@@ -76,7 +76,6 @@ impl IgnoreSet {
     /// The same set with `dir` (relative to the root, e.g. `project/trace`,
     /// the `--trace` directory: crate::monitor::trace_write) and all below
     /// it as rrr's own.
-    #[allow(dead_code)] // Wired into init, fsck and watch with `--trace` (issue 35).
     pub fn with_own_dir(mut self, dir: impl AsRef<[u8]>) -> IgnoreSet {
         let dir = dir.as_ref().strip_suffix(b"/").unwrap_or(dir.as_ref());
         self.own_dirs.push(dir.to_vec());

@@ -6,6 +6,8 @@
 
 use crate::util::fixture::{change_with, Mirror, Origin};
 use crate::util::rsyncd::RsyncDaemon;
+use crate::util::{ok, principal, wait_for, write};
+use crate::watch::WAIT;
 use rrr::monitor::trace::{self, Trace};
 use rrr::monitor::trace_write::write_master_trace;
 use std::fs;
@@ -151,4 +153,42 @@ fn a_tier_keeps_its_upstreams_traces_through_whole_tree_passes() {
     assert_eq!(read_trace(&t2.root, "t1.example").date, T0 + 30);
     let h2 = fs::read_to_string(tdir.join("_hierarchy")).unwrap();
     assert_eq!(h2.lines().count(), 2, "{h2}");
+}
+
+/// The origin: `rrr beacon --trace --timestamp` writes the master trace
+/// and the timestamp file at its (pinned) time; `rrr watch` rewrites them
+/// at its heartbeats, and writing them is never an event (real inotify).
+#[test]
+fn the_origin_writes_its_master_trace_and_never_records_it() {
+    use crate::watch::{news, tree, wait_kind, Daemon};
+    let (_tmp, root) = tree(&["a.txt"]);
+    let p = principal(&root);
+    let files = ["--trace", DIR, "--timestamp", "indices/timestamp.txt"];
+    let mut beacon = vec!["--now", "1796274942", "beacon", &p];
+    beacon.extend(files);
+    ok(&beacon);
+    let m = read_trace(&root, "master");
+    assert_eq!(m.date, T0);
+    assert!(m.upstream().is_none() && m.archive_serial().is_some(), "{m:?}");
+    let ts = fs::read_to_string(root.join("indices/timestamp.txt")).unwrap();
+    assert!(ts.starts_with(&format!("{T0} ")), "{ts}");
+
+    // The daemon writes them at its first heartbeat (the real clock now),
+    // and again at the heartbeat that follows a change (interval 1 s).
+    let mut args = vec!["--beacon-interval", "1"];
+    args.extend(files);
+    let d = Daemon::start(&root, &args);
+    let date = || trace::parse(&fs::read(root.join(DIR).join("master")).unwrap_or_default()).map(|t| t.date).ok();
+    wait_for("the daemon's master trace", WAIT, || date().is_some_and(|t| t > T0 + 3600));
+    let first = date().unwrap();
+    write(&root, "b.txt", "b");
+    wait_kind(&root, "b.txt", "new");
+    wait_for("a master trace of a later heartbeat", WAIT, || date().is_some_and(|t| t > first));
+    let ts = fs::read_to_string(root.join("indices/timestamp.txt")).unwrap();
+    assert!(!ts.starts_with(&format!("{T0} ")), "rewritten: {ts}");
+    assert_eq!(d.stop().0, 0);
+    // Only the data: no event for the trace files, in the index or the log.
+    let mut paths: Vec<String> = news(&root).into_keys().collect();
+    paths.sort();
+    assert_eq!(paths, ["a.txt", "b.txt"]);
 }

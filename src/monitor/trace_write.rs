@@ -157,6 +157,59 @@ pub fn write_master_trace(root: &Path, dir: &Path, trace: &Trace) -> Result<Path
     Ok(file)
 }
 
+/// The origin's trace files (`rrr watch`, `rrr beacon`: `--trace DIR`,
+/// `--timestamp FILE`), relative to the root; rrr's own, never recorded.
+#[derive(Clone, Debug, Default)]
+pub struct OriginFiles {
+    /// The trace directory: `DIR/master` is written.
+    pub trace: Option<PathBuf>,
+    /// The timestamp file.
+    pub timestamp: Option<PathBuf>,
+}
+
+impl OriginFiles {
+    /// The paths the ignore set must hold as rrr's own.
+    pub fn own_paths(&self) -> impl Iterator<Item = &Path> {
+        self.trace.iter().chain(&self.timestamp).map(PathBuf::as_path)
+    }
+
+    /// The file whose age says when they were last written.
+    pub fn probe_file(&self, root: &Path) -> Option<PathBuf> {
+        match (&self.trace, &self.timestamp) {
+            (Some(d), _) => Some(root.join(d).join(MASTER)),
+            (None, Some(f)) => Some(root.join(f)),
+            (None, None) => None,
+        }
+    }
+
+    /// Write the master trace (its `Archive serial` the principal's newest
+    /// epoch) and the timestamp file of `coll` at `now` (the origin's data
+    /// clock), each atomically.
+    pub fn write(&self, coll: &crate::collection::Collection, now: i64) -> Result<()> {
+        if let Some(dir) = &self.trace {
+            let principal = coll.path_of(coll.principal());
+            let serial = crate::store::read_file(&principal)
+                .with_context(|| format!("cannot read {}", principal.display()))?
+                .and_then(|rf| rf.events.first().map(|e| e.epoch.to_string()));
+            let t = Trace {
+                date: now,
+                date_started: None,
+                archive_serial: serial,
+                host: host_name(),
+                maintainer: None,
+                upstream: None,
+                trigger: None,
+                extra: Vec::new(),
+            };
+            write_master_trace(&coll.root, dir, &t).context("--trace")?;
+        }
+        if let Some(file) = &self.timestamp {
+            write_timestamp(&coll.root, file, now).context("--timestamp")?;
+        }
+        Ok(())
+    }
+}
+
 /// The epoch-first timestamp file `<root>/<file>` (e.g. `indices/timestamp.txt`).
 pub fn write_timestamp(root: &Path, file: &Path, secs: i64) -> Result<PathBuf> {
     let parent = file.parent().filter(|p| !p.as_os_str().is_empty());

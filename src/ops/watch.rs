@@ -38,6 +38,9 @@ pub struct Options {
     /// The most paths a batch holds before it is traded for a rescan
     /// ([`MAX_BATCH_ENTRIES`] by default).
     pub max_batch_entries: usize,
+    /// `--trace DIR`, `--timestamp FILE`: the master trace and the
+    /// timestamp file, rewritten with the beacon; rrr's own (never recorded).
+    pub traces: crate::monitor::trace_write::OriginFiles,
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
@@ -46,11 +49,16 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let w = &ctx.writer;
     let coll = Collection::open(&opts.principal)?;
     crate::origin::beacon::check_start(&coll, w)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
+    let mut ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
+    for own in opts.traces.own_paths() {
+        ignore = ignore.with_own_dir(own.as_os_str().as_encoded_bytes());
+    }
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
     let span = tracing::info_span!("watch", root = %root.display());
     let _in = span.enter();
     let _run_lock = crate::origin::watch_lock(&root, "another watch runs on this tree")?;
+    // Written once now: a bad path is an error at start (exit 2).
+    opts.traces.write(&coll, w.clock.now_f64().floor() as i64)?;
     crate::sys::signals::install();
     let on_batch = match &opts.on_batch {
         None => None,
@@ -63,6 +71,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         keep_deletes: opts.keep_deletes,
         prometheus: opts.prometheus.clone(),
         max_batch_entries: opts.max_batch_entries,
+        traces: opts.traces.clone(),
     };
     crate::origin::watch::serve(&settings, w, Tree { coll, ignore, root, on_batch })?;
     Ok(Exit::Ok)

@@ -49,6 +49,8 @@ pub struct WatchArgs {
     /// the tree (a test knob: the default bounds memory at some 30 MB).
     #[arg(long, value_name = "N", default_value_t = rrr::ops::watch::MAX_BATCH_ENTRIES, hide = true)]
     pub max_batch_entries: usize,
+    #[command(flatten)]
+    pub traces: super::prelude::OriginTraceArgs,
 }
 
 impl From<WatchArgs> for Options {
@@ -64,6 +66,7 @@ impl From<WatchArgs> for Options {
             on_batch: a.on_batch,
             on_batch_timeout: Duration::from_secs_f64(a.on_batch_timeout.max(0.0)),
             max_batch_entries: a.max_batch_entries.max(1),
+            traces: a.traces.files(),
         }
     }
 }

@@ -73,6 +73,9 @@ pub struct Options {
     /// The node-exporter textfile to rewrite after each pass and heartbeat
     /// (one file for every tree of a config).
     pub prometheus: Option<PathBuf>,
+    /// `--metrics-listen ADDR:PORT` (with `--loop`): the textfile's metrics
+    /// over HTTP at `/metrics`, every tree of the run.
+    pub metrics_listen: Option<String>,
     /// One JSON object per pass on stdout instead of the summary line.
     pub json: bool,
 }

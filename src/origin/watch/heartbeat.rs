@@ -121,9 +121,25 @@ impl Daemon<'_> {
         match res {
             Ok(()) => {
                 self.markers.written(now);
+                let wanted = self.opts.prometheus.is_some() || self.opts.metrics.is_some();
+                let root = self.root.display().to_string();
+                let text = if wanted {
+                    prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending())
+                } else {
+                    String::new()
+                };
+                if let Some(served) = &self.opts.metrics {
+                    let log = &self.log;
+                    let (news, deletes, runs) = (log.news.get(), log.deletes.get(), log.aggregations.get());
+                    let rrrgo = crate::monitor::metrics_http::rrrgo_metrics(
+                        news,
+                        deletes,
+                        self.batch.pending() as u64,
+                        Some(runs),
+                    );
+                    *served.lock().unwrap_or_else(|e| e.into_inner()) = format!("{text}{rrrgo}");
+                }
                 if let Some(file) = &self.opts.prometheus {
-                    let root = self.root.display().to_string();
-                    let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
                     match crate::store::write_atomic(file, text.as_bytes(), None) {
                         Err(e) if crate::output::prometheus::no_textfile_collector(file) => {
                             tracing::debug!("no textfile collector here: {e}");

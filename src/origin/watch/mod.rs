@@ -87,6 +87,9 @@ pub(crate) struct Settings {
     /// The master trace and timestamp file, rewritten with the beacon
     /// (`heartbeat`); in the ignore set.
     pub traces: crate::monitor::trace_write::OriginFiles,
+    /// `--metrics-listen`: the text `/metrics` serves, replaced at each
+    /// heartbeat (the textfile's metrics and rrrgo's names).
+    pub metrics: Option<std::sync::Arc<std::sync::Mutex<String>>>,
 }
 
 /// The tree as the command's setup (`ops::watch::run`) hands it to the

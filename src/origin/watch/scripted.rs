@@ -158,6 +158,7 @@ mod tests {
         prometheus: None,
         max_batch_entries: 100_000,
         traces: crate::monitor::trace_write::OriginFiles { trace: None, timestamp: None },
+        metrics: None,
     };
 
     fn writer() -> Writer {

@@ -192,3 +192,21 @@ fn the_origin_writes_its_master_trace_and_never_records_it() {
     paths.sort();
     assert_eq!(paths, ["a.txt", "b.txt"]);
 }
+
+/// `rrr probe` reads what an rrr mirror wrote: the master trace it holds
+/// (the origin time) and its own trace (its upstream and serial).
+#[test]
+fn probe_reads_the_traces_a_mirror_wrote() {
+    let origin = Origin::new([("a.txt", "a\n")], &["--now", &at(T0), "init"]);
+    master(&origin, T0 + 5);
+    let t1 = origin.mirror_at(origin.dir().join("tier1"));
+    t1.pass(&["--now", &at(T0 + 10), "--trace", DIR, "--trace-host", "t1.example"], 0);
+    let d = RsyncDaemon::start(&[("tier", &t1.root)]);
+    let o = crate::util::Rrr::new().args(["--now", &at(T0 + 60), "probe", "--json", &d.url("tier")]).output();
+    let r: serde_json::Value = serde_json::from_str(crate::util::stdout(&o).trim()).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{r}");
+    assert_eq!((r["status"].as_str(), r["origin_time"].as_i64()), (Some("fresh"), Some(T0 + 5)), "{r}");
+    assert_eq!((r["trace"].as_str(), r["upstream"].as_str()), (Some("t1.example"), Some("127.0.0.1")), "{r}");
+    assert_eq!(r["trace_time"].as_i64(), Some(T0 + 10), "{r}");
+    assert!(r["archive_serial"].as_str().is_some_and(|s| s.starts_with(&at(T0))), "{r}");
+}

@@ -82,6 +82,16 @@ impl IgnoreSet {
         self
     }
 
+    /// The same set with the paths recorded as rrr's own in
+    /// `<root>/.rrr/own-paths` (a `--trace` directory, a `--timestamp`
+    /// file: `monitor::trace_write::record_own`).
+    pub fn with_recorded_own(mut self, root: &Path) -> IgnoreSet {
+        for p in crate::monitor::trace_write::recorded_own(root) {
+            self = self.with_own_dir(p);
+        }
+        self
+    }
+
     /// The same set, aging rsync temp files by `clock` (the writer's, so
     /// that `--now` pins it as it pins every file age).
     pub fn with_clock(mut self, clock: &Clock) -> IgnoreSet {

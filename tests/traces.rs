@@ -80,8 +80,11 @@ fn only_a_complete_pass_writes_the_trace_hierarchy_and_timestamp() {
     // The timestamp file holds the origin time (the master trace's), not the pass's.
     let ts = fs::read_to_string(m.root.join("indices/timestamp.txt")).unwrap();
     assert!(ts.starts_with(&format!("{} ", T0 + 5)), "{ts}");
-    // rrr's own: not in the recentfiles the mirror republishes.
+    // rrr's own: not in the recentfiles the mirror republishes, nor
+    // unknown files to `rrr verify` run by hand (recorded in .rrr/own-paths).
     assert!(!fs::read_to_string(m.root.join("RECENT-1h.yaml")).unwrap().contains("project/trace"));
+    let v = crate::util::Rrr::new().args(["verify", "--localroot", crate::util::s(&m.root)]).output();
+    assert_eq!(v.status.code(), Some(0), "{}{}", crate::util::stdout(&v), crate::util::stderr(&v));
 
     // A partial pass (a delete held back by --max-delete) writes nothing.
     master(&origin, T0 + 50);
@@ -191,6 +194,12 @@ fn the_origin_writes_its_master_trace_and_never_records_it() {
     let mut paths: Vec<String> = news(&root).into_keys().collect();
     paths.sort();
     assert_eq!(paths, ["a.txt", "b.txt"]);
+    // fsck, told nothing, knows them as rrr's own (.rrr/own-paths): clean,
+    // and its --repair indexes nothing.
+    ok(&["fsck", "--repair", &p]);
+    let f = crate::util::Rrr::new().args(["fsck", &p]).output();
+    assert_eq!(f.status.code(), Some(0), "{}{}", crate::util::stdout(&f), crate::util::stderr(&f));
+    assert_eq!(news(&root).len(), 2);
 }
 
 /// `rrr probe` reads what an rrr mirror wrote: the master trace it holds

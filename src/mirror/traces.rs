@@ -24,14 +24,16 @@
 //!
 //! DIR and FILE are in the tree's excludes (`mirror::options::resolve`):
 //! whole-tree passes neither transfer nor delete them, events for them are
-//! skipped, and `--verify-every` does not count them as unknown.
+//! skipped, and `--verify-every` does not count them as unknown; they
+//! are also recorded in `.rrr/own-paths`, so that `rrr verify` run by hand
+//! leaves them out too.
 //! Trouble writing them is a warning: monitoring never fails a pass.
 
 use super::{Config, State};
 use crate::monitor::trace::{self, Trace, Trigger};
 use crate::monitor::trace_write;
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The most entries an upstream's trace directory may have to be
 /// installed (ftpsync's hold one per mirror of a network: dozens).
@@ -68,6 +70,10 @@ impl Traces {
     /// and end on the data clock (`--now` pins them).
     pub fn after_complete_pass(&mut self, cfg: &Config, state: &State, started: i64, now: i64, trigger: Trigger) {
         let fetched = self.fetched.take();
+        let own = cfg.trace.iter().chain(&cfg.timestamp).map(PathBuf::as_path);
+        if let Err(e) = trace_write::record_own(&cfg.localroot, own) {
+            self.warn(format!("cannot record the trace files as rrr's own: {e:#}"));
+        }
         if let Some(dir) = &cfg.trace {
             // A pass that switched upstreams reads the traces of the one it used.
             let fetched = match fetched {

@@ -53,7 +53,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let w = &ctx.writer;
     let coll = Collection::open(&opts.principal)?;
     crate::origin::beacon::check_start(&coll, w)?;
-    let mut ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
+    let mut ignore =
+        IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock).with_recorded_own(&coll.root);
     for own in opts.traces.own_paths() {
         ignore = ignore.with_own_dir(own.as_os_str().as_encoded_bytes());
     }

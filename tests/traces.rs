@@ -219,3 +219,28 @@ fn probe_reads_the_traces_a_mirror_wrote() {
     assert_eq!(r["trace_time"].as_i64(), Some(T0 + 10), "{r}");
     assert!(r["archive_serial"].as_str().is_some_and(|s| s.starts_with(&at(T0))), "{r}");
 }
+
+/// A loop's passes say `Trigger: loop`; one woken by `rrr trigger` (a
+/// push) says `Trigger: push`.
+#[test]
+fn a_pushed_pass_says_so_in_its_trace() {
+    use crate::util::{s, Rrr};
+    let origin = Origin::new([("a.txt", "a\n")], &["init"]);
+    let m = origin.mirror();
+    let running = m
+        .rmirror()
+        .args(["--loop", "--interval", "600", "--trace", DIR, "--trace-host", "t1.example"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let trigger = || {
+        let t = trace::parse(&fs::read(m.root.join(DIR).join("t1.example")).unwrap_or_default()).ok()?;
+        t.get("trigger").map(String::from)
+    };
+    wait_for("the first pass's trace", WAIT, || trigger().is_some());
+    assert_eq!(trigger().as_deref(), Some("loop"));
+    Rrr::new().args(["trigger", "--localroot", s(&m.root)]).assert_ok();
+    wait_for("the pushed pass's trace", WAIT, || trigger().as_deref() == Some("push"));
+    running.signal(libc::SIGTERM);
+    let _ = running.wait_with_output();
+}

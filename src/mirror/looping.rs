@@ -178,7 +178,15 @@ pub(crate) fn run_in_span(
     clock: &Clock,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg), traces: Default::default() };
+    let run = Run {
+        cfg,
+        opts,
+        textfile,
+        clock,
+        shown: shown_root(cfg),
+        traces: Default::default(),
+        triggered: Default::default(),
+    };
     let res = run.passes(out);
     if let Err(e) = &res {
         if opts.json && !is_closed(e) {
@@ -352,6 +360,8 @@ struct Run<'a> {
     /// `--trace`, `--timestamp`: the upstream's traces fetched for the
     /// running pass ([`crate::mirror::traces`]).
     traces: std::cell::RefCell<crate::mirror::traces::Traces>,
+    /// The pause before the running pass was ended by `rrr trigger`.
+    triggered: std::cell::Cell<bool>,
 }
 
 /// How a step ended: the run goes on with its result, or ends with this exit.
@@ -463,7 +473,9 @@ impl Run<'_> {
                         return Ok(Step::End(Exit::Differences));
                     }
                     self.after_pass(Exit::Error, None, Some(&e), began);
-                    if !pause(cfg.interval, failed_passes, None, trigger.as_deref_mut()) {
+                    let woken = pause(cfg.interval, failed_passes, None, trigger.as_deref_mut());
+                    self.triggered.set(woken == Some(true));
+                    if woken.is_none() {
                         tracing::info!("interrupted; nothing was changed");
                         return Ok(Step::End(Exit::Interrupted));
                     }
@@ -524,7 +536,9 @@ impl Run<'_> {
                 return Ok(Exit::Differences);
             }
             failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
-            if !pause(self.cfg.interval, failed_passes, Some(started), trigger.as_mut()) {
+            let woken = pause(self.cfg.interval, failed_passes, Some(started), trigger.as_mut());
+            self.triggered.set(woken == Some(true));
+            if woken.is_none() {
                 tracing::info!("interrupted; state saved");
                 return Ok(Exit::Interrupted);
             }
@@ -602,7 +616,11 @@ impl Run<'_> {
         log_pass(&rep);
         if rep.complete && rep.errors.is_empty() && !rep.mass_deletes_held && !rep.dry_run {
             let now = self.clock.now_f64();
-            let trigger = if opts.looping { Trigger::Loop } else { Trigger::Cron };
+            let trigger = match (opts.looping, self.triggered.get()) {
+                (false, _) => Trigger::Cron,
+                (true, false) => Trigger::Loop,
+                (true, true) => Trigger::Push,
+            };
             let (started, now) = ((now - rep.seconds).floor() as i64, now.floor() as i64);
             self.traces.borrow_mut().after_complete_pass(&m.cfg, &m.state, started, now, trigger);
         }
@@ -656,13 +674,14 @@ fn ends_the_loop(e: &anyhow::Error) -> bool {
 
 /// Wait before the next `--loop` pass: until `interval` after the start of
 /// a good pass, or [`pause_after`] a failed one, or until `rrr trigger`
-/// or SIGUSR1 asks for a pass now. False when stopped.
+/// or SIGUSR1 asks for a pass now. None when stopped, else whether a
+/// trigger ended it (the next trace's `Trigger: push`).
 fn pause(
     interval: Duration,
     failed_passes: u32,
     started: Option<std::time::Instant>,
     mut trigger: Option<&mut Waker>,
-) -> bool {
+) -> Option<bool> {
     let pause = pause_after(interval, failed_passes);
     if failed_passes > 0 {
         tracing::warn!("{}", backoff_line(failed_passes, pause));
@@ -672,9 +691,10 @@ fn pause(
         _ => pause,
     };
     let end = std::time::Instant::now() + wait;
+    let mut triggered = false;
     while let Some(left) = end.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero()) {
         if crate::sys::signals::stop_requested() {
-            return false;
+            return None;
         }
         let step = Duration::from_millis(50).min(left);
         let woken = match trigger.as_deref_mut() {
@@ -686,10 +706,11 @@ fn pause(
         };
         if woken {
             tracing::debug!("triggered: passing now");
+            triggered = true;
             break;
         }
     }
-    !crate::sys::signals::stop_requested()
+    (!crate::sys::signals::stop_requested()).then_some(triggered)
 }
 
 /// The exit status of a finished pass: 2 with errors; 1 with refused

@@ -926,6 +926,28 @@ mod tests {
         assert!(e.unwrap_err().contains("at least 1 s"));
     }
 
+    /// `trace` and `timestamp` name a place inside the tree, relative to
+    /// the localroot (not the config file), and become exclude patterns.
+    #[test]
+    fn trace_paths_stay_inside_the_tree() {
+        for bad in ["", "/abs", "../up", "a/../b", "./x", "a/*/b", "a[1]", "a\\b", ".rrr", ".rrr/trace", "a\nb"] {
+            assert!(bad.parse::<TreePath>().is_err(), "{bad:?}");
+        }
+        assert_eq!("project/trace/".parse::<TreePath>().unwrap().value, Path::new("project/trace"));
+        assert!("_x".parse::<TraceName>().is_err() && "a b".parse::<TraceName>().is_err());
+        let c = MirrorConfig::parse(
+            "trace = \"project/trace\"\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"a\"\ntimestamp = \"t.txt\"\n",
+            Path::new("/etc/rrr/m.toml"),
+        )
+        .unwrap();
+        let cli = OptionLayer::default();
+        let (t, o) = c.merged(&cli).next().unwrap();
+        let cfg = resolve(t, &o, RunFlags::default()).unwrap();
+        assert_eq!(cfg.trace.as_deref(), Some(Path::new("project/trace")), "relative to the localroot");
+        let pats: Vec<&str> = cfg.excludes.iter().map(|p| p.as_str()).collect();
+        assert_eq!(pats, ["/project/trace/", "/t.txt"]);
+    }
+
     #[test]
     fn a_config_file_through_its_layers() {
         let text = r#"

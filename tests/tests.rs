@@ -48,6 +48,7 @@ mod rmirror_quarantine;
 mod rrrgo;
 mod sys_layer;
 mod textfile_warnings;
+mod traces;
 mod trigger;
 mod trust;
 mod trust_mirror;

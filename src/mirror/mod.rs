@@ -160,6 +160,7 @@ mod safety;
 mod state;
 pub mod targets;
 pub(crate) mod textfile;
+pub(crate) mod traces;
 mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
@@ -219,6 +220,14 @@ pub(crate) struct Config {
     /// whole-tree rsync, and events for such paths are skipped (done, never
     /// transferred, deleted or republished).
     pub excludes: Vec<crate::pattern::Pattern>,
+    /// `--trace DIR` (relative to the localroot): after each complete pass
+    /// the traces are written there ([`traces`]); it is in `excludes`.
+    pub trace: Option<PathBuf>,
+    /// `--trace-host`: this mirror's trace name (default: the host name).
+    pub trace_host: Option<String>,
+    /// `--timestamp FILE` (relative to the localroot): the origin time
+    /// held, written after each complete pass; it is in `excludes`.
+    pub timestamp: Option<PathBuf>,
     /// Between pass starts with `--loop` (at least 1 s).
     pub interval: Duration,
     /// Run through `/bin/sh -c` after a pass that changed something or failed.

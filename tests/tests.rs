@@ -50,6 +50,7 @@ mod sys_layer;
 mod textfile_warnings;
 mod trigger;
 mod trust;
+mod trust_files;
 mod trust_mirror;
 mod upstreams;
 mod verify;

@@ -157,6 +157,7 @@ mod pass_tests;
 mod report;
 mod run_lock;
 mod safety;
+mod staging;
 mod state;
 pub mod targets;
 pub(crate) mod textfile;

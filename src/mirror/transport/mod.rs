@@ -67,6 +67,10 @@ pub(crate) struct PathsJob<'a> {
     /// A listed path may replace a local directory by the origin's file
     /// (`deletes::Placement`): every such directory passed the pass's checks.
     pub replace_dirs: bool,
+    /// Transfer into this directory (empty, on the target's filesystem)
+    /// instead of the target, the target's files the basis of the delta
+    /// (`mirror::staging`: checked there before they are installed).
+    pub staging: Option<&'a Path>,
 }
 
 /// What a whole-tree pass asks of a transport: make the target the

@@ -782,6 +782,9 @@ pub(crate) fn clean_stale(state_dir: &Path) {
                     let _ = fs::remove_file(f.path());
                 }
             }
+        } else if name == "staging" {
+            // mirror::staging: what a killed run staged is never installed.
+            let _ = fs::remove_dir_all(de.path());
         } else if name.starts_with(FETCH_PREFIX) {
             let _ = fs::remove_dir_all(de.path());
         } else if name.starts_with(".rrr-files-from-") || name.ends_with(".new") {
@@ -898,7 +901,26 @@ impl Transport for RsyncTransport {
         r.arg(format!("--temp-dir={}", temp_dir(job.state_dir)?.display()));
         r.arg(format!("--files-from={}", list.path().display()));
         r.arg(source);
-        r.arg(format!("{}/", job.localroot.display()));
+        match job.staging {
+            // Staged (mirror::staging): the tree's copy is the delta's
+            // basis. `--copy-dest` rather than `--compare-dest` or
+            // `--link-dest`: a file rsync found up to date is then copied
+            // into the staging dir too (never with `--ignore-times`, but
+            // whatever rsync decides, every listed file that arrives is
+            // staged and checked; never a hard link into the tree).
+            // Absolute: a relative one is taken from the destination.
+            Some(staging) => {
+                let tree = std::path::absolute(job.localroot)
+                    .with_context(|| format!("cannot resolve {}", job.localroot.display()))?;
+                let mut arg = b"--copy-dest=".to_vec();
+                arg.extend(tree.as_os_str().as_bytes());
+                r.arg(std::ffi::OsStr::from_bytes(&arg));
+                r.arg(format!("{}/", staging.display()));
+            }
+            None => {
+                r.arg(format!("{}/", job.localroot.display()));
+            }
+        }
         Ok(Box::new(Command { command: r, _list: Some(list) }))
     }
 

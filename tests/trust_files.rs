@@ -42,8 +42,21 @@ impl Tiers {
             Mirror { root: origin.dir().join("tier2"), remote: format!("{}/RECENT.recent", daemon.url("tier1")) };
         let t = Tiers { _keys: keys, key, allowed, origin, tier1, _daemon: daemon, tier2 };
         t.tier1.pass(&t.trust(), 0);
+        t
+    }
+
+    /// [`Tiers::new`], and tier 2's first pass.
+    fn mirrored(n: usize) -> Tiers {
+        let t = Tiers::new(n);
         t.tier2.pass(&t.trust(), 0);
         t
+    }
+
+    /// Copy the origin's `paths` over tier 1's (an operator's repair).
+    fn repair(&self, paths: &[&str]) {
+        for p in paths {
+            fs::copy(self.origin.root.join(p), self.tier1.root.join(p)).unwrap();
+        }
     }
 
     fn trust(&self) -> [&str; 2] {
@@ -109,7 +122,7 @@ fn quarantined(root: &Path) -> Vec<String> {
 
 #[test]
 fn files_altered_at_tier_one_are_quarantined_at_tier_two_until_repaired() {
-    let t = Tiers::new(3);
+    let t = Tiers::mirrored(3);
     assert_same_tree(&t.origin.root, &t.tier2.root);
     t.add(&[("d/grown.txt", "grown\n"), ("d/same.txt", "same size\n"), ("d/good.txt", "good\n")]);
     // Tier 1 alters two of them: a byte appended, a same-size replacement.
@@ -152,9 +165,7 @@ fn files_altered_at_tier_one_are_quarantined_at_tier_two_until_repaired() {
 
     // Tier 1 repaired (its next pass sees nothing new: an operator copies
     // the origin's files back): the next pass installs them and clears all.
-    for p in ["d/grown.txt", "d/same.txt"] {
-        fs::copy(t.origin.root.join(p), t.tier1.root.join(p)).unwrap();
-    }
+    t.repair(&["d/grown.txt", "d/same.txt"]);
     let v = t.tier2.pass(&t.trust(), 0);
     assert_eq!(v["complete"], true, "{v}");
     assert_eq!(v["tampered"].as_array().unwrap().len(), 0, "{v}");
@@ -167,7 +178,7 @@ fn files_altered_at_tier_one_are_quarantined_at_tier_two_until_repaired() {
 
 #[test]
 fn a_file_staged_by_a_killed_run_is_never_installed() {
-    let t = Tiers::new(2);
+    let t = Tiers::mirrored(2);
     // What a run killed between its transfer and its check leaves.
     write(&t.tier2.root, ".rrr/staging/d/stale.txt", "stale, never checked\n");
     t.add(&[("d/new.txt", "new\n")]);
@@ -175,4 +186,42 @@ fn a_file_staged_by_a_killed_run_is_never_installed() {
     assert!(!t.tier2.root.join("d/stale.txt").exists(), "a stale staged file was installed");
     assert!(!t.tier2.root.join(".rrr/staging").exists(), "the staging dir is left behind");
     assert_same_tree(&t.origin.root, &t.tier2.root);
+}
+
+/// The paths `v` (a pass report or `status --json`) lists as tampered.
+fn tampered(v: &serde_json::Value) -> Vec<String> {
+    v["tampered"].as_array().map_or(Vec::new(), |a| a.iter().map(|x| x["path"].as_str().unwrap().to_string()).collect())
+}
+
+#[test]
+fn a_whole_tree_pass_moves_altered_files_out_of_the_tree() {
+    let t = Tiers::new(3);
+    // Tier 1 serves a same-size replacement to a first mirror (bootstrap).
+    write(&t.tier1.root, "d/f1.txt", "FILE 1\n");
+    let v = t.tier2.pass(&t.trust(), 1);
+    assert_eq!(v["bootstrap"], true, "{v}");
+    assert_eq!(v["complete"], false, "{v}");
+    assert_eq!(tampered(&v), ["d/f1.txt"], "{v}");
+    assert!(!t.tier2.root.join("d/f1.txt").exists(), "an altered file stayed in the tree");
+    assert_eq!(fs::read_to_string(t.tier2.root.join("d/f0.txt")).unwrap(), "file 0\n");
+    assert_eq!(quarantined(&t.tier2.root).len(), 1);
+    let (code, line) = t.check();
+    assert_eq!(code, 2, "{line}");
+    assert!(line.contains("tampered: d/f1.txt (received 7 bytes, sha256 "), "{line}");
+
+    // Repaired: the next (incremental) pass fetches it again, staged.
+    t.repair(&["d/f1.txt"]);
+    let v = t.tier2.pass(&t.trust(), 0);
+    assert_eq!((v["bootstrap"].as_bool(), v["complete"].as_bool()), (Some(false), Some(true)), "{v}");
+    assert_same_tree(&t.origin.root, &t.tier2.root);
+
+    // --full against a tier that altered a file (another size).
+    write(&t.tier1.root, "d/f2.txt", "file 2, altered\n");
+    let v = t.tier2.pass(&["--full", "--trust-key", s(&t.allowed)], 1);
+    assert_eq!(tampered(&v), ["d/f2.txt"], "{v}");
+    assert!(!t.tier2.root.join("d/f2.txt").exists(), "--full left an altered file in the tree");
+    t.repair(&["d/f2.txt"]);
+    t.tier2.pass(&t.trust(), 0);
+    assert_same_tree(&t.origin.root, &t.tier2.root);
+    assert_eq!(t.check().0, 0);
 }

@@ -25,7 +25,7 @@
 //! Without trust keys, or for events without `size`/`sha256`, transfers
 //! go straight into the tree as before.
 
-use super::report::PassReport;
+use super::report::{Fetched, PassReport};
 use super::transport::{FailedPath, Itemized, Outcome, PathsJob};
 use super::Mirror;
 use crate::epoch::Epoch;
@@ -428,6 +428,67 @@ impl Mirror<'_> {
             }
             None => false,
         });
+    }
+}
+
+impl Mirror<'_> {
+    /// After a whole-tree pass with trust keys (docs/decisions.md#tampered):
+    /// each file rsync `received` (names below the target) whose newest
+    /// event in `files` says what its bytes are is checked where it
+    /// landed. One that does not match, or cannot be read, is moved out
+    /// of the tree into the quarantine (removed when it cannot be kept)
+    /// and recorded: tampered, and failing at its event's epoch with its
+    /// expectation, so that it is left out of our copies and fetched again
+    /// (staged) by the next passes. A tampered path that matches now is no
+    /// longer tampered. Should a bad file stay in the tree after all, the
+    /// whole-tree pass stays owed (`resync`) and this is the pass's error.
+    pub(super) fn check_received_tree(&mut self, files: &[Fetched], received: Vec<Vec<u8>>) -> Result<()> {
+        let received: HashSet<Vec<u8>> = received.into_iter().collect();
+        let mut newest: HashMap<&RelPath, &Event> = HashMap::new();
+        for e in files.iter().flat_map(|f| f.rf.events.iter()) {
+            if received.contains(e.path.as_bytes()) && newest.get(&e.path).is_none_or(|n| n.epoch < e.epoch) {
+                newest.insert(&e.path, e);
+            }
+        }
+        let mut newest: Vec<(&RelPath, &Event)> = newest.into_iter().collect();
+        newest.sort_unstable_by_key(|(p, _)| *p);
+        let now = self.clock.now();
+        let root = self.cfg.localroot.clone();
+        let mut bad = 0u64;
+        for (p, e) in newest {
+            let Some(x) = Expected::of(e) else { continue };
+            let file = root.join(std::ffi::OsStr::from_bytes(p.as_bytes()));
+            let received = match judge(&x, &file) {
+                Ok(Verdict::Good) => {
+                    if self.untamper(p) {
+                        tracing::info!("{}: its bytes match the signed index now", shown_path(p));
+                    }
+                    continue;
+                }
+                Ok(Verdict::Bad(r)) => r,
+                Err(err) => format!("a file that cannot be checked ({err:#})"),
+            };
+            let msg = format!("tampered: received {received}, the signed index says {}", x.shown());
+            tracing::error!("{}: {msg}; moved out of the tree into the quarantine", shown_path(p));
+            let kept = self.keep_quarantined(&file, p, &now);
+            if kept.is_none() && fs::symlink_metadata(&file).is_ok() {
+                if let Err(err) = fs::remove_file(&file) {
+                    self.state.resync = true;
+                    return Err(err).with_context(|| {
+                        format!("{}: does not match the signed index, and cannot be removed", file.display())
+                    });
+                }
+            }
+            self.tamper(p, &x, received, kept, &now);
+            self.state.fail(p, Some(&e.epoch), &msg, &now);
+            self.state.remember_expected(std::iter::once((p, &x)));
+            bad += 1;
+        }
+        if bad > 0 {
+            self.state.error("failing");
+        }
+        self.settle_tampered();
+        Ok(())
     }
 }
 

@@ -165,6 +165,7 @@ impl<'a> Mirror<'a> {
             progress,
             deletes,
             quarantined,
+            itemize: self.stages() && !dry,
         })
     }
 
@@ -279,6 +280,9 @@ impl<'a> Mirror<'a> {
         if let Some(out) = &outcome {
             self.note_whole_tree_outcome(out, seen.deletion_skipped, &index.files, rep);
         }
+        if let Some(received) = seen.received.take() {
+            self.check_received_tree(&index.files, received)?;
+        }
         self.remove_perl_leftovers();
         let keeps = self.validate_index(&index, layout, &limit, rep);
         self.install_index(dir, &index.files, &keeps, newest)?;
@@ -353,7 +357,8 @@ impl<'a> Mirror<'a> {
         // Per-file progress only for a bar (mirror::pass_progress).
         let call = self.whole_tree_call(layout, dry, self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
-        let mut seen = Itemized::listing(dry);
+        let collect = self.stages() && !dry;
+        let mut seen = Itemized::listing(dry).receiving(collect);
         let max_size = self.cfg.max_recentfile_size;
         let (bar, started) = (self.cfg.progress, self.clock.now());
         let mut hook = self.on_heartbeat.take();
@@ -368,7 +373,7 @@ impl<'a> Mirror<'a> {
             .watching(&self.attempt);
             let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
-                seen = Itemized::listing(dry);
+                seen = Itemized::listing(dry).receiving(collect);
                 call.run_watched(&mut seen, quiet, &mut |out| progress.output(out))
             });
             progress.finish();

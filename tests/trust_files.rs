@@ -225,3 +225,30 @@ fn a_whole_tree_pass_moves_altered_files_out_of_the_tree() {
     assert_same_tree(&t.origin.root, &t.tier2.root);
     assert_eq!(t.check().0, 0);
 }
+
+#[test]
+fn a_newer_event_of_a_tampered_path_is_judged_by_its_own_hash() {
+    let t = Tiers::mirrored(2);
+    t.add(&[("d/x.txt", "version 1\n")]);
+    write(&t.tier1.root, "d/x.txt", "VERSION 1\n");
+    assert_eq!(tampered(&t.tier2.pass(&t.trust(), 1)), ["d/x.txt"]);
+    // The origin publishes version 2; tier 1 takes it (staged and checked
+    // there too, replacing its altered copy); tier 2 installs it.
+    t.add(&[("d/x.txt", "version 2, longer\n")]);
+    assert_eq!(fs::read_to_string(t.tier1.root.join("d/x.txt")).unwrap(), "version 2, longer\n");
+    let v = t.tier2.pass(&t.trust(), 0);
+    assert_eq!((tampered(&v).len(), v["complete"].as_bool()), (0, Some(true)), "{v}");
+    assert_eq!(fs::read_to_string(t.tier2.root.join("d/x.txt")).unwrap(), "version 2, longer\n");
+    // Version 3 altered at tier 1: refused by version 3's hash.
+    t.add(&[("d/x.txt", "version 3\n")]);
+    write(&t.tier1.root, "d/x.txt", "version 2, longer\n");
+    let v = t.tier2.pass(&t.trust(), 1);
+    assert_eq!(tampered(&v), ["d/x.txt"], "{v}");
+    assert_eq!(v["tampered"][0]["expected"]["size"], 10, "{v}");
+    assert_eq!(
+        fs::read_to_string(t.tier2.root.join("d/x.txt")).unwrap(),
+        "version 2, longer\n",
+        "the old good copy stays"
+    );
+    assert_eq!(t.tier2.state()["tampered"][0]["epoch"], t.tier2.state()["failing"][0]["epoch"]);
+}

@@ -442,14 +442,27 @@ impl Mirror<'_> {
     /// (staged) by the next passes. A tampered path that matches now is no
     /// longer tampered. Should a bad file stay in the tree after all, the
     /// whole-tree pass stays owed (`resync`) and this is the pass's error.
+    ///
+    /// The paths this pass left failing (the origin could not send them)
+    /// get their newest event's expectation, so that their retries are
+    /// staged and checked too.
     pub(super) fn check_received_tree(&mut self, files: &[Fetched], received: Vec<Vec<u8>>) -> Result<()> {
         let received: HashSet<Vec<u8>> = received.into_iter().collect();
+        let failing: HashSet<Vec<u8>> = self.state.failing.iter().map(|f| f.path.as_bytes().to_vec()).collect();
         let mut newest: HashMap<&RelPath, &Event> = HashMap::new();
         for e in files.iter().flat_map(|f| f.rf.events.iter()) {
-            if received.contains(e.path.as_bytes()) && newest.get(&e.path).is_none_or(|n| n.epoch < e.epoch) {
+            let wanted = received.contains(e.path.as_bytes()) || failing.contains(e.path.as_bytes());
+            if wanted && newest.get(&e.path).is_none_or(|n| n.epoch < e.epoch) {
                 newest.insert(&e.path, e);
             }
         }
+        let expect: Vec<(&RelPath, Expected)> = newest
+            .iter()
+            .filter(|(p, _)| failing.contains(p.as_bytes()))
+            .filter_map(|(p, e)| Some((*p, Expected::of(e)?)))
+            .collect();
+        self.state.remember_expected(expect.iter().map(|(p, x)| (*p, x)));
+        newest.retain(|p, _| received.contains(p.as_bytes()));
         let mut newest: Vec<(&RelPath, &Event)> = newest.into_iter().collect();
         newest.sort_unstable_by_key(|(p, _)| *p);
         let now = self.clock.now();

@@ -51,6 +51,7 @@ mod textfile_warnings;
 mod traces;
 mod trigger;
 mod trust;
+mod trust_files;
 mod trust_mirror;
 mod upstreams;
 mod verify;

@@ -100,6 +100,7 @@ pub(crate) fn is_idle(r: &PassReport) -> bool {
         && r.failing.is_empty()
         && r.missing_upstream.is_empty()
         && r.quarantined.is_empty()
+        && r.tampered.is_empty()
         && r.errors.is_empty()
         && r.future == 0
         && !r.dirtymark_changed
@@ -138,6 +139,9 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
     }
     if !r.quarantined.is_empty() {
         s.push_str(&format!(", {} quarantined", r.quarantined.len()));
+    }
+    if !r.tampered.is_empty() {
+        s.push_str(&format!(", {} tampered", r.tampered.len()));
     }
     if r.future > 0 {
         s.push_str(&format!(", {} from the future", r.future));
@@ -725,6 +729,7 @@ pub(crate) fn exit_of(rep: &PassReport) -> Exit {
         || !rep.failing.is_empty()
         || !rep.missing_upstream.is_empty()
         || !rep.quarantined.is_empty()
+        || !rep.tampered.is_empty()
     {
         Exit::Differences
     } else {

@@ -280,7 +280,7 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
     let started = std::time::Instant::now();
     let coll = Collection::open(localroot)
         .with_context(|| format!("{}: not a mirror with recentfiles", localroot.display()))?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_recorded_own(&coll.root);
     let pb = crate::output::progress::spinner(
         progress,
         if hash { "verify: walking and hashing" } else { "verify: walking" },

@@ -364,7 +364,7 @@ pub(crate) fn compare_with(
 /// differences (refused while a recentfile is unreadable).
 pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bool, w: &Writer) -> Result<Report> {
     let coll = Collection::open(principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock);
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock).with_recorded_own(&coll.root);
     let mut report = compare(&coll, &ignore, None)?;
     let journal = crate::origin::journal::read(&coll);
     report.rerecorded = journal.rerecorded;

@@ -216,3 +216,33 @@ fn watch_records_hashes_and_keeps_doing_so_without_the_flag() {
     assert_hashed(&root, "while-down.txt");
     d.stop();
 }
+
+/// The beacon's `hash` follows the principal's `Hash`; a principal whose
+/// key was dropped (as a Perl writer's rewrite drops it) while the beacon
+/// says `sha256` goes on hashing and gets the key back.
+#[test]
+fn the_beacon_says_sha256_and_remembers_it_for_a_principal_that_lost_the_key() {
+    let (_tmp, root) = tree();
+    let p = principal(&root);
+    let beacon_hash = || {
+        let b: serde_json::Value =
+            serde_json::from_slice(&fs::read(root.join("RECENT-1h.yaml.beacon.json")).unwrap()).unwrap();
+        b["hash"].clone()
+    };
+    Rrr::new().args(["init", s(&root), "--origin-name", "o.example"]).assert_ok();
+    assert_eq!(beacon_hash(), serde_json::Value::Null);
+    fs::write(root.join("b.txt"), "b\n").unwrap();
+    Rrr::new().args(["update", &p, "--hash", "sha256", "b.txt"]).assert_ok();
+    assert_eq!(beacon_hash(), "sha256");
+    // The key removed from the principal behind rrr's back.
+    let yaml = fs::read_to_string(root.join("RECENT-1h.yaml")).unwrap();
+    fs::write(root.join("RECENT-1h.yaml"), yaml.replace("  Hash: sha256\n", "")).unwrap();
+    assert_eq!(principal_rf(&root).meta.hash, None);
+    fs::write(root.join("c.txt"), "c\n").unwrap();
+    Rrr::new().args(["update", &p, "c.txt"]).assert_ok();
+    assert_hashed(&root, "c.txt");
+    assert_eq!(principal_rf(&root).meta.hash.as_deref(), Some("sha256"));
+    Rrr::new().args(["update", &p, "--hash", "none", "c.txt"]).assert_ok();
+    assert_eq!(beacon_hash(), serde_json::Value::Null);
+    assert_unhashed(&root, "c.txt");
+}

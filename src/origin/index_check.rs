@@ -12,6 +12,7 @@ use crate::recentfile::{EventKind, Merged, Recentfile, RelPath};
 use crate::tree::{self, Entry, IgnoreSet};
 use crate::update::Change;
 use anyhow::Result;
+use recentfile::beacon::FileDigest;
 use serde::Serialize;
 
 /// One difference or problem. JSON: `{"kind": "...", ...}`.
@@ -54,13 +55,19 @@ pub(crate) enum Finding {
         #[serde(rename = "type")]
         event_type: EventKind,
     },
+    /// A file whose newest event records a size and sha256 (a collection
+    /// that hashes, origin::hashing) that its bytes no longer have: changed
+    /// behind the index's back (or tampered with). `sha256` is `null` when
+    /// the size already differs (not read) or it is no regular file now.
+    /// `--repair` records it again, with its current hash.
+    ContentMismatch { path: RelPath, indexed_size: u64, size: u64, indexed_sha256: String, sha256: Option<String> },
 }
 
 impl Finding {
     /// Whether `--repair` acts on it.
     pub fn change(&self) -> Option<Change> {
         match self {
-            Finding::MissingInIndex { path } | Finding::Modified { path } => {
+            Finding::MissingInIndex { path } | Finding::Modified { path } | Finding::ContentMismatch { path, .. } => {
                 Some(Change { path: path.clone(), kind: EventKind::New, epoch: None, digest: None })
             }
             Finding::MissingOnDisk { path } => {
@@ -101,6 +108,11 @@ impl Finding {
             Finding::AcknowledgedMissing { path, epoch, event_type } => {
                 format!("acknowledged_missing\t{} {epoch} {}", event_type.as_str(), esc(path))
             }
+            Finding::ContentMismatch { path, indexed_size, size, indexed_sha256, sha256 } => format!(
+                "content_mismatch\t{}\tsize {size} (indexed {indexed_size}), sha256 {} (indexed {indexed_sha256})",
+                esc(path),
+                sha256.as_deref().unwrap_or("not read")
+            ),
         }
     }
 }
@@ -118,6 +130,10 @@ pub(crate) struct Report {
     /// Why `--repair` did nothing although asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_refused: Option<String>,
+    /// Files of the tree whose newest event records a digest, with their
+    /// size on disk: what [`content_mismatches`] reads.
+    #[serde(skip)]
+    pub recorded_digests: Vec<(RelPath, FileDigest, u64)>,
 }
 
 /// Check the collection's files alone, one at a time, smallest first
@@ -194,6 +210,11 @@ pub(crate) struct Index {
     /// The whole second of each path's newest event if that is a `new`;
     /// `None` if it is a `delete`.
     newest: foldhash::HashMap<RelPath, Option<i64>>,
+    /// The size and sha256 recorded by a path's newest event, where it has
+    /// them; only when `keep_digests` (fsck, not the watch daemon's
+    /// long-lived index).
+    digests: foldhash::HashMap<RelPath, FileDigest>,
+    keep_digests: bool,
 }
 
 /// The events of the file read before, newest first, as epochs and one
@@ -231,7 +252,12 @@ impl Previous {
 impl Index {
     /// Read the collection; `findings` gets what [`check_files`] finds.
     pub fn read(coll: &Collection, findings: &mut Vec<Finding>) -> Index {
-        let mut index = Index::default();
+        Index::read_keeping(coll, findings, false)
+    }
+
+    /// [`Index::read`], keeping the digests of the newest events when `keep_digests`.
+    fn read_keeping(coll: &Collection, findings: &mut Vec<Finding>, keep_digests: bool) -> Index {
+        let mut index = Index { keep_digests, ..Index::default() };
         let mut prev = Previous::default();
         check_files(coll, findings, |rf| prev = index.add(rf, &prev));
         index
@@ -251,6 +277,9 @@ impl Index {
             cur.push(e.epoch.clone(), &e.path);
             if !repeated && !self.newest.contains_key(&e.path) {
                 let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
+                if let (true, Some(_), Some(d)) = (self.keep_digests, live, e.digest()) {
+                    self.digests.insert(e.path.clone(), d);
+                }
                 self.newest.insert(e.path, live);
             }
         }
@@ -267,6 +296,7 @@ impl Index {
         for c in changes {
             let live = (c.kind == EventKind::New).then_some(secs);
             self.newest.insert(c.path.clone(), live);
+            self.digests.remove(&c.path);
         }
     }
 
@@ -313,7 +343,7 @@ pub(crate) fn differences(index: Index, tree: &[Entry], changed_since: Option<i6
 /// Compare index and tree. With `changed_since`, indexed files whose mtime
 /// or ctime is newer are reported as `Modified`.
 pub(crate) fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>) -> Result<Report> {
-    compare_with(coll, ignore, changed_since, |_| {})
+    compare_inner(coll, ignore, changed_since, |_| {}, true)
 }
 
 /// [`compare`], calling `enter` with each directory of the tree right
@@ -326,13 +356,24 @@ pub(crate) fn compare_with(
     changed_since: Option<i64>,
     enter: impl FnMut(&RelPath),
 ) -> Result<Report> {
+    compare_inner(coll, ignore, changed_since, enter, false)
+}
+
+/// [`compare_with`]; with `digests`, [`Report::recorded_digests`] too.
+fn compare_inner(
+    coll: &Collection,
+    ignore: &IgnoreSet,
+    changed_since: Option<i64>,
+    enter: impl FnMut(&RelPath),
+    digests: bool,
+) -> Result<Report> {
     let mut report = Report::default();
     let mut tree = Vec::new();
     let mut unindexable = Vec::new();
     let (index, walked) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             let mut findings = Vec::new();
-            (Index::read(coll, &mut findings), findings)
+            (Index::read_keeping(coll, &mut findings, digests), findings)
         });
         let walked = tree::walk_with(
             &coll.root,
@@ -355,9 +396,59 @@ pub(crate) fn compare_with(
     report.findings = findings;
     report.index_files = index.live();
     report.disk_files = tree.len();
+    if !index.digests.is_empty() {
+        report.recorded_digests = tree
+            .iter()
+            .filter(|e| index.is_live(&e.rel))
+            .filter_map(|e| index.digests.get(&e.rel).map(|d| (e.rel.clone(), d.clone(), e.size)))
+            .collect();
+    }
     report.findings.extend(differences(index, &tree, changed_since));
     report.findings.extend(unindexable);
     Ok(report)
+}
+
+/// The files of `recorded` (path, recorded digest, size on disk) whose
+/// bytes are not what their event records: a different size (not read),
+/// else a different sha256 (read in parallel, origin::hashing). A file
+/// that cannot be read is `Unindexable`; one that changes while it is
+/// read is left out (it is being written: its next event covers it).
+pub(crate) fn content_mismatches(root: &std::path::Path, recorded: &[(RelPath, FileDigest, u64)]) -> Vec<Finding> {
+    use crate::origin::hashing::{hash_many, Hashed};
+    let mismatch = |path: &RelPath, want: &FileDigest, size: u64, sha256: Option<String>| Finding::ContentMismatch {
+        path: path.clone(),
+        indexed_size: want.size,
+        size,
+        indexed_sha256: want.sha256.to_string(),
+        sha256,
+    };
+    let mut out = Vec::new();
+    let same_size: Vec<&(RelPath, FileDigest, u64)> = recorded
+        .iter()
+        .filter(|(path, want, size)| {
+            if *size != want.size {
+                out.push(mismatch(path, want, *size, None));
+            }
+            *size == want.size
+        })
+        .collect();
+    let paths: Vec<&RelPath> = same_size.iter().map(|(p, _, _)| p).collect();
+    for ((path, want, size), hashed) in same_size.iter().zip(hash_many(root, &paths)) {
+        match hashed {
+            Hashed::Digest(got, _) if got == *want => {}
+            Hashed::Digest(got, _) => out.push(mismatch(path, want, got.size, Some(got.sha256.to_string()))),
+            Hashed::NotAFile => out.push(mismatch(path, want, *size, None)),
+            Hashed::Unstable => tracing::info!(
+                "{}: changed while fsck read it; its hash is not checked",
+                crate::recentfile::shown_path(path.as_bytes())
+            ),
+            Hashed::Unreadable(why) => {
+                out.push(Finding::Unindexable { path: path.clone(), reason: format!("cannot hash it: {why}") })
+            }
+        }
+    }
+    out.sort_by_key(Finding::line);
+    out
 }
 
 /// Compare the index with the tree and, with `repair`, record the
@@ -366,6 +457,8 @@ pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bo
     let coll = Collection::open(principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock).with_recorded_own(&coll.root);
     let mut report = compare(&coll, &ignore, None)?;
+    let recorded = std::mem::take(&mut report.recorded_digests);
+    report.findings.extend(content_mismatches(&coll.root, &recorded));
     let journal = crate::origin::journal::read(&coll);
     report.rerecorded = journal.rerecorded;
     if let Ok(Some(principal)) = coll.read(coll.principal()) {

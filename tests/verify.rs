@@ -138,3 +138,53 @@ fn verify_every_makes_a_pass_fetch_a_file_lost_behind_its_back() {
     assert_eq!(seen.gauge("rrr_mirror_verify_differences"), Some("1"), "{}", seen.prometheus);
     json(&mirror, &[], 0);
 }
+
+/// Right after `init --aggregate` every recentfile repeats every event
+/// (verify parses the repeats once: docs/decisions.md#verify); after an
+/// update and an aggregate the smaller files hold newer events and a
+/// delete that the larger ones' repeats of older events must not undo.
+#[test]
+fn a_cascade_that_repeats_itself_is_read_as_its_union() {
+    let origin = Origin::numbered(4, |i| format!("d/f{i}"));
+    let v = json(&origin, &[], 0);
+    assert_eq!(v["indexed"], 4, "{v}");
+    origin.change(&["d/g"], &["d/f1"]);
+    let v = json(&origin, &[], 0);
+    assert_eq!(v["indexed"], 4, "f1 deleted, g new: {v}");
+    fs::remove_file(origin.join("d/f2")).unwrap();
+    fs::remove_file(origin.join("d/g")).unwrap();
+    write(&origin, "d/f1", "back\n");
+    let v = json(&origin, &[], 1);
+    assert_eq!(v["missing"], serde_json::json!(["d/f2", "d/g"]), "{v}");
+    assert_eq!(v["unknown"], serde_json::json!(["d/f1"]), "{v}");
+}
+
+/// An index that records `size` and `sha256` (protocol.md 4.2): verify
+/// compares the size always and the sha256 with `--hash`. (Before, the
+/// recorded values were not read: a file of another size or content was
+/// "complete".)
+#[test]
+fn recorded_sizes_and_hashes_are_compared() {
+    let origin = Origin::new([("a", "x\n"), ("b", "y\n")], &["init"]);
+    // sha256("x\n"), as `sha256sum` prints it.
+    let o = std::process::Command::new("sha256sum").arg(origin.join("a")).output().unwrap();
+    let sha = String::from_utf8(o.stdout).unwrap().split(' ').next().unwrap().to_string();
+    assert_eq!(sha.len(), 64, "{sha}");
+    let principal = fs::canonicalize(origin.join("RECENT.recent")).unwrap();
+    let text = fs::read_to_string(&principal).unwrap();
+    let at = text.find("    path: a\n").unwrap() + "    path: a\n".len();
+    let text = format!("{}    sha256: {sha}\n    size: 2\n{}", &text[..at], &text[at..]);
+    fs::write(&principal, text).unwrap();
+    let v = json(&origin, &["--hash"], 0);
+    assert_eq!((v["checked_size"].clone(), v["checked_sha256"].clone()), (1.into(), 1.into()), "{v}");
+    // The same size, other bytes: only --hash sees it.
+    write(&origin, "a", "z\n");
+    json(&origin, &[], 0);
+    let v = json(&origin, &["--hash"], 1);
+    assert_eq!(v["different"][0]["path"], "a", "{v}");
+    assert_eq!(v["different"][0]["expected_sha256"], sha.as_str(), "{v}");
+    // Another size: seen without --hash.
+    write(&origin, "a", "zz\n");
+    let (out, _) = verify(&origin, &[], 1);
+    assert!(out.contains("different\ta\tsize 3 (index 2)\n"), "{out}");
+}

@@ -111,6 +111,43 @@ fn read_open(file: &fs::File, path: &Path) -> Result<Recentfile, ReadError> {
     recentfile::parse_bytes(&bytes, format).map_err(|e| e.in_file(path))
 }
 
+/// One recentfile of a cascade read for the union of its events, smallest
+/// file first (`rrr verify`): see [`read_for_union`].
+pub(crate) struct UnionRead {
+    /// Its meta and events; with `beyond`, only the events that do not
+    /// repeat the smaller file's byte for byte.
+    pub rf: Recentfile,
+    /// The other events repeat the smaller file's (they are in the union already).
+    pub beyond: bool,
+    /// The file as read, when every item of it is one the strict path
+    /// takes: what the next larger file may be compared with.
+    pub strict: Option<fs::File>,
+}
+
+/// Read `path` for a union of the cascade: with `smaller` (the file read
+/// before it, as [`UnionRead::strict`] gave it), its items that repeat
+/// `smaller`'s byte for byte are not parsed again
+/// ([`recentfile::yaml::read_syck_file_beyond`]); otherwise it is read
+/// whole, as [`read_file`] reads it. `Ok(None)` when it does not exist.
+pub(crate) fn read_for_union(path: &Path, smaller: Option<&fs::File>) -> Result<Option<UnionRead>, ReadError> {
+    let Some(file) = open_recentfile(path)? else { return Ok(None) };
+    if format_of(path).map_err(|m| ReadError::general(m).in_file(path))? == Format::Yaml {
+        if let Some(smaller) = smaller {
+            match recentfile::yaml::read_syck_file_beyond(&file, smaller) {
+                Ok(Some(rf)) => return Ok(Some(UnionRead { rf, beyond: true, strict: Some(file) })),
+                Ok(None) => {}
+                Err(e) => return Err(ReadError::io(e).in_file(path)),
+            }
+        }
+        match recentfile::yaml::read_syck_file(&file) {
+            Ok(Some(rf)) => return Ok(Some(UnionRead { rf, beyond: false, strict: Some(file) })),
+            Ok(None) => {}
+            Err(e) => return Err(ReadError::io(e).in_file(path)),
+        }
+    }
+    read_open(&file, path).map(|rf| Some(UnionRead { rf, beyond: false, strict: None }))
+}
+
 /// A recentfile read without its lock, ahead of need: aggregate reads the
 /// cascade's largest file on another thread while it merges the smaller
 /// ones, and takes that file's lock only in its turn (locks go smallest

@@ -414,6 +414,93 @@ fn read_syck_split(file: &std::fs::File, split_min: u64) -> std::io::Result<Opti
     )
 }
 
+/// The events of `file`, a larger recentfile of a cascade, that do not
+/// repeat `smaller`'s byte for byte: the one read right before it, which
+/// the caller read whole through [`read_syck_file`] (the strict path).
+/// Right after `init --aggregate` every file of the cascade holds every
+/// event, and right after a merge the larger file starts with the smaller
+/// one's events: a reader that wants the union of the cascade (`rrr
+/// verify`) need not parse those again. `Ok(None)`: the files do not
+/// repeat each other that way (read `file` whole instead).
+///
+/// Both files must be in one strict layout (the same item shape and
+/// dialect, so that the same bytes are the same events), and:
+/// - `file`'s items equal `smaller`'s, or are their end (from an item on):
+///   every event repeats, none is returned;
+/// - or `file`'s items start with all of `smaller`'s, cut where an item
+///   starts: the items after the cut are read by the strict path.
+///
+/// The meta returned is `file`'s. What is skipped are the same bytes, at
+/// item boundaries, as items the strict path accepted in `smaller`, so
+/// they are the same events.
+pub fn read_syck_file_beyond(file: &std::fs::File, smaller: &std::fs::File) -> std::io::Result<Option<Recentfile>> {
+    let (len, small_len) = (file.metadata()?.len(), smaller.metadata()?.len());
+    let Some((items, meta)) = Items::open(ReadAt { file, pos: 0, end: len })? else { return Ok(None) };
+    let Some((small_items, _)) = Items::open(ReadAt { file: smaller, pos: 0, end: small_len })? else {
+        return Ok(None);
+    };
+    if items.layout != small_items.layout {
+        return Ok(None);
+    }
+    // Where the items start: Items::open's first fill is the file's start.
+    let (at, small_at) = (items.p as u64, small_items.p as u64);
+    let (n, small_n) = (len - at, small_len - small_at);
+    let item = &items.layout.item;
+    if n == 0 || small_n == 0 || !starts_with_at(file, at, item)? || !ends_with_newline(smaller, small_len)? {
+        return Ok(None);
+    }
+    if n <= small_n {
+        // All of `file`'s items repeat the end of `smaller`'s, from an item on.
+        let from = small_len - n;
+        let at_item = from == small_at || starts_with_at(smaller, from - 1, &items.layout.mark())?;
+        if at_item && same_bytes(file, at, smaller, from, n)? {
+            return Ok(Some(Recentfile { meta, ..Recentfile::default() }));
+        }
+        return Ok(None);
+    }
+    // `file`'s items start with all of `smaller`'s, and the rest starts with an item.
+    let cut = at + small_n;
+    if !starts_with_at(file, cut, item)? || !same_bytes(file, at, smaller, small_at, small_n)? {
+        return Ok(None);
+    }
+    let mut rest = Items::body(ReadAt { file, pos: cut, end: len }, items.layout)?;
+    let mut rf = Recentfile { meta, ..Recentfile::default() };
+    Ok(strict_events(&mut rest, &mut rf.events)?.then_some(rf))
+}
+
+/// Whether `file[at..]` starts with `want`.
+fn starts_with_at(file: &std::fs::File, at: u64, want: &[u8]) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; want.len()];
+    match file.read_exact_at(&mut buf, at) {
+        Ok(()) => Ok(buf == want),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the file of `len` bytes ends with a newline (its last item is whole).
+fn ends_with_newline(file: &std::fs::File, len: u64) -> std::io::Result<bool> {
+    Ok(len > 0 && starts_with_at(file, len - 1, b"\n")?)
+}
+
+/// Whether `a[a_at..a_at + n]` and `b[b_at..b_at + n]` hold the same bytes.
+fn same_bytes(a: &std::fs::File, a_at: u64, b: &std::fs::File, b_at: u64, n: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let (mut x, mut y) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
+    let mut done = 0;
+    while done < n {
+        let k = (n - done).min(CHUNK as u64) as usize;
+        a.read_exact_at(&mut x[..k], a_at + done)?;
+        b.read_exact_at(&mut y[..k], b_at + done)?;
+        if x[..k] != y[..k] {
+            return Ok(false);
+        }
+        done += k as u64;
+    }
+    Ok(true)
+}
+
 /// A scan of a file in a strict layout, on two threads when the file has at
 /// least `split_min` bytes: it is cut at an item boundary near its middle,
 /// `head` reads up to the cut (meta and the first items), `body` the items
@@ -2097,6 +2184,8 @@ mod tests {
 mod pins_hashes;
 #[cfg(test)]
 mod pins_layouts;
+#[cfg(test)]
+mod pins_repeats;
 #[cfg(test)]
 mod pins_scalars;
 #[cfg(test)]

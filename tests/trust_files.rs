@@ -229,3 +229,28 @@ fn a_newer_event_of_a_tampered_path_is_judged_by_its_own_hash() {
     );
     assert_eq!(t.tier2.state()["tampered"][0]["epoch"], t.tier2.state()["failing"][0]["epoch"]);
 }
+
+/// `--verify-every` hands what it finds to the pass as failing paths: with
+/// `--trust-key` their retries carry the recorded bytes, so a copy altered
+/// at tier 1 is staged, checked and quarantined like any other transfer
+/// (before, the retry went straight into the tree and the pass said
+/// complete).
+#[test]
+fn a_retry_found_by_verify_every_is_staged_and_checked() {
+    let t = Tiers::mirrored(3);
+    write(&t.tier1.root, "d/f1.txt", "FILE 1\n");
+    fs::remove_file(t.tier2.root.join("d/f1.txt")).unwrap();
+    let later = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 5).to_string();
+    let args = ["--trust-key", s(&t.allowed), "--verify-every", "1s", "--now", &later];
+    let v = t.tier2.pass(&args, 1);
+    assert_eq!(v["complete"], false, "{v}");
+    assert_eq!(tampered(&v), ["d/f1.txt"], "{v}");
+    assert!(!t.tier2.root.join("d/f1.txt").exists(), "the altered copy was installed");
+    let (code, line) = t.check();
+    assert_eq!(code, 2, "{line}");
+    assert!(line.contains("tampered"), "{line}");
+    t.repair(&["d/f1.txt"]);
+    let v = t.tier2.pass(&args, 0);
+    assert_eq!(tampered(&v), Vec::<String>::new(), "{v}");
+    assert_eq!(fs::read_to_string(t.tier2.root.join("d/f1.txt")).unwrap(), "file 1\n");
+}

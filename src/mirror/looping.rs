@@ -241,9 +241,27 @@ fn verify_before_pass(m: &mut Mirror, clock: &crate::sys::clock::Clock) -> Resul
     let now = clock.now();
     let record = match crate::ops::verify::verify(&m.cfg.localroot, &excludes, false, false) {
         Ok(r) => {
-            for (path, epoch) in &r.to_fetch {
-                m.state.fail(path, Some(epoch), "missing or different in the tree (found by --verify-every)", &now);
+            for (path, want) in &r.to_fetch {
+                m.state.fail(
+                    path,
+                    Some(&want.epoch),
+                    "missing or different in the tree (found by --verify-every)",
+                    &now,
+                );
             }
+            // The bytes each event records go with its retry, so that with
+            // `--trust-key` the retry is staged and checked like any other
+            // transfer of a hashed path (never straight into the tree).
+            let recorded: Vec<(&crate::recentfile::RelPath, super::staging::Expected)> = r
+                .to_fetch
+                .iter()
+                .filter(|(_, want)| want.size.is_some() || want.sha256.is_some())
+                .map(|(path, want)| {
+                    let sha256 = want.sha256.as_ref().map(|h| h.as_str().to_string());
+                    (path, super::staging::Expected { size: want.size, sha256 })
+                })
+                .collect();
+            m.state.remember_expected(recorded.iter().map(|(p, x)| (*p, x)));
             let level_warn = !r.complete();
             let line = format!(
                 "verify: {} indexed files, {} missing, {} different, {} unknown{}",

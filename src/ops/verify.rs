@@ -158,11 +158,13 @@ pub struct Report {
     pub beyond_horizon: Vec<RelPath>,
     /// Entries the walk could not read (path and reason).
     pub unreadable: Vec<(String, String)>,
-    /// What to fetch (the paths of `missing` and `different`) with their
-    /// newest event's epoch: `rmirror --verify-every` hands them to the
-    /// next pass as failing paths.
+    /// What to fetch (the paths of `missing` and `different`) with what
+    /// their newest event records (epoch, and size/sha256 where it has
+    /// them): `rmirror --verify-every` hands them to the next pass as
+    /// failing paths, and with `--trust-key` their recorded bytes decide
+    /// that the retry is staged and checked (`mirror::staging`).
     #[serde(skip)]
-    pub to_fetch: Vec<(RelPath, Epoch)>,
+    pub to_fetch: Vec<(RelPath, Expected)>,
 }
 
 impl Report {
@@ -352,8 +354,8 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
         if ignore.is_ignored(&path) {
             r.excluded += 1;
         } else {
-            r.to_fetch.push((path.clone(), want.epoch));
-            r.missing.push(path);
+            r.missing.push(path.clone());
+            r.to_fetch.push((path, want));
         }
     }
     r.present = present.len();
@@ -394,7 +396,7 @@ pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool)
             differs |= want != got;
         }
         if differs {
-            r.to_fetch.push((p.path.clone(), p.want.epoch.clone()));
+            r.to_fetch.push((p.path.clone(), p.want.clone()));
             r.different.push(Different {
                 path: p.path.clone(),
                 expected_size: p.want.size,

@@ -1,0 +1,450 @@
+//! The Perl 0.4.3 tools (File::Rsync::Mirror::Recent, the reference) on a
+//! signed, hashed rrr origin (issue 34): its client mirrors it byte for
+//! byte and leaves the beacon alone, its `news` and `overview` read it as
+//! rrr does, its writer rewrites a hashed recentfile (what it keeps and
+//! what it drops is asserted here and documented in docs/protocol.md
+//! 17.4), and its `rrr-fsck` sees the beacon files as unindexed.
+//!
+//! Gated like tests/perl_reference.rs: `#[ignore]`, and skipped unless
+//! `RRR_PERL_REFERENCE` names the reference's `lib/`.
+
+use crate::perl_reference::{list_pairwise_stand_in, reference};
+use crate::trust::keypair;
+use crate::util::rsyncd::RsyncDaemon;
+use crate::util::*;
+use recentfile::beacon::{Beacon, FileDigest};
+use recentfile::{EventKind, Format};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The principal's beacon and its signature, by name.
+const BEACON: &str = "RECENT-1h.yaml.beacon.json";
+const BEACON_SIG: &str = "RECENT-1h.yaml.beacon.json.sig";
+
+/// A signed, hashed origin: its root, the signing key and its allowed_signers file.
+struct SignedOrigin {
+    root: PathBuf,
+    key: PathBuf,
+    allowed: PathBuf,
+}
+
+/// File `i`'s content: `len` bytes that differ between files.
+fn content(i: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|k| (k * 31 + i * 7) as u8).collect()
+}
+
+impl SignedOrigin {
+    /// An origin under `dir` made by rrr's writers, each with `--sign-key`
+    /// and `--hash sha256`: `init` of three files, an `update` of a
+    /// changed one and of new ones in subdirectories, an `update --delete`,
+    /// and an `aggregate --force` (the reference's client fetches every
+    /// file the principal's aggregator names).
+    fn new(dir: &Path) -> SignedOrigin {
+        let (key, allowed) = keypair(dir, "origin-key");
+        let root = dir.join("origin");
+        let o = SignedOrigin { root, key, allowed };
+        o.put(&["empty", "a.txt", "gone.txt"], 0);
+        fs::write(o.root.join("a.txt"), content(1, 6)).unwrap();
+        ok(&[&["init", "--sign-key", s(&o.key)], hash_flag(), &[s(&o.root)]].concat());
+        o.put(&["a.txt", "dir/b.bin", "dir/sub/c name.txt", "big/d.tar.gz"], 1);
+        o.update(&["a.txt", "dir/b.bin", "dir/sub/c name.txt", "big/d.tar.gz"]);
+        fs::remove_file(o.root.join("gone.txt")).unwrap();
+        ok(&["update", "--delete", "--sign-key", s(&o.key), &principal(&o.root), "gone.txt"]);
+        ok(&["aggregate", "--force", "--sign-key", s(&o.key), &principal(&o.root)]);
+        if hash_flag().is_empty() {
+            hash_in_place(&o, &["empty", "a.txt", "dir/b.bin", "dir/sub/c name.txt", "big/d.tar.gz"]);
+        }
+        o
+    }
+
+    /// Write `paths` (file `i`'s size grows with its place and `round`).
+    fn put(&self, paths: &[&str], round: usize) {
+        for (i, p) in paths.iter().enumerate() {
+            let f = self.root.join(p);
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            let len = if *p == "empty" { 0 } else { [100, 4096, 300_000][i % 3] + round };
+            fs::write(f, content(i + 10 * round, len)).unwrap();
+        }
+    }
+
+    /// `rrr update --sign-key --hash sha256` of `paths`.
+    fn update(&self, paths: &[&str]) {
+        let mut args = [&["update", "--sign-key", s(&self.key)], hash_flag()].concat();
+        let p = principal(&self.root);
+        args.push(&p);
+        args.extend(paths);
+        ok(&args);
+    }
+
+    fn principal(&self) -> String {
+        principal(&self.root)
+    }
+}
+
+/// `--hash sha256` where the writers have it (branch originhash), else nothing.
+fn hash_flag() -> &'static [&'static str] {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *HAS.get_or_init(|| stdout(&rrr(&["init", "--help"])).contains("--hash")) {
+        &["--hash", "sha256"]
+    } else {
+        &[]
+    }
+}
+
+/// Until the writers hash: the `new` events of `paths` get their file's
+/// digest, written by rrr's own emitter, and the signed beacon is
+/// refreshed.
+fn hash_in_place(o: &SignedOrigin, paths: &[&str]) {
+    for name in recentfile_names(&o.root) {
+        let file = o.root.join(&name);
+        let mut rf = recentfile::parse_bytes(&fs::read(&file).unwrap(), Format::Yaml).unwrap();
+        for e in rf.events.iter_mut() {
+            let rel = String::from_utf8(e.path.as_bytes().to_vec()).unwrap();
+            let path = o.root.join(&rel);
+            if e.kind == EventKind::New && paths.contains(&rel.as_str()) {
+                *e = e.clone().with_digest(Some(FileDigest::of(&fs::read(&path).unwrap())));
+            }
+        }
+        let producer = recentfile::format::Producer {
+            program: "rrr".into(),
+            time: recentfile::Epoch::parse("1700000000").unwrap(),
+        };
+        fs::write(&file, recentfile::serialize(&rf, Format::Yaml, &producer)).unwrap();
+    }
+    ok(&["beacon", "--sign-key", s(&o.key), &o.principal()]);
+}
+
+/// The events of one recentfile `root/name`, parsed by rrr's reader.
+fn events(root: &Path, name: &str) -> Vec<recentfile::Event> {
+    recentfile::parse_bytes(&fs::read(root.join(name)).unwrap(), Format::Yaml).unwrap().events
+}
+
+/// Every recentfile's events with their recorded digest: path → digest
+/// per file name.
+fn digests(root: &Path, name: &str) -> BTreeMap<String, Option<FileDigest>> {
+    events(root, name)
+        .into_iter()
+        .map(|e| (String::from_utf8(e.path.as_bytes().to_vec()).unwrap(), e.digest()))
+        .collect()
+}
+
+/// The current recentfiles of `root`, by name.
+fn recentfile_names(root: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("RECENT-") && n.ends_with(".yaml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Perl with the reference and the List::Pairwise stand-in in `shim` on
+/// `@INC`: `-e script` or a script file, with `args`.
+fn perl_out(lib: &Path, shim: &Path, script: &[&str], args: &[&str]) -> Output {
+    Command::new("perl").arg("-I").arg(lib).arg("-I").arg(shim).args(script).args(args).output().unwrap()
+}
+
+/// One of the reference's bin/ scripts (beside its lib/).
+fn bin(lib: &Path, name: &str) -> String {
+    s(&lib.parent().unwrap().join("bin").join(name)).to_string()
+}
+
+/// The checks of the origin itself: every `new` event of a present file
+/// carries the size and sha256 of the file's bytes, and the collection is
+/// signed and clean for rrr's fsck.
+fn assert_hashed(o: &SignedOrigin) {
+    for name in recentfile_names(&o.root) {
+        for e in events(&o.root, &name) {
+            let path = o.root.join(String::from_utf8(e.path.as_bytes().to_vec()).unwrap());
+            if e.kind == EventKind::New && path.is_file() {
+                assert_eq!(e.digest(), Some(FileDigest::of(&fs::read(&path).unwrap())), "{name}: {}", path.display());
+            }
+        }
+    }
+    assert!(o.root.join(BEACON_SIG).is_file());
+    ok(&["fsck", &o.principal()]);
+}
+
+/// What `rrr-client` runs, for one pass instead of its endless loop:
+/// `rmirror` with the script's exact options.
+const PERL_CLIENT: &str = r#"
+use strict; use warnings;
+use File::Rsync::Mirror::Recent;
+my ($remote, $local) = @ARGV;
+File::Rsync::Mirror::Recent->new(
+    ignore_link_stat_errors => 1, localroot => $local, remote => $remote,
+    max_files_per_connection => 20000,
+    rsync_options => { compress => 1, links => 1, 'safe-links' => 1, times => 1,
+                       checksum => 0, timeout => 30 },
+    verbose => 0,
+)->rmirror("skip-deletes" => 0);
+"#;
+
+#[test]
+#[ignore = "needs RRR_PERL_REFERENCE"]
+fn perl_reference_client_mirrors_a_signed_hashed_origin() {
+    let Some(lib) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = tmp.path().join("shim");
+    list_pairwise_stand_in(&shim);
+    let o = SignedOrigin::new(tmp.path());
+    assert_hashed(&o);
+    let target = tmp.path().join("target");
+    fs::create_dir(&target).unwrap();
+    let d = RsyncDaemon::start(&[("origin", &o.root)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    // A guard against the reference's endless retry, not a measure of time.
+    let out = Command::new("timeout")
+        .args(["300", "perl", "-I", s(&lib), "-I", s(&shim), "-e", PERL_CLIENT, &src, s(&target)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the reference's rmirror: {}", String::from_utf8_lossy(&out.stderr));
+
+    // Every file byte for byte, the deleted one absent.
+    let theirs = crate::util::names::tree_files(&o.root);
+    let got: Vec<Vec<u8>> =
+        crate::util::names::tree_files(&target).into_iter().filter(|n| !n.starts_with(b".FRMRecent-")).collect();
+    assert_eq!(got, theirs);
+    for n in &theirs {
+        let rel = std::str::from_utf8(n).unwrap();
+        assert_eq!(fs::read(target.join(rel)).unwrap(), fs::read(o.root.join(rel)).unwrap(), "{rel}");
+    }
+    assert!(!target.join("gone.txt").exists());
+    // The recentfiles, hashed events and all, byte for byte: a Perl tier
+    // passes the hashes on.
+    assert_eq!(recentfile_names(&target), recentfile_names(&o.root));
+    for name in recentfile_names(&o.root) {
+        assert_eq!(fs::read(target.join(&name)).unwrap(), fs::read(o.root.join(&name)).unwrap(), "{name}");
+    }
+    // The beacon and its signature are neither events nor recentfiles to
+    // the reference: it does not copy them.
+    assert!(!target.join(BEACON).exists() && !target.join(BEACON_SIG).exists());
+    eprintln!("the reference's client: tree and recentfiles byte for byte, beacon and signature not copied");
+
+    // rrr verifies the reference's mirror against the recorded hashes.
+    let v = rrr(&["verify", "--localroot", s(&target), "--hash", "--json"]);
+    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+}
+
+/// The reference's `news` as `rrr-news --local` calls it: each event as
+/// `epoch<TAB>type<TAB>path`.
+const PERL_NEWS: &str = r#"
+use strict; use warnings;
+use File::Rsync::Mirror::Recent;
+my $rc = File::Rsync::Mirror::Recent->new(local => $ARGV[0]);
+print "$_->{epoch}\t$_->{type}\t$_->{path}\n" for @{ $rc->news };
+"#;
+
+/// The first line of each path in `lines` (`…<TAB>path`): the reference's
+/// `news` reads the principal twice (its `recentfiles` list names it as
+/// the file and as the aggregator's first interval), rrr lists a path once.
+fn first_per_path(lines: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    lines.filter(|l| seen.insert(l.rsplit('\t').next().unwrap().to_string())).collect()
+}
+
+#[test]
+#[ignore = "needs RRR_PERL_REFERENCE"]
+fn perl_reference_news_and_overview_read_a_signed_hashed_collection() {
+    let Some(lib) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = tmp.path().join("shim");
+    list_pairwise_stand_in(&shim);
+    let o = SignedOrigin::new(tmp.path());
+    let ours: Vec<String> = ok(&["news", "--local", &o.principal(), "--json"])
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{}\t{}\t{}",
+                v["epoch"].as_str().unwrap(),
+                v["type"].as_str().unwrap(),
+                v["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(ours.len(), 6, "{ours:?}");
+
+    // The library call rrr-news makes: the same events, epochs exact.
+    let out = perl_out(&lib, &shim, &["-e", PERL_NEWS], &[&o.principal()]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let theirs = first_per_path(String::from_utf8(out.stdout).unwrap().lines().map(str::to_string));
+    assert_eq!(theirs, ours);
+
+    // bin/rrr-news itself: the same paths in the same order (it prints
+    // `localtime(epoch)` and the path).
+    let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-news")], &["--local", &o.principal()]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let paths: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(|l| l[25..].to_string()).collect();
+    let mut seen = std::collections::HashSet::new();
+    let paths: Vec<String> = paths.into_iter().filter(|p| seen.insert(p.clone())).collect();
+    let our_paths: Vec<String> = ours.iter().map(|l| l.rsplit('\t').next().unwrap().to_string()).collect();
+    assert_eq!(paths, our_paths);
+
+    // bin/rrr-overview: a row per recentfile (the principal twice), each
+    // with the count rrr's overview gives.
+    let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-overview")], &[&o.principal()]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let theirs: Vec<(String, String)> = table
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next().unwrap().to_string(), f.next().unwrap().to_string())
+        })
+        .collect();
+    let mut ours: Vec<(String, String)> = ok(&["overview", "--json", &o.principal()])
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["interval"].as_str().unwrap().to_string(), v["count"].to_string())
+        })
+        .collect();
+    ours.insert(0, ours[0].clone());
+    assert_eq!(theirs, ours, "{table}");
+    eprintln!("the reference's news and overview read the signed, hashed collection as rrr does:\n{table}");
+}
+
+/// Whether the beacon accepts the current bytes of recentfile `name`, as
+/// a mirror with `--trust-key` judges a fetched one.
+fn beacon_accepts(root: &Path, name: &str) -> bool {
+    let beacon = Beacon::parse(&fs::read(root.join(BEACON)).unwrap()).unwrap();
+    beacon.accept(name, &FileDigest::of(&fs::read(root.join(name)).unwrap()).sha256).is_ok()
+}
+
+/// The reference's aggregate with force, as `rrr-update --epoch` runs it.
+const PERL_AGGREGATE: &str = r#"
+use strict; use warnings;
+use File::Rsync::Mirror::Recentfile;
+File::Rsync::Mirror::Recentfile->new_from_file($ARGV[0])->aggregate(force => 1);
+"#;
+
+#[test]
+#[ignore = "needs RRR_PERL_REFERENCE"]
+fn perl_reference_writer_rewrites_a_hashed_recentfile() {
+    let Some(lib) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = tmp.path().join("shim");
+    list_pairwise_stand_in(&shim);
+    let o = SignedOrigin::new(tmp.path());
+    let (old_1h, old_6h) = (digests(&o.root, "RECENT-1h.yaml"), digests(&o.root, "RECENT-6h.yaml"));
+    assert!(old_1h["a.txt"].is_some() && old_6h["a.txt"].is_some());
+
+    // bin/rrr-update records a new file in the principal: the events it
+    // loaded keep their size and sha256 (it rewrites the hashes it read),
+    // its own event has none.
+    write(&o.root, "perl.txt", "written by Perl\n");
+    let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-update")], &[&o.principal(), "perl.txt"]);
+    assert!(out.status.success(), "rrr-update: {}", String::from_utf8_lossy(&out.stderr));
+    let new_1h = digests(&o.root, "RECENT-1h.yaml");
+    assert_eq!(new_1h["perl.txt"], None);
+    for (path, d) in &old_1h {
+        assert_eq!(&new_1h[path], d, "{path}: the Perl update changed its keys");
+    }
+    // The Perl writer does not know the beacon: it no longer vouches for
+    // the principal, and a mirror with --trust-key refuses it until an
+    // rrr writer (or `rrr beacon`) signs again.
+    assert!(!beacon_accepts(&o.root, "RECENT-1h.yaml"));
+
+    // The reference's aggregate builds each event it merges anew from
+    // epoch, path and type: in RECENT-6h.yaml the events it merged from
+    // the principal lose their size and sha256, the others keep theirs.
+    let out = perl_out(&lib, &shim, &["-e", PERL_AGGREGATE], &[&o.principal()]);
+    assert!(out.status.success(), "aggregate: {}", String::from_utf8_lossy(&out.stderr));
+    let new_6h = digests(&o.root, "RECENT-6h.yaml");
+    assert_eq!(new_6h.keys().collect::<Vec<_>>(), new_1h.keys().collect::<Vec<_>>());
+    for (path, d) in &new_6h {
+        assert_eq!(*d, None, "{path}: kept its keys through the Perl merge");
+    }
+    assert!(old_6h.values().any(Option::is_some));
+
+    // rrr reads the Perl-written files (an event without the keys is
+    // unhashed, never a mismatch) and its fsck finds them clean.
+    let news = ok(&["news", "--local", &o.principal()]);
+    assert!(news.contains("\tperl.txt\n"), "{news}");
+    ok(&["fsck", &o.principal()]);
+
+    // A later rrr update records hashes again and signs a beacon that
+    // vouches for the Perl-written files too.
+    write(&o.root, "later.txt", "written by rrr\n");
+    o.update(&["later.txt"]);
+    if hash_flag().is_empty() {
+        hash_in_place(&o, &["later.txt"]);
+    }
+    let last = digests(&o.root, "RECENT-1h.yaml");
+    assert_eq!(last["later.txt"], Some(FileDigest::of(b"written by rrr\n")));
+    assert_eq!(last["perl.txt"], None);
+    for name in recentfile_names(&o.root) {
+        assert!(beacon_accepts(&o.root, &name), "{name}");
+    }
+
+    // And an rrr tier with --trust-key takes the mixed collection, every
+    // recorded hash checked.
+    let target = tmp.path().join("tier1");
+    let d = RsyncDaemon::start(&[("origin", &o.root)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    let m = rrr(&["rmirror", "--remote", &src, "--localroot", s(&target), "--trust-key", s(&o.allowed)]);
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
+    assert_eq!(fs::read(target.join("perl.txt")).unwrap(), b"written by Perl\n");
+    let v = rrr(&["verify", "--localroot", s(&target), "--hash"]);
+    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+}
+
+#[test]
+#[ignore = "needs RRR_PERL_REFERENCE"]
+fn perl_reference_fsck_sees_the_beacon_as_unindexed() {
+    let Some(lib) = reference() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = tmp.path().join("shim");
+    list_pairwise_stand_in(&shim);
+    let o = SignedOrigin::new(tmp.path());
+    let root = s(&o.root);
+    let principal_bytes = fs::read(o.root.join("RECENT-1h.yaml")).unwrap();
+
+    // --dry-run: the beacon, its signature and the files under .rrr/ are
+    // "missing in index", to be added; nothing is written.
+    let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-fsck")], &["--dry-run", &o.principal()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8(out.stderr).unwrap();
+    let would: Vec<&str> = said.lines().filter_map(|l| l.strip_prefix("Would add to indexfile ")).collect();
+    let mut would: Vec<String> =
+        would.iter().map(|p| p.strip_prefix(root).unwrap().trim_start_matches('/').to_string()).collect();
+    would.sort();
+    eprintln!("rrr-fsck --dry-run on a signed rrr origin:\n{said}");
+    assert!(would.contains(&BEACON.to_string()) && would.contains(&BEACON_SIG.to_string()), "{said}");
+    assert!(would.iter().all(|p| p.starts_with(BEACON) || p.starts_with(".rrr/")), "{said}");
+    let missing_on_disk = said.lines().find(|l| l.starts_with("missing on disk:")).unwrap();
+    assert_eq!(missing_on_disk.split_whitespace().last(), Some("0"), "{said}");
+    assert_eq!(fs::read(o.root.join("RECENT-1h.yaml")).unwrap(), principal_bytes);
+
+    // Without --dry-run it indexes them, with their mtimes as dirty
+    // epochs: a new dirtymark, and events that name rrr's own files.
+    let dirtymark = |root: &Path| {
+        recentfile::parse_bytes(&fs::read(root.join("RECENT-1h.yaml")).unwrap(), Format::Yaml).unwrap().meta.dirtymark
+    };
+    let before = dirtymark(&o.root);
+    let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-fsck")], &[&o.principal()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let indexed = digests(&o.root, "RECENT-1h.yaml");
+    for p in &would {
+        assert!(indexed.contains_key(p), "{p} not indexed: {indexed:?}");
+    }
+    assert_ne!(dirtymark(&o.root), before);
+
+    // rrr's fsck reports those events; --repair records their deletes
+    // and is clean after.
+    let f = rrr(&["fsck", "--json", &o.principal()]);
+    assert_eq!(f.status.code(), Some(1), "{}", stdout(&f));
+    eprintln!("rrr fsck after the Perl rrr-fsck indexed them:\n{}", stdout(&f));
+    for p in &would {
+        assert!(stdout(&f).contains(&format!("\"{p}\"")), "{p}: {}", stdout(&f));
+    }
+    let r = rrr(&["fsck", "--repair", "--sign-key", s(&o.key), &o.principal()]);
+    assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
+    ok(&["fsck", &o.principal()]);
+}

@@ -228,6 +228,16 @@ fn perl_reference_client_mirrors_a_signed_hashed_origin() {
     // rrr verifies the reference's mirror against the recorded hashes.
     let v = rrr(&["verify", "--localroot", s(&target), "--hash", "--json"]);
     assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+
+    // A Perl tier serves no beacon: an rrr mirror with --trust-key below
+    // it is refused, nothing installed.
+    let tier = RsyncDaemon::start(&[("tier", &target)]);
+    let below = tmp.path().join("below");
+    let src = format!("{}/RECENT.recent", tier.url("tier"));
+    let m = rrr(&["rmirror", "--remote", &src, "--localroot", s(&below), "--trust-key", s(&o.allowed)]);
+    assert_ne!(m.status.code(), Some(0));
+    assert!(stderr(&m).contains("not signed"), "{}", stderr(&m));
+    assert!(crate::util::names::tree_files(&below).is_empty());
 }
 
 /// The reference's `news` as `rrr-news --local` calls it: each event as
@@ -428,6 +438,13 @@ fn perl_reference_fsck_sees_the_beacon_as_unindexed() {
         recentfile::parse_bytes(&fs::read(root.join("RECENT-1h.yaml")).unwrap(), Format::Yaml).unwrap().meta.dirtymark
     };
     let before = dirtymark(&o.root);
+    // An rrr tier with --trust-key, in sync before.
+    let tier = tmp.path().join("tier1");
+    let d = RsyncDaemon::start(&[("origin", &o.root)]);
+    let src = format!("{}/RECENT.recent", d.url("origin"));
+    let pass = || rrr(&["rmirror", "--remote", &src, "--localroot", s(&tier), "--trust-key", s(&o.allowed)]);
+    let m = pass();
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
     let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-fsck")], &[&o.principal()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let indexed = digests(&o.root, "RECENT-1h.yaml");
@@ -447,4 +464,18 @@ fn perl_reference_fsck_sees_the_beacon_as_unindexed() {
     let r = rrr(&["fsck", "--repair", "--sign-key", s(&o.key), &o.principal()]);
     assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
     ok(&["fsck", &o.principal()]);
+
+    // The rrr tier refuses the events that name its own files (the pass
+    // exits 1 once), keeps the origin's beacon as its own, and stays
+    // complete.
+    let m = pass();
+    eprintln!("the rrr tier's pass after the Perl rrr-fsck indexed the beacon:\n{}", stderr(&m));
+    assert_eq!(m.status.code(), Some(1), "{}", stderr(&m));
+    for name in [BEACON, BEACON_SIG] {
+        assert_eq!(fs::read(tier.join(name)).unwrap(), fs::read(o.root.join(name)).unwrap(), "{name}");
+    }
+    let v = rrr(&["verify", "--localroot", s(&tier), "--hash"]);
+    assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+    let m = pass();
+    assert_eq!(m.status.code(), Some(0), "{}", stderr(&m));
 }

@@ -693,3 +693,33 @@ fn hashed_events_are_yaml_syck_s_bytes() {
     assert_eq!(syck.run(&format!("redump {} {}\n", ours.display(), theirs.display())).trim(), "ok");
     assert_eq!(fs::read(&theirs).unwrap(), bytes);
 }
+
+/// A collection hashed by `rrr init`/`rrr update --hash sha256` (the meta
+/// key `Hash`, hashed events beside an unhashed symlink and a delete):
+/// YAML::Syck loads it, and its `Dump` of what it loaded is rrr's file
+/// byte for byte, so the capitalised meta key sits where Syck sorts it.
+#[test]
+fn a_principal_hashed_by_rrr_update_is_what_yaml_syck_dumps() {
+    let syck = Syck::new();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("o");
+    fs::create_dir_all(root.join("id")).unwrap();
+    fs::write(root.join("id/a.tar.gz"), "a\n").unwrap();
+    std::os::unix::fs::symlink("a.tar.gz", root.join("id/l")).unwrap();
+    Rrr::new().args(["init", s(&root)]).assert_ok();
+    fs::write(root.join("id/b.tar.gz"), vec![7u8; 67_890]).unwrap();
+    fs::write(root.join("gone"), "").unwrap();
+    let p = principal(&root);
+    Rrr::new().args(["update", &p, "--hash", "sha256", "id/b.tar.gz", "gone"]).assert_ok();
+    fs::remove_file(root.join("gone")).unwrap();
+    Rrr::new().args(["update", &p, "--delete", "gone"]).assert_ok();
+    let ours = root.join("RECENT-1h.yaml");
+    let bytes = fs::read(&ours).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("\n  Hash: sha256\n") && text.contains("\n    size: 67890\n"), "{text}");
+    let loaded = syck.run(&format!("load {}\n", ours.display()));
+    assert!(loaded.starts_with("ok "), "{loaded}");
+    let theirs = dir.path().join("syck.yaml");
+    assert_eq!(syck.run(&format!("redump {} {}\n", ours.display(), theirs.display())).trim(), "ok");
+    assert_eq!(String::from_utf8_lossy(&fs::read(&theirs).unwrap()), text);
+}

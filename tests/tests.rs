@@ -24,6 +24,7 @@ mod names_bytes;
 mod operator;
 mod operator_logs;
 mod origin;
+mod origin_hash;
 mod packaging;
 mod patterns;
 mod perl_entry;

@@ -74,6 +74,7 @@ impl Cli {
                 .or(self.locktimeout)
                 .map_or(rrr::store::DEFAULT_LOCK_TIMEOUT, Duration::from_secs),
             beacon,
+            hash: self.command.hash(),
         };
         Ctx::new(writer, rrr::output::progress::enabled(self.quiet > 0), self.verbose > 0, out)
     }

@@ -75,6 +75,13 @@ pub fn check_start(coll: &Collection, w: &Writer) -> Result<()> {
     Ok(())
 }
 
+/// The beacon's `hash` (`None` without a readable beacon): the
+/// collection's hashing setting survives a Perl writer that drops the
+/// principal's meta key (origin::hashing).
+pub(crate) fn hash_of(coll: &Collection) -> Option<String> {
+    read(&beacon_path(coll)).ok().flatten().and_then(|b| b.hash)
+}
+
 /// The host name, the default origin identity.
 fn host_name() -> String {
     nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".to_string())
@@ -199,6 +206,8 @@ fn principal_marks(coll: &Collection, b: &mut Beacon, principal: Option<&Recentf
     if let Some(rf) = rf {
         b.newest_epoch = rf.newest().map(|e| e.epoch.clone());
         b.dirtymark = rf.meta.dirtymark.clone();
+        // The principal's `Hash` key (origin::hashing).
+        b.hash = rf.meta.hash.clone();
     }
     Ok(())
 }

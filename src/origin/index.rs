@@ -69,8 +69,17 @@ pub(crate) fn index(req: &Request, w: &Writer, progress: bool) -> Result<Report>
     // What `update` records in the old principal from now on is carried over.
     // (An unreadable old principal is what init --force repairs: nothing to carry then.)
     let before = store::read_file(&principal_path).ok();
-    let Walked { changes, skipped, not_indexed } = walk_tree(req, &w.clock, progress)?;
-    let (rf, build) = build_principal(&coll, w, &changes, &state_dir)?;
+    let hashes = origin::hashing::Setting::of(
+        w.hash,
+        before.as_ref().and_then(|b| b.as_ref()),
+        origin::beacon::hash_of(&coll).as_deref(),
+    )?;
+    let Walked { mut changes, skipped, not_indexed } = walk_tree(req, &w.clock, progress)?;
+    if hashes.hashes() {
+        hash_walked(&coll.root, &mut changes, progress);
+        stopped()?;
+    }
+    let (rf, build) = build_principal(&coll, w, &changes, &state_dir, hashes)?;
     let mut replacement = Replacement {
         coll: &coll,
         w,
@@ -170,6 +179,21 @@ struct Walked {
     not_indexed: usize,
 }
 
+/// Each walked file's size and sha256 (`--hash sha256`): each read while
+/// the file held still (origin::hashing), so a hash describes the file
+/// as it was read during the walk; one that changes later gets its own
+/// event, with its own hash, from `watch` or `update`. A file that cannot
+/// be hashed is indexed unhashed, with a warning naming it.
+fn hash_walked(root: &Path, changes: &mut [Change], progress: bool) {
+    let pb = progress::spinner(progress, "hashing");
+    let paths: Vec<&crate::recentfile::RelPath> = changes.iter().map(|c| &c.path).collect();
+    let hashed = origin::hashing::hash_many(root, &paths);
+    for (c, h) in changes.iter_mut().zip(hashed) {
+        c.digest = origin::hashing::digest_or_warn(&c.path, h).map(|(d, _)| d);
+    }
+    pb.finish();
+}
+
 /// The new principal, built beside the old one under an ignored name
 /// (`.rrr/init-<pid>.*`): the old index stays whole until the new one
 /// replaces it. A kill here leaves at most that file, which the next init
@@ -179,9 +203,11 @@ fn build_principal(
     w: &Writer,
     changes: &[Change],
     state_dir: &Path,
+    hashes: origin::hashing::Setting,
 ) -> Result<(Recentfile, PathBuf)> {
     let principal = coll.principal();
     let mut rf = origin::blank(coll, principal);
+    hashes.apply(&mut rf);
     batch_update(&mut rf, principal.seconds(), changes, &w.clock.now());
     let build = state_dir.join(format!("init-{}.{}", std::process::id(), coll.file_name(principal)));
     let written = origin::write_file(coll, w, &build, &mut rf, None);

@@ -14,6 +14,7 @@
 
 pub(crate) mod aggregate;
 pub mod beacon;
+pub mod hashing;
 pub mod index;
 pub mod index_check;
 pub(crate) mod journal;
@@ -40,6 +41,8 @@ pub struct Writer {
     pub lock_timeout: Duration,
     /// The beacon and its signing key ([`beacon`]).
     pub beacon: beacon::BeaconSettings,
+    /// `--hash` (`None`: not given, the collection's setting holds; [`hashing`]).
+    pub hash: Option<hashing::HashChoice>,
 }
 
 /// A recentfile read under its lock, ready to be changed and saved.

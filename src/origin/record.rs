@@ -3,7 +3,7 @@
 
 use crate::collection::Collection;
 use crate::epoch::Epoch;
-use crate::origin::{self, journal, Writer};
+use crate::origin::{self, hashing, journal, Writer};
 use crate::recentfile::{Event, EventKind, Recentfile, RelPath};
 use crate::update::{batch_update, Change};
 use anyhow::Result;
@@ -32,6 +32,12 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
     let journal = journal::read(coll);
     // The batch, and the acknowledged events found missing, recorded again.
     let mut changes: Vec<Change> = changes.to_vec();
+    // Hashes are taken before the lock and confirmed under it (origin::hashing).
+    let mut early = crate::store::read_early(&coll.path_of(&principal)).ok();
+    let beacon_hash = origin::beacon::hash_of(coll);
+    let hashes = hashing::Setting::of(w.hash, early.as_ref().and_then(|e| e.recentfile()), beacon_hash.as_deref())?;
+    let prehashed =
+        if hashes.hashes() { hashing::prehash(&coll.root, &mut changes) } else { hashing::Prehashed::default() };
     let mut rerecorded: Vec<Change> = Vec::new();
     // The event each change last went in as; `None`: not yet recorded.
     let mut recorded: Vec<Option<Event>> = vec![None; changes.len()];
@@ -41,7 +47,8 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
     let mut attempts = 0;
     for attempt in 1..=MAX_TAKEOVERS + 1 {
         attempts = attempt;
-        let mut loaded = origin::load(coll, &principal, w)?;
+        let mut loaded = origin::load_after(coll, &principal, w, early.take())?;
+        let hashes = hashing::Setting::of(w.hash, Some(&loaded.rf), beacon_hash.as_deref())?;
         if attempt == 1 {
             before = loaded.seen_id();
         }
@@ -88,7 +95,11 @@ pub(crate) fn record(coll: &Collection, changes: &[Change], w: &Writer) -> Resul
             );
             missing
         };
-        let batch: Vec<Change> = todo.iter().map(|&i| changes[i].clone()).collect();
+        let mut batch: Vec<Change> = todo.iter().map(|&i| changes[i].clone()).collect();
+        if hashes.hashes() {
+            hashing::confirm(&coll.root, &mut batch, &prehashed);
+        }
+        hashes.apply(&mut loaded.rf);
         let done = batch_update(&mut loaded.rf, principal.seconds(), &batch, &w.clock.now());
         // One map of the principal, not a scan of it per change: a watch
         // batch of 10,000 changes into a principal of 60,000 events would

@@ -132,6 +132,11 @@ pub(crate) fn read_early(path: &Path) -> Result<EarlyRead, ReadError> {
 }
 
 impl EarlyRead {
+    /// What was read (`None`: the file did not exist).
+    pub fn recentfile(&self) -> Option<&Recentfile> {
+        self.read.as_ref().map(|(_, _, rf)| rf)
+    }
+
     /// What [`read_file_open`] would give now, if `path` (checked under its
     /// lock) is still the file that was read, unchanged in size and mtime;
     /// `None`: read it again. The file comes as opened, for the writer's

@@ -11,6 +11,8 @@ pub struct FsckArgs {
     pub lock: LockArgs,
     #[command(flatten)]
     pub beacon: super::prelude::BeaconArgs,
+    #[command(flatten)]
+    pub hashing: super::prelude::HashArgs,
     /// The principal (RECENT.recent or the principal recentfile) of the tree to check.
     pub principal: PathBuf,
     /// Record the differences as events at the current time.

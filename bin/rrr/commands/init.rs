@@ -13,6 +13,8 @@ pub struct InitArgs {
     pub lock: LockArgs,
     #[command(flatten)]
     pub beacon: super::prelude::BeaconArgs,
+    #[command(flatten)]
+    pub hashing: super::prelude::HashArgs,
     /// The tree to index.
     pub root: PathBuf,
     /// The principal's interval.

@@ -129,6 +129,17 @@ impl Command {
         }
     }
 
+    /// `--hash` of a writer that records new files.
+    pub fn hash(&self) -> Option<rrr::origin::hashing::HashChoice> {
+        match self {
+            Command::Init(a) => a.hashing.choice(),
+            Command::Update(a) => a.hashing.choice(),
+            Command::Fsck(a) => a.hashing.choice(),
+            Command::Watch(a) => a.hashing.choice(),
+            _ => None,
+        }
+    }
+
     /// `watch --json-log`: the log in JSON Lines.
     pub fn json_log(&self) -> bool {
         matches!(self, Command::Watch(a) if a.json_log)

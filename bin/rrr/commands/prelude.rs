@@ -54,6 +54,35 @@ impl BeaconArgs {
     }
 }
 
+/// `--hash` on the writers that record new files (init, update, fsck,
+/// watch): rrr::origin::hashing.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct HashArgs {
+    /// Record each new file's size and sha256 in its event: `sha256` turns it on for the collection (kept in
+    /// the principal's meta, so later writers go on without the flag), `none` turns it off.
+    #[arg(long, value_name = "ALGORITHM", value_enum)]
+    pub hash: Option<HashArg>,
+}
+
+/// The values of `--hash`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashArg {
+    /// Record size and sha256.
+    Sha256,
+    /// Record neither, and stop the collection's hashing.
+    None,
+}
+
+impl HashArgs {
+    /// The writer's choice.
+    pub fn choice(&self) -> Option<rrr::origin::hashing::HashChoice> {
+        self.hash.map(|h| match h {
+            HashArg::Sha256 => rrr::origin::hashing::HashChoice::Sha256,
+            HashArg::None => rrr::origin::hashing::HashChoice::None,
+        })
+    }
+}
+
 /// Which mirror(s) `status` and `check` look at.
 #[derive(Args, Debug)]
 #[group(required = true, multiple = false)]

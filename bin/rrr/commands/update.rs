@@ -13,6 +13,8 @@ pub struct UpdateArgs {
     pub lock: LockArgs,
     #[command(flatten)]
     pub beacon: super::prelude::BeaconArgs,
+    #[command(flatten)]
+    pub hashing: super::prelude::HashArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
     /// Files, relative to the root or absolute inside it (any bytes).

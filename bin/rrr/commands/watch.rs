@@ -12,6 +12,8 @@ pub struct WatchArgs {
     pub lock: LockArgs,
     #[command(flatten)]
     pub beacon: super::prelude::BeaconArgs,
+    #[command(flatten)]
+    pub hashing: super::prelude::HashArgs,
     /// The principal (RECENT.recent, the principal recentfile, or the root).
     pub principal: PathBuf,
     /// Record a batch when this many changes are pending.

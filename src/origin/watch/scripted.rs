@@ -165,6 +165,7 @@ mod tests {
             program: "rrr-test".into(),
             lock_timeout: Duration::from_secs(10),
             beacon: Default::default(),
+            hash: None,
         }
     }
 

@@ -22,6 +22,10 @@ use serde_json::{json, Map, Value};
 pub(crate) fn emit(rf: &Recentfile, producer: &Producer) -> String {
     let m = &rf.meta;
     let mut meta = Map::new();
+    // Sorted: `Hash` before `Producers`, as JSON::PP's canonical order puts it.
+    if let Some(h) = &m.hash {
+        meta.insert("Hash".into(), json!(h));
+    }
     meta.insert(
         "Producers".into(),
         json!({"$0": producer.program, "rrr": env!("CARGO_PKG_VERSION"), "time": producer.time.as_str()}),
@@ -208,6 +212,7 @@ pub(crate) fn parse(text_in: &str) -> Result<RawDoc, ReadError> {
             minmax: text_map(g("minmax")),
             protocol: text(g("protocol")),
             serializer_suffix: text(g("serializer_suffix")),
+            hash: text(g("Hash")),
         }
     });
     let events = events

@@ -219,6 +219,10 @@ pub struct Meta {
     pub protocol: Option<String>,
     /// `.yaml` or `.json`: the collection's serializer.
     pub serializer_suffix: Option<String>,
+    /// `Hash`: the algorithm the collection's writers record in `new`
+    /// events (`sha256`), rrr's own key (protocol.md 4.1): capitalised,
+    /// so the Perl reader skips it as it skips `Producers`.
+    pub hash: Option<String>,
 }
 
 impl Meta {

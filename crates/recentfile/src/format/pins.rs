@@ -153,6 +153,7 @@ pub(super) fn full_meta() -> Meta {
         minmax: Some(MinMax { max: Some(epoch("1700000400.5")), min: None, mtime: Some("1700000400".into()) }),
         protocol: Some("1".into()),
         serializer_suffix: Some(".json".into()),
+        hash: Some("sha256".into()),
     }
 }
 
@@ -168,7 +169,7 @@ fn json_is_written_as_the_protocol_says() {
     rf.meta = full_meta();
     let producer = Producer { program: "prog".into(), time: epoch("1700000401.0") };
     let want = concat!(
-        r#"{"meta":{"Producers":{"$0":"prog","rrr":"VERSION","time":"1700000401.0"},"#,
+        r#"{"meta":{"Hash":"sha256","Producers":{"$0":"prog","rrr":"VERSION","time":"1700000401.0"},"#,
         r#""aggregator":["1h","6h","1d","Z"],"canonize":"naive_path_normalize","comment":"c","#,
         r#""dirtymark":"1700000000.5","filenameroot":"RECENT","interval":"1h","#,
         r#""merged":{"epoch":"1700000400.5","into_interval":"6h","time":"1700000500.5"},"#,

@@ -173,6 +173,8 @@ pub(crate) struct RawMeta {
     pub minmax: Option<TextMap>,
     pub protocol: Option<Text>,
     pub serializer_suffix: Option<Text>,
+    #[serde(rename = "Hash")]
+    pub hash: Option<Text>,
 }
 
 /// One event as read.
@@ -517,6 +519,7 @@ pub(crate) fn meta_from_raw(m: RawMeta) -> Result<Meta, ReadError> {
         minmax,
         protocol: t(m.protocol),
         serializer_suffix: t(m.serializer_suffix),
+        hash: t(m.hash),
     })
 }
 

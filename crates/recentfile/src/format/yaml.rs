@@ -63,7 +63,10 @@ pub fn emit(rf: &Recentfile, producer: &Producer) -> Vec<u8> {
 pub fn emit_to(rf: &Recentfile, producer: &Producer, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let m = &rf.meta;
     let mut out = String::with_capacity(WRITE_PIECE + 8192);
-    out.push_str("--- \nmeta: \n  Producers: \n");
+    out.push_str("--- \nmeta: \n");
+    // Syck sorts the keys: `Hash` (rrr's, protocol.md 4.1) before `Producers`.
+    opt(&mut out, 2, "Hash", m.hash.as_deref());
+    out.push_str("  Producers: \n");
     kv(&mut out, 4, "$0", &producer.program);
     kv(&mut out, 4, "rrr", env!("CARGO_PKG_VERSION"));
     kv(&mut out, 4, "time", producer.time.as_str());

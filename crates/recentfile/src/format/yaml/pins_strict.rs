@@ -673,7 +673,7 @@ fn emit_writes_what_yaml_syck_dumps() {
     };
     let producer = Producer { program: "p".into(), time: epoch("1700000001.5") };
     let want = format!(
-        "--- \nmeta: \n  Producers: \n    $0: p\n    rrr: {version}\n    time: '1700000001.5'\n  aggregator: \n    - 1h\n    - 6h\n    - 1d\n    - Z\n  canonize: naive_path_normalize\n  comment: c\n  dirtymark: '1700000000.5'\n  filenameroot: RECENT\n  interval: 1h\n  merged: \n    epoch: '1700000400.5'\n    into_interval: 6h\n    time: '1700000500.5'\n  minmax: \n    max: '1700000400.5'\n    min: ~\n    mtime: '1700000400'\n  protocol: 1\n  serializer_suffix: .json\nrecent: \n  - \n    epoch: '1700000002.5'\n    path: id/A/x.tar.gz\n    type: new\n  - \n    epoch: '1700000001'\n    path: a b\n    type: delete\n"
+        "--- \nmeta: \n  Hash: sha256\n  Producers: \n    $0: p\n    rrr: {version}\n    time: '1700000001.5'\n  aggregator: \n    - 1h\n    - 6h\n    - 1d\n    - Z\n  canonize: naive_path_normalize\n  comment: c\n  dirtymark: '1700000000.5'\n  filenameroot: RECENT\n  interval: 1h\n  merged: \n    epoch: '1700000400.5'\n    into_interval: 6h\n    time: '1700000500.5'\n  minmax: \n    max: '1700000400.5'\n    min: ~\n    mtime: '1700000400'\n  protocol: 1\n  serializer_suffix: .json\nrecent: \n  - \n    epoch: '1700000002.5'\n    path: id/A/x.tar.gz\n    type: new\n  - \n    epoch: '1700000001'\n    path: a b\n    type: delete\n"
     );
     assert_eq!(String::from_utf8(emit(&rf, &producer)).unwrap(), want);
     let rf = Recentfile {

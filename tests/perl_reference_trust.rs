@@ -1,6 +1,7 @@
 //! The Perl 0.4.3 tools (File::Rsync::Mirror::Recent, the reference) on a
-//! signed, hashed rrr origin (issue 34): its client mirrors it byte for
-//! byte and leaves the beacon alone, its `news` and `overview` read it as
+//! signed, hashed rrr origin (issue 34): its client (one `rmirror` pass
+//! with `rrr-client`'s options, and bin/rrr-client itself) mirrors it byte
+//! for byte and leaves the beacon alone, its `news` and `overview` read it as
 //! rrr does, its writer rewrites a hashed recentfile (what it keeps and
 //! what it drops is asserted here and documented in docs/protocol.md
 //! 17.4), and its `rrr-fsck` sees the beacon files as unindexed.
@@ -17,8 +18,10 @@ use recentfile::{EventKind, Format};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// The principal's beacon and its signature, by name.
 const BEACON: &str = "RECENT-1h.yaml.beacon.json";
@@ -148,6 +151,42 @@ File::Rsync::Mirror::Recent->new(
 )->rmirror("skip-deletes" => 0);
 "#;
 
+/// `target`, made by the reference's client, holds every file of
+/// `origin` byte for byte (the deleted one absent), and its recentfiles
+/// (hashed events and all: a Perl tier passes the hashes on), but neither
+/// the beacon nor its signature, which are neither events nor
+/// recentfiles to the reference.
+fn assert_perl_mirror_of(origin: &Path, target: &Path) {
+    // Every file byte for byte, the deleted one absent.
+    let theirs = crate::util::names::tree_files(origin);
+    let got: Vec<Vec<u8>> =
+        crate::util::names::tree_files(target).into_iter().filter(|n| !n.starts_with(b".FRMRecent-")).collect();
+    assert_eq!(got, theirs);
+    for n in &theirs {
+        let rel = std::str::from_utf8(n).unwrap();
+        assert_eq!(fs::read(target.join(rel)).unwrap(), fs::read(origin.join(rel)).unwrap(), "{rel}");
+    }
+    assert!(!target.join("gone.txt").exists());
+    // The recentfiles, hashed events and all, byte for byte: a Perl tier
+    // passes the hashes on.
+    assert_eq!(recentfile_names(target), recentfile_names(origin));
+    for name in recentfile_names(origin) {
+        assert_eq!(fs::read(target.join(&name)).unwrap(), fs::read(origin.join(&name)).unwrap(), "{name}");
+    }
+    // The beacon and its signature are neither events nor recentfiles to
+    // the reference: it does not copy them.
+    assert!(!target.join(BEACON).exists() && !target.join(BEACON_SIG).exists());
+}
+
+/// Whether `target` has every file and recentfile of `origin` with its
+/// size (a cheap look while the reference's client runs).
+fn sizes_match(origin: &Path, target: &Path) -> bool {
+    let size = |p: PathBuf| fs::metadata(p).map(|m| m.len()).ok();
+    let mut names: Vec<String> = recentfile_names(origin);
+    names.extend(crate::util::names::tree_files(origin).into_iter().map(|n| String::from_utf8(n).unwrap()));
+    names.iter().all(|n| size(target.join(n)).is_some() && size(target.join(n)) == size(origin.join(n)))
+}
+
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_client_mirrors_a_signed_hashed_origin() {
@@ -168,30 +207,31 @@ fn perl_reference_client_mirrors_a_signed_hashed_origin() {
         .unwrap();
     assert!(out.status.success(), "the reference's rmirror: {}", String::from_utf8_lossy(&out.stderr));
 
-    // Every file byte for byte, the deleted one absent.
-    let theirs = crate::util::names::tree_files(&o.root);
-    let got: Vec<Vec<u8>> =
-        crate::util::names::tree_files(&target).into_iter().filter(|n| !n.starts_with(b".FRMRecent-")).collect();
-    assert_eq!(got, theirs);
-    for n in &theirs {
-        let rel = std::str::from_utf8(n).unwrap();
-        assert_eq!(fs::read(target.join(rel)).unwrap(), fs::read(o.root.join(rel)).unwrap(), "{rel}");
-    }
-    assert!(!target.join("gone.txt").exists());
-    // The recentfiles, hashed events and all, byte for byte: a Perl tier
-    // passes the hashes on.
-    assert_eq!(recentfile_names(&target), recentfile_names(&o.root));
-    for name in recentfile_names(&o.root) {
-        assert_eq!(fs::read(target.join(&name)).unwrap(), fs::read(o.root.join(&name)).unwrap(), "{name}");
-    }
-    // The beacon and its signature are neither events nor recentfiles to
-    // the reference: it does not copy them.
-    assert!(!target.join(BEACON).exists() && !target.join(BEACON_SIG).exists());
+    assert_perl_mirror_of(&o.root, &target);
     eprintln!("the reference's client: tree and recentfiles byte for byte, beacon and signature not copied");
 
     // rrr verifies the reference's mirror against the recorded hashes.
     let v = rrr(&["verify", "--localroot", s(&target), "--hash", "--json"]);
     assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
+
+    // bin/rrr-client itself, which runs rmirror in an endless loop: once
+    // its first pass has brought every file, it is stopped.
+    let target2 = tmp.path().join("target-bin");
+    fs::create_dir(&target2).unwrap();
+    let log = fs::File::create(tmp.path().join("rrr-client.log")).unwrap();
+    let mut client = Command::new("perl")
+        .args(["-I", s(&lib), "-I", s(&shim), &bin(&lib, "rrr-client"), "--source", &src, "--target", s(&target2)])
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let done = poll_until(Duration::from_secs(120), || sizes_match(&o.root, &target2));
+    let _ = crate::util::cmd::kill(-(client.id() as i32), libc::SIGTERM);
+    client.wait().unwrap();
+    let log = fs::read_to_string(tmp.path().join("rrr-client.log")).unwrap();
+    assert!(done, "bin/rrr-client did not bring every file:\n{log}");
+    assert_perl_mirror_of(&o.root, &target2);
 
     // A Perl tier serves no beacon: an rrr mirror with --trust-key below
     // it is refused, nothing installed.

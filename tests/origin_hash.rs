@@ -141,3 +141,108 @@ fn an_unreadable_file_is_recorded_unhashed_with_a_warning() {
     assert_unhashed(&root, "secret");
     assert_hashed(&root, "open");
 }
+
+fn fsck_json(root: &Path, extra: &[&str], code: i32) -> Vec<serde_json::Value> {
+    let o = Rrr::new().args(["fsck", "--json", &principal(root)]).args(extra).assert_exit(code);
+    stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn fsck_finds_a_changed_byte_and_a_same_size_replacement_and_repair_records_them_again() {
+    let (tmp, root) = tree();
+    Rrr::new().args(["init", s(&root), "--hash", "sha256"]).assert_ok();
+    fsck_json(&root, &[], 0);
+    let old_x = sha256sum(&root.join("a/x.txt"));
+    // One byte changed in place, the size kept.
+    fs::write(root.join("a/x.txt"), "hellO\n").unwrap();
+    // Replaced by another file of the same size (a rename over it).
+    let other = tmp.path().join("other");
+    let mut bytes = fs::read(root.join("big.bin")).unwrap();
+    bytes[123_456] ^= 0x20;
+    fs::write(&other, &bytes).unwrap();
+    fs::rename(&other, root.join("big.bin")).unwrap();
+    // Grown: the size tells, nothing is read.
+    fs::write(root.join("empty"), "now").unwrap();
+    // And a file the index does not know yet.
+    fs::write(root.join("new.txt"), "new\n").unwrap();
+
+    let found = fsck_json(&root, &[], 1);
+    let content: Vec<&serde_json::Value> = found.iter().filter(|f| f["kind"] == "content_mismatch").collect();
+    assert_eq!(content.len(), 3, "{found:?}");
+    let x = content.iter().find(|f| f["path"] == "a/x.txt").unwrap();
+    assert_eq!(x["indexed_sha256"], old_x.as_str(), "{x}");
+    assert_eq!(x["sha256"], sha256sum(&root.join("a/x.txt")).as_str(), "{x}");
+    assert_eq!((x["size"].as_u64(), x["indexed_size"].as_u64()), (Some(6), Some(6)), "{x}");
+    let big = content.iter().find(|f| f["path"] == "big.bin").unwrap();
+    assert_eq!(big["sha256"], sha256sum(&root.join("big.bin")).as_str(), "{big}");
+    let e = content.iter().find(|f| f["path"] == "empty").unwrap();
+    assert_eq!(
+        (e["size"].as_u64(), e["indexed_size"].as_u64(), &e["sha256"]),
+        (Some(3), Some(0), &serde_json::Value::Null)
+    );
+    let plain = stdout(&Rrr::new().args(["fsck", &principal(&root)]).assert_exit(1));
+    assert!(plain.contains("content_mismatch\ta/x.txt\tsize 6 (indexed 6), sha256 "), "{plain}");
+
+    // --repair records each again with its current hash (and hashes the new file).
+    Rrr::new().args(["fsck", "--repair", &principal(&root)]).assert_exit(1);
+    for f in ["a/x.txt", "big.bin", "empty", "new.txt"] {
+        assert_hashed(&root, f);
+    }
+    fsck_json(&root, &[], 0);
+}
+
+#[test]
+fn watch_records_hashes_and_keeps_doing_so_without_the_flag() {
+    use crate::watch::Daemon;
+    let (_tmp, root) = tree();
+    Rrr::new().args(["init", s(&root)]).assert_ok();
+    let hashed = |path: &str| {
+        let rf = principal_rf(&root);
+        rf.events.iter().any(|e| e.path == *path && e.sha256.is_some())
+    };
+    let d = Daemon::start(&root, &["--hash", "sha256"]);
+    fs::write(root.join("w1.txt"), "watched\n").unwrap();
+    wait_for("w1.txt recorded with its hash", crate::watch::WAIT, || hashed("w1.txt"));
+    assert_hashed(&root, "w1.txt");
+    assert_eq!(principal_rf(&root).meta.hash.as_deref(), Some("sha256"));
+    let (code, log) = d.stop();
+    assert_eq!(code, 0, "{log}");
+    // Written while no watch ran (its start-up records it), then one after: hashed without the flag.
+    fs::write(root.join("while-down.txt"), "down\n").unwrap();
+    let d = Daemon::start(&root, &[]);
+    fs::write(root.join("w2.txt"), "again\n").unwrap();
+    wait_for("w2.txt recorded with its hash", crate::watch::WAIT, || hashed("w2.txt") && hashed("while-down.txt"));
+    assert_hashed(&root, "w2.txt");
+    assert_hashed(&root, "while-down.txt");
+    d.stop();
+}
+
+/// The beacon's `hash` follows the principal's `Hash`; a principal whose
+/// key was dropped (as a Perl writer's rewrite drops it) while the beacon
+/// says `sha256` goes on hashing and gets the key back.
+#[test]
+fn the_beacon_says_sha256_and_remembers_it_for_a_principal_that_lost_the_key() {
+    let (_tmp, root) = tree();
+    let p = principal(&root);
+    let beacon_hash = || {
+        let b: serde_json::Value =
+            serde_json::from_slice(&fs::read(root.join("RECENT-1h.yaml.beacon.json")).unwrap()).unwrap();
+        b["hash"].clone()
+    };
+    Rrr::new().args(["init", s(&root), "--origin-name", "o.example"]).assert_ok();
+    assert_eq!(beacon_hash(), serde_json::Value::Null);
+    fs::write(root.join("b.txt"), "b\n").unwrap();
+    Rrr::new().args(["update", &p, "--hash", "sha256", "b.txt"]).assert_ok();
+    assert_eq!(beacon_hash(), "sha256");
+    // The key removed from the principal behind rrr's back.
+    let yaml = fs::read_to_string(root.join("RECENT-1h.yaml")).unwrap();
+    fs::write(root.join("RECENT-1h.yaml"), yaml.replace("  Hash: sha256\n", "")).unwrap();
+    assert_eq!(principal_rf(&root).meta.hash, None);
+    fs::write(root.join("c.txt"), "c\n").unwrap();
+    Rrr::new().args(["update", &p, "c.txt"]).assert_ok();
+    assert_hashed(&root, "c.txt");
+    assert_eq!(principal_rf(&root).meta.hash.as_deref(), Some("sha256"));
+    Rrr::new().args(["update", &p, "--hash", "none", "c.txt"]).assert_ok();
+    assert_eq!(beacon_hash(), serde_json::Value::Null);
+    assert_unhashed(&root, "c.txt");
+}

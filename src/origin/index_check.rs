@@ -12,6 +12,7 @@ use crate::recentfile::{EventKind, Merged, Recentfile, RelPath};
 use crate::tree::{self, Entry, IgnoreSet, Ignored};
 use crate::update::Change;
 use anyhow::Result;
+use recentfile::beacon::FileDigest;
 use serde::Serialize;
 
 /// One difference or problem. JSON: `{"kind": "...", ...}`.
@@ -60,6 +61,12 @@ pub(crate) enum Finding {
         #[serde(rename = "type")]
         event_type: EventKind,
     },
+    /// A file whose newest event records a size and sha256 (a collection
+    /// that hashes, origin::hashing) that its bytes no longer have: changed
+    /// behind the index's back (or tampered with). `sha256` is `null` when
+    /// the size already differs (not read) or it is no regular file now.
+    /// `--repair` records it again, with its current hash.
+    ContentMismatch { path: RelPath, indexed_size: u64, size: u64, indexed_sha256: String, sha256: Option<String> },
 }
 
 impl Finding {
@@ -69,7 +76,7 @@ impl Finding {
             Finding::OwnFileIndexed { path } => {
                 Some(Change { path: path.clone(), kind: EventKind::Delete, epoch: None, digest: None })
             }
-            Finding::MissingInIndex { path } | Finding::Modified { path } => {
+            Finding::MissingInIndex { path } | Finding::Modified { path } | Finding::ContentMismatch { path, .. } => {
                 Some(Change { path: path.clone(), kind: EventKind::New, epoch: None, digest: None })
             }
             Finding::MissingOnDisk { path } => {
@@ -111,6 +118,11 @@ impl Finding {
             Finding::AcknowledgedMissing { path, epoch, event_type } => {
                 format!("acknowledged_missing\t{} {epoch} {}", event_type.as_str(), esc(path))
             }
+            Finding::ContentMismatch { path, indexed_size, size, indexed_sha256, sha256 } => format!(
+                "content_mismatch\t{}\tsize {size} (indexed {indexed_size}), sha256 {} (indexed {indexed_sha256})",
+                esc(path),
+                sha256.as_deref().unwrap_or("not read")
+            ),
         }
     }
 }
@@ -128,6 +140,10 @@ pub(crate) struct Report {
     /// Why `--repair` did nothing although asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair_refused: Option<String>,
+    /// Files of the tree whose newest event records a digest, with their
+    /// size on disk: what [`content_mismatches`] reads.
+    #[serde(skip)]
+    pub recorded_digests: Vec<(RelPath, FileDigest, u64)>,
 }
 
 /// Check the collection's files alone, one at a time, smallest first
@@ -204,6 +220,8 @@ pub(crate) struct Index {
     /// The whole second of each path's newest event if that is a `new`;
     /// `None` if it is a `delete`.
     newest: foldhash::HashMap<RelPath, Option<i64>>,
+    /// The size and sha256 recorded by a path's newest event, where it has them.
+    digests: foldhash::HashMap<RelPath, FileDigest>,
 }
 
 /// The events of the file read before, newest first, as epochs and one
@@ -261,6 +279,9 @@ impl Index {
             cur.push(e.epoch.clone(), &e.path);
             if !repeated && !self.newest.contains_key(&e.path) {
                 let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
+                if let (Some(_), Some(d)) = (live, e.digest()) {
+                    self.digests.insert(e.path.clone(), d);
+                }
                 self.newest.insert(e.path, live);
             }
         }
@@ -277,6 +298,7 @@ impl Index {
         for c in changes {
             let live = (c.kind == EventKind::New).then_some(secs);
             self.newest.insert(c.path.clone(), live);
+            self.digests.remove(&c.path);
         }
     }
 
@@ -365,6 +387,13 @@ pub(crate) fn compare_with(
     report.findings = findings;
     report.index_files = index.live();
     report.disk_files = tree.len();
+    if !index.digests.is_empty() {
+        report.recorded_digests = tree
+            .iter()
+            .filter(|e| index.is_live(&e.rel))
+            .filter_map(|e| index.digests.get(&e.rel).map(|d| (e.rel.clone(), d.clone(), e.size)))
+            .collect();
+    }
     // The walk leaves rrr's own files out, so an index entry naming one
     // looks missing on disk: say what it is.
     report.findings.extend(differences(index, &tree, changed_since).into_iter().map(|f| match f {
@@ -377,12 +406,57 @@ pub(crate) fn compare_with(
     Ok(report)
 }
 
+/// The files of `recorded` (path, recorded digest, size on disk) whose
+/// bytes are not what their event records: a different size (not read),
+/// else a different sha256 (read in parallel, origin::hashing). A file
+/// that cannot be read is `Unindexable`; one that changes while it is
+/// read is left out (it is being written: its next event covers it).
+pub(crate) fn content_mismatches(root: &std::path::Path, recorded: &[(RelPath, FileDigest, u64)]) -> Vec<Finding> {
+    use crate::origin::hashing::{hash_many, Hashed};
+    let mismatch = |path: &RelPath, want: &FileDigest, size: u64, sha256: Option<String>| Finding::ContentMismatch {
+        path: path.clone(),
+        indexed_size: want.size,
+        size,
+        indexed_sha256: want.sha256.to_string(),
+        sha256,
+    };
+    let mut out = Vec::new();
+    let same_size: Vec<&(RelPath, FileDigest, u64)> = recorded
+        .iter()
+        .filter(|(path, want, size)| {
+            if *size != want.size {
+                out.push(mismatch(path, want, *size, None));
+            }
+            *size == want.size
+        })
+        .collect();
+    let paths: Vec<&RelPath> = same_size.iter().map(|(p, _, _)| p).collect();
+    for ((path, want, size), hashed) in same_size.iter().zip(hash_many(root, &paths)) {
+        match hashed {
+            Hashed::Digest(got, _) if got == *want => {}
+            Hashed::Digest(got, _) => out.push(mismatch(path, want, got.size, Some(got.sha256.to_string()))),
+            Hashed::NotAFile => out.push(mismatch(path, want, *size, None)),
+            Hashed::Unstable => tracing::info!(
+                "{}: changed while fsck read it; its hash is not checked",
+                crate::recentfile::shown_path(path.as_bytes())
+            ),
+            Hashed::Unreadable(why) => {
+                out.push(Finding::Unindexable { path: path.clone(), reason: format!("cannot hash it: {why}") })
+            }
+        }
+    }
+    out.sort_by_key(Finding::line);
+    out
+}
+
 /// Compare the index with the tree and, with `repair`, record the
 /// differences (refused while a recentfile is unreadable).
 pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bool, w: &Writer) -> Result<Report> {
     let coll = Collection::open(principal)?;
     let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock);
     let mut report = compare(&coll, &ignore, None)?;
+    let recorded = std::mem::take(&mut report.recorded_digests);
+    report.findings.extend(content_mismatches(&coll.root, &recorded));
     let journal = crate::origin::journal::read(&coll);
     report.rerecorded = journal.rerecorded;
     if let Ok(Some(principal)) = coll.read(coll.principal()) {

@@ -86,7 +86,8 @@ impl SignedOrigin {
 
 /// The events of one recentfile `root/name`, parsed by rrr's reader.
 fn events(root: &Path, name: &str) -> Vec<recentfile::Event> {
-    recentfile::parse_bytes(&fs::read(root.join(name)).unwrap(), Format::Yaml).unwrap().events
+    let format = if name.ends_with(".json") { Format::Json } else { Format::Yaml };
+    recentfile::parse_bytes(&fs::read(root.join(name)).unwrap(), format).unwrap().events
 }
 
 /// Every recentfile's events with their recorded digest: path → digest
@@ -333,8 +334,17 @@ fn beacon_accepts(root: &Path, name: &str) -> bool {
 
 /// Whether the principal's meta holds the hash setting (`Hash: sha256`).
 fn hash_setting(root: &Path) -> bool {
-    let text = fs::read_to_string(root.join("RECENT-1h.yaml")).unwrap();
-    text[..text.find("\nrecent:").unwrap()].contains("\n  Hash: sha256\n")
+    hash_setting_in(root, "RECENT-1h.yaml")
+}
+
+/// [`hash_setting`] of the principal `name` (YAML or JSON).
+fn hash_setting_in(root: &Path, name: &str) -> bool {
+    let text = fs::read_to_string(root.join(name)).unwrap();
+    if name.ends_with(".json") {
+        text.contains("\"Hash\":\"sha256\"")
+    } else {
+        text[..text.find("\nrecent:").unwrap()].contains("\n  Hash: sha256\n")
+    }
 }
 
 /// The reference's aggregate with force, as `rrr-update --epoch` runs it.
@@ -501,9 +511,10 @@ fn perl_reference_fsck_sees_the_beacon_as_unindexed() {
 }
 
 /// Without a beacon nothing but the principal's meta remembers that the
-/// collection hashes, and a Perl rewrite drops it: the next rrr writer
-/// without `--hash sha256` records unhashed events; one with the flag
-/// hashes again and writes the setting back.
+/// collection hashes, and a Perl rewrite drops it, in YAML and in JSON
+/// recentfiles alike (the events it carries over keep their keys): the
+/// next rrr writer without `--hash sha256` records unhashed events; one
+/// with the flag hashes again and writes the setting back.
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_writer_drops_the_hash_setting_of_an_unsigned_collection() {
@@ -511,23 +522,28 @@ fn perl_reference_writer_drops_the_hash_setting_of_an_unsigned_collection() {
     let tmp = tempfile::tempdir().unwrap();
     let shim = tmp.path().join("shim");
     list_pairwise_stand_in(&shim);
-    let root = tmp.path().join("origin");
-    write(&root, "a.txt", "a\n");
-    ok(&["init", "--hash", "sha256", s(&root)]);
-    assert!(hash_setting(&root));
-    write(&root, "perl.txt", "p\n");
-    let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-update")], &[&principal(&root), "perl.txt"]);
-    assert!(out.status.success(), "rrr-update: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(!hash_setting(&root));
-    assert_eq!(digests(&root, "RECENT-1h.yaml")["a.txt"], Some(FileDigest::of(b"a\n")));
+    for format in ["yaml", "json"] {
+        let root = tmp.path().join(format);
+        let file = format!("RECENT-1h.{format}");
+        write(&root, "a.txt", "a\n");
+        ok(&["init", "--format", format, "--hash", "sha256", s(&root)]);
+        assert!(hash_setting_in(&root, &file));
+        write(&root, "perl.txt", "p\n");
+        let out = perl_out(&lib, &shim, &[&bin(&lib, "rrr-update")], &[&principal(&root), "perl.txt"]);
+        assert!(out.status.success(), "rrr-update: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!hash_setting_in(&root, &file), "{format}");
+        assert_eq!(digests(&root, &file)["a.txt"], Some(FileDigest::of(b"a\n")), "{format}");
+        assert_eq!(digests(&root, &file)["perl.txt"], None, "{format}");
 
-    write(&root, "unhashed.txt", "u\n");
-    ok(&["update", &principal(&root), "unhashed.txt"]);
-    assert_eq!(digests(&root, "RECENT-1h.yaml")["unhashed.txt"], None);
-    assert!(!hash_setting(&root));
+        write(&root, "unhashed.txt", "u\n");
+        ok(&["update", &principal(&root), "unhashed.txt"]);
+        assert_eq!(digests(&root, &file)["unhashed.txt"], None, "{format}");
+        assert!(!hash_setting_in(&root, &file));
 
-    write(&root, "hashed.txt", "h\n");
-    ok(&["update", "--hash", "sha256", &principal(&root), "hashed.txt"]);
-    assert_eq!(digests(&root, "RECENT-1h.yaml")["hashed.txt"], Some(FileDigest::of(b"h\n")));
-    assert!(hash_setting(&root));
+        write(&root, "hashed.txt", "h\n");
+        ok(&["update", "--hash", "sha256", &principal(&root), "hashed.txt"]);
+        assert_eq!(digests(&root, &file)["hashed.txt"], Some(FileDigest::of(b"h\n")), "{format}");
+        assert!(hash_setting_in(&root, &file));
+        ok(&["fsck", &principal(&root)]);
+    }
 }

@@ -64,12 +64,13 @@ pub struct HashArgs {
     pub hash: Option<HashArg>,
 }
 
-/// The values of `--hash`.
+/// The values of `--hash` (without doc comments on the variants: clap
+/// would turn every help page that shows them into its long form).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HashArg {
-    /// Record size and sha256.
+    // Record size and sha256.
     Sha256,
-    /// Record neither, and stop the collection's hashing.
+    // Record neither, and stop the collection's hashing.
     None,
 }
 

@@ -98,3 +98,36 @@ fn a_stalled_tier_1_turns_check_warning_then_critical_below_it() {
     assert!(chain[2].root.join("b.txt").exists());
     assert_eq!(fs::read(chain[2].root.join(BEACON)).unwrap(), fs::read(origin.join(BEACON)).unwrap());
 }
+
+/// A tier without `--trust-key` republishes the origin's signature beside
+/// the beacon, byte for byte (found in the whole-tree pass's index, then
+/// fetched with the beacon while it says signed), so that a tier below
+/// with `--trust-key` verifies the origin's key through it.
+#[test]
+fn an_unverifying_tier_republishes_the_signature_for_a_verifying_tier_below() {
+    use crate::util::fixture::change_with;
+    let keys = tempfile::tempdir().unwrap();
+    let (key, allowed) = crate::trust::keypair(keys.path(), "origin");
+    let signing = ["--sign-key", s(&key)];
+    let origin =
+        Origin::new([("d/a.txt", "a\n")], &["init", "--aggregate", "--sign-key", s(&key), "--origin-name", "org"]);
+    let tier1 = origin.mirror_at(origin.dir().join("tier1"));
+    tier1.pass(&[], 0);
+    let sig = format!("{BEACON}.sig");
+    let same = |name: &str| fs::read(tier1.root.join(name)).ok() == fs::read(origin.join(name)).ok();
+    assert!(same(BEACON) && same(&sig), "the pair, byte for byte");
+    let d1 = RsyncDaemon::start(&[("tier", &tier1.root)]);
+    let tier2 = Mirror { root: origin.dir().join("tier2"), remote: format!("{}/RECENT.recent", d1.url("tier")) };
+    tier2.pass(&["--trust-key", s(&allowed)], 0);
+    crate::util::mirror::assert_same_tree(&origin, &tier2.root);
+
+    // The origin changes (signed): tier 1's incremental pass fetches the
+    // new pair with the principal; tier 2 verifies it and takes the change.
+    change_with(&origin, &["d/new.txt"], &[], &signing);
+    let p = tier1.pass(&[], 0);
+    assert_eq!(p["bootstrap"], false, "{p}");
+    assert!(same(BEACON) && same(&sig), "the new pair, byte for byte");
+    let p = tier2.pass(&["--trust-key", s(&allowed)], 0);
+    assert_eq!(p["transferred"], 1, "{p}");
+    crate::util::mirror::assert_same_tree(&origin, &tier2.root);
+}

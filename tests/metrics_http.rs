@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 
 /// `promtool check metrics` on `text`: its exit status and output.
-fn promtool(text: &str) -> (bool, String) {
+pub(crate) fn promtool(text: &str) -> (bool, String) {
     let mut c = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())

@@ -120,3 +120,73 @@ fn a_trickling_mirror_is_stopped_at_the_deadline() {
     assert_eq!(r[1]["status"], "unreachable");
     assert!(r[1]["error"].as_str().unwrap().contains("still fetching after 4 s"), "{r:?}");
 }
+
+/// An indexed tree whose origin beacon (`RECENT-1h.yaml.beacon.json`,
+/// written by `rrr beacon`) says `time`.
+fn beacon_tree(root: &Path, time: i64) {
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(root.join("data.txt"), "payload\n").unwrap();
+    ok(&["--now", &(time - 100).to_string(), "init", "--aggregate", s(root)]);
+    let principal = s(&root.join("RECENT-1h.yaml")).to_string();
+    ok(&["--now", &time.to_string(), "beacon", "--origin-name", "origin.example", &principal]);
+}
+
+/// The origin time comes from the beacon a mirror serves beside its
+/// principal, or from the master trace when it has no beacon or the
+/// trace is newer; the report says which (table, JSON, Prometheus). Both
+/// are fetched in the one bounded call per mirror.
+#[test]
+fn the_origin_time_comes_from_the_beacon_or_the_trace() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = |n: &str| t.path().join(n);
+    beacon_tree(&dir("beacon"), NOW - 120);
+    mirror_tree(&dir("trace"), "trace.example", "origin.example", NOW - 60);
+    beacon_tree(&dir("both"), NOW - 30);
+    mirror_tree(&dir("both"), "both.example", "origin.example", NOW - 600);
+    beacon_tree(&dir("older"), NOW - 900);
+    mirror_tree(&dir("older"), "older.example", "origin.example", NOW - 300);
+    std::fs::create_dir_all(dir("neither")).unwrap();
+    std::fs::write(dir("neither").join("data.txt"), "payload\n").unwrap();
+    let names = ["beacon", "trace", "both", "older", "neither"];
+    let modules: Vec<(&str, std::path::PathBuf)> = names.iter().map(|n| (*n, dir(n))).collect();
+    let modules: Vec<(&str, &Path)> = modules.iter().map(|(n, p)| (*n, p.as_path())).collect();
+    let d = RsyncDaemon::start(&modules);
+    let urls: Vec<String> = names.iter().map(|n| d.url(n)).collect();
+    let args: Vec<&str> = urls.iter().map(String::as_str).collect();
+
+    let (code, r, err) = probe(&args);
+    assert_eq!(code, Some(3), "the one with neither is unreachable\n{err}\n{r:?}");
+    let got: Vec<(&str, Option<i64>)> =
+        r.iter().map(|r| (r["origin_source"].as_str().unwrap_or("-"), r["origin_time"].as_i64())).collect();
+    assert_eq!(
+        got,
+        [
+            ("beacon", Some(NOW - 120)),
+            ("trace", Some(NOW - 60)),
+            ("beacon", Some(NOW - 30)),
+            ("trace", Some(NOW - 300)),
+            ("-", None)
+        ],
+        "{r:?}"
+    );
+    assert_eq!(r[0]["origin"], "origin.example");
+    assert_eq!(r[2]["lag"], 0.0, "the freshest: the beacon of `both`");
+    assert_eq!(r[2]["upstream"], "origin.example", "its own trace is read beside the beacon");
+    assert_eq!(r[1]["lag"], 30.0);
+    assert!(r[4]["error"].as_str().unwrap().contains("no origin beacon, and no master trace"), "{r:?}");
+
+    let o = Rrr::new().args(["--now", &NOW.to_string(), "probe"]).args(&args[..2]).output();
+    let table = stdout(&o);
+    assert!(table.lines().next().unwrap().contains(" SOURCE "), "{table}");
+    assert!(table.lines().nth(1).unwrap().contains(" beacon "), "{table}");
+    assert!(table.lines().nth(2).unwrap().contains(" trace "), "{table}");
+    let o = Rrr::new().args(["--now", &NOW.to_string(), "probe", "--prometheus"]).args(&args[..2]).output();
+    let prom = stdout(&o);
+    let line = format!("rrr_probe_origin_source_info{{mirror=\"{}\",source=\"beacon\"}} 1", urls[0]);
+    assert!(prom.contains(&line), "{prom}");
+    let (ok, out) = crate::metrics_http::promtool(&prom);
+    assert!(ok, "promtool check metrics: {out}\n{prom}");
+    // A trace dir that would climb out of the mirror's root is a usage error.
+    let o = Rrr::new().args(["probe", "--trace-dir", "../x", &urls[0]]).output();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

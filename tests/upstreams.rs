@@ -19,6 +19,17 @@ fn freeze(from: &Path, to: &Path) {
     assert!(ok.success());
 }
 
+/// An origin of `n` files and a copy of it frozen now (`copy`), served by
+/// a daemon of its own: its root, daemon and principal URL.
+fn origin_and_copy(n: usize) -> (Origin, std::path::PathBuf, RsyncDaemon, String) {
+    let origin = Origin::numbered(n, |i| format!("d/f{i}.txt"));
+    let copy_root = origin.dir().join("copy");
+    freeze(&origin, &copy_root);
+    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
+    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    (origin, copy_root, copy, copy_src)
+}
+
 /// The state's record of `remote` among its upstreams.
 fn record<'a>(st: &'a Value, remote: &str) -> &'a Value {
     st["upstreams"].as_array().unwrap().iter().find(|u| u["remote"] == remote).unwrap_or_else(|| panic!("{st}"))
@@ -176,11 +187,7 @@ fn a_localroot_inside_a_second_local_upstream_is_refused() {
 /// protocol's "dirtymark changed": forget, resync, the insert arrives.
 #[test]
 fn a_new_dirtymark_is_taken_only_once_every_upstream_has_it() {
-    let origin = Origin::numbered(3, |i| format!("d/f{i}.txt"));
-    let copy_root = origin.dir().join("copy");
-    freeze(&origin, &copy_root);
-    let copy = RsyncDaemon::start(&[("origin", &copy_root)]);
-    let copy_src = format!("{}/RECENT.recent", copy.url("origin"));
+    let (origin, copy_root, _copy, copy_src) = origin_and_copy(3);
     let m = origin.mirror();
     let more = ["--remote", copy_src.as_str()];
     m.pass(&more, 0);
@@ -197,4 +204,134 @@ fn a_new_dirtymark_is_taken_only_once_every_upstream_has_it() {
     assert_eq!((p["upstream"].as_str(), &p["dirtymark_changed"]), (Some(origin.src().as_str()), &true.into()), "{p}");
     assert!(m.root.join("old/inserted.txt").is_file());
     crate::util::mirror::assert_same_tree(&origin, &m.root);
+}
+
+/// Two origins with the same filenameroot and dirtymark (both indexed at
+/// one pinned time), told apart only by the origin their beacons name:
+/// the one the mirror does not follow is foreign, even when it is the
+/// freshest, and the error names both origins.
+#[test]
+fn an_upstream_whose_beacon_names_another_origin_is_foreign() {
+    use crate::util::{ok, principal};
+    let init = ["--now", "1600000000", "init", "--aggregate"];
+    let a = Origin::new([("id/a.txt", "a\n")], &init);
+    let b = Origin::new([("id/a.txt", "a\n")], &init);
+    ok(&["--now", "1600000100", "beacon", "--origin-name", "a.example", &principal(&a)]);
+    ok(&["--now", "1600000100", "beacon", "--origin-name", "b.example", &principal(&b)]);
+    let m = a.mirror();
+    let more = ["--remote", &b.src()];
+    let p = m.pass(&more, 0);
+    assert_eq!(p["upstream"], a.src().as_str(), "a tie: the first given: {p}");
+    let st = m.state();
+    assert_eq!(record(&st, &b.src())["result"], "foreign", "{st}");
+
+    // b moves on: the freshest now, and still another origin's.
+    b.change(&["id/b-only.txt"], &[]);
+    let (p, out) = m.pass_output(&more, 0);
+    assert_eq!(p["upstream"], a.src().as_str(), "{p}");
+    assert!(!m.root.join("id/b-only.txt").exists(), "nothing of b's was taken");
+    let st = m.state();
+    let why = record(&st, &b.src())["message"].as_str().unwrap().to_string();
+    assert_eq!(record(&st, &b.src())["result"], "foreign", "{st}");
+    assert!(why.contains("\"b.example\"") && why.contains("\"a.example\""), "{why}");
+    assert!(!stderr(&out).contains("b-only"), "{}", stderr(&out));
+
+    crate::util::mirror::assert_same_tree(&a, &m.root);
+}
+
+/// An idle origin: two upstreams serve the same index; the one whose
+/// beacon is newer (it keeps fetching the origin's) is read, though given
+/// second. A copy whose beacon names a newer epoch than its own principal
+/// (a beacon copied from a fresher place: a lying upstream) is ranked by
+/// its index alone.
+#[test]
+fn the_upstream_with_the_newer_beacon_is_read_and_a_lying_beacon_is_ignored() {
+    use crate::util::{ok, principal};
+    let origin = Origin::new([("id/a.txt", "a\n")], &["--now", "1600000000", "init", "--aggregate"]);
+    ok(&["--now", "1600001000", "beacon", "--origin-name", "o.example", &principal(&origin)]);
+    let stale_root = origin.dir().join("stale");
+    freeze(&origin, &stale_root);
+    let liar_root = origin.dir().join("liar");
+    freeze(&origin, &liar_root);
+    let stale = RsyncDaemon::start(&[("origin", &stale_root), ("liar", &liar_root)]);
+    let stale_src = format!("{}/RECENT.recent", stale.url("origin"));
+    let liar_src = format!("{}/RECENT.recent", stale.url("liar"));
+    // The origin, idle, refreshes its beacon; the stale copy does not.
+    ok(&["--now", "1600002000", "beacon", &principal(&origin)]);
+
+    let m = origin.mirror_at(origin.dir().join("m1"));
+    let m = Mirror { remote: stale_src.clone(), ..m };
+    let p = m.pass(&["--remote", &origin.src()], 0);
+    assert_eq!(p["upstream"], origin.src().as_str(), "the newer beacon: {p}");
+    assert_eq!(record(&m.state(), &stale_src)["result"], "stale", "{}", m.state());
+
+    // The origin moves on; its new beacon is copied beside the liar's old index.
+    origin.change(&["id/new.txt"], &[]);
+    let beacon = "RECENT-1h.yaml.beacon.json";
+    std::fs::copy(origin.join(beacon), liar_root.join(beacon)).unwrap();
+    let m2 = Mirror { root: origin.dir().join("m2"), remote: liar_src.clone() };
+    let p = m2.pass(&["--remote", &stale_src], 0);
+    assert_eq!(p["upstream"], stale_src.as_str(), "the liar's beacon does not count: {p}");
+    let st = m2.state();
+    let liar = record(&st, &liar_src);
+    assert_eq!(liar["result"], "stale", "{st}");
+    assert!(liar["message"].as_str().unwrap().contains("newer than its principal"), "{st}");
+}
+
+/// With `--trust-key`, an upstream claims the freshest index but its
+/// beacon is signed by a key the mirror does not trust (the probe does not
+/// verify: it is chosen). The pass falls back to the next usable upstream
+/// instead of failing; the bad one backs off and is named with why.
+#[test]
+fn a_chosen_upstream_that_fails_verification_falls_back_to_the_next() {
+    use crate::util::fixture::change_with;
+    let keys = tempfile::tempdir().unwrap();
+    let (key, allowed) = crate::trust::keypair(keys.path(), "origin");
+    let (other, _) = crate::trust::keypair(keys.path(), "other");
+    let init = ["init", "--aggregate", "--sign-key", s(&key), "--origin-name", "org"];
+    let origin = Origin::new([("d/a.txt", "a\n")], &init);
+    let bad_root = origin.dir().join("bad");
+    freeze(&origin, &bad_root);
+    change_with(&bad_root, &["d/evil.txt"], &[], &["--sign-key", s(&other)]);
+    let bad = RsyncDaemon::start(&[("origin", &bad_root)]);
+    let bad_src = format!("{}/RECENT.recent", bad.url("origin"));
+    let m = Mirror { root: origin.dir().join("target"), remote: bad_src.clone() };
+    let more = ["--remote", &origin.src(), "--trust-key", s(&allowed)];
+
+    let (p, out) = m.pass_output(&more, 0);
+    assert_eq!(p["upstream"], origin.src().as_str(), "{p}");
+    assert!(!m.root.join("d/evil.txt").exists(), "nothing of the bad one's");
+    crate::util::mirror::assert_same_tree(&origin, &m.root);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("upstream {bad_src}: chosen, then failed")), "{err}");
+    let st = m.state();
+    let rec = record(&st, &bad_src);
+    assert_eq!(rec["result"], "unreachable", "{st}");
+    assert!(rec["message"].as_str().unwrap().contains("not a trusted key"), "{st}");
+    assert!(rec["next_try"].is_string(), "it backs off: {st}");
+    assert!(st["trust_error"].is_null(), "the pass verified what it read: {st}");
+
+    // Backing off, it is not asked by the next pass; the origin is read.
+    change_with(&origin, &["d/b.txt"], &[], &["--sign-key", s(&key)]);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), p["transferred"].as_u64()), (Some(origin.src().as_str()), Some(1)), "{p}");
+}
+
+/// With several upstreams, an origin that starts publishing a beacon is
+/// found by the next incremental pass (the probe saw it), not only by the
+/// next whole-tree pass.
+#[test]
+fn a_new_beacon_is_held_after_the_next_pass_with_several_upstreams() {
+    use crate::util::{ok, principal};
+    let (origin, _, _copy, copy_src) = origin_and_copy(2);
+    let m = origin.mirror();
+    let more = ["--remote", copy_src.as_str()];
+    m.pass(&more, 0);
+    assert!(m.state()["origin_beacon"].is_null());
+    ok(&["beacon", "--origin-name", "o.example", &principal(&origin)]);
+    let p = m.pass(&more, 0);
+    assert_eq!((p["upstream"].as_str(), &p["bootstrap"]), (Some(origin.src().as_str()), &false.into()), "{p}");
+    assert_eq!(m.state()["origin_beacon"]["origin"], "o.example", "{}", m.state());
+    let beacon = "RECENT-1h.yaml.beacon.json";
+    assert_eq!(std::fs::read(m.root.join(beacon)).unwrap(), std::fs::read(origin.join(beacon)).unwrap());
 }

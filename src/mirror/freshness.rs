@@ -25,6 +25,36 @@ use ::recentfile::beacon::{self, Beacon};
 use anyhow::{Context, Result};
 use std::fs;
 
+/// The bytes of the small regular file at `path`, `None` when there is
+/// none (or it is not a regular file of at most `limit` bytes).
+fn small_file(path: &std::path::Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() && m.len() <= limit => {
+            Ok(Some(fs::read(path).with_context(|| format!("cannot read {}", path.display()))?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A beacon as fetched: its bytes (republished as they are) and content.
+pub(super) type Read = (Vec<u8>, Beacon);
+
+/// The beacon of `principal` fetched into `dir`: `None` when there is
+/// none, `Some(Err(why))` when it is not a small regular file or not a
+/// valid beacon, else its bytes and content. Hostile input: read with a
+/// bound, never followed through a symlink.
+pub(super) fn fetched_beacon(dir: &FetchDir, principal: &str) -> Result<Option<Result<Read, String>>> {
+    let path = dir.file(&beacon::beacon_name(principal));
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() && m.len() <= beacon::MAX_BYTES as u64 => {
+            let bytes = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            Ok(Some(Beacon::parse(&bytes).map(|b| (bytes, b)).map_err(|e| e.to_string())))
+        }
+        Ok(_) => Ok(Some(Err("not a small regular file".to_string()))),
+        Err(_) => Ok(None),
+    }
+}
+
 impl Mirror<'_> {
     /// After a pass that installed the recentfiles of `principal`: install
     /// the beacon fetched with it, if there is one and it may be held
@@ -35,23 +65,13 @@ impl Mirror<'_> {
             return Ok(());
         }
         let name = beacon::beacon_name(principal);
-        let path = dir.file(&name);
-        let bytes = match fs::symlink_metadata(&path) {
-            Ok(m) if m.file_type().is_file() && m.len() <= beacon::MAX_BYTES as u64 => {
-                fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?
-            }
-            Ok(_) => {
-                tracing::warn!("{}: not a small regular file, not held", self.cfg.remote.source(&name));
-                return Ok(());
-            }
-            Err(_) => return Ok(()),
-        };
-        let b = match Beacon::parse(&bytes) {
-            Ok(b) => b,
-            Err(e) => {
+        let (bytes, b) = match fetched_beacon(dir, principal)? {
+            None => return Ok(()),
+            Some(Err(e)) => {
                 tracing::warn!("{}: {e}; not held", self.cfg.remote.source(&name));
                 return Ok(());
             }
+            Some(Ok(x)) => x,
         };
         if let Some(held) = self.state.origin_beacon.as_ref().filter(|h| h.origin == b.origin) {
             if b.time < held.time {
@@ -64,13 +84,30 @@ impl Mirror<'_> {
             return Ok(());
         }
         // With --trust-key the verified beacon and its signature are
-        // installed as a pair by `trusted::install_beacon`; writing the
-        // beacon alone here could part it from its `.sig`.
+        // installed as a pair by `trusted::install_beacon`. Without, the
+        // signature fetched with the beacon is republished beside it, byte
+        // for byte and unverified, as the origin writes them (beacon, then
+        // signature), so that a tier below with --trust-key can verify
+        // through this one; a tier that fetched none removes its own, which
+        // no longer belongs to the beacon it serves.
         if self.trust.is_none() {
             let dst = self.cfg.localroot.join(&name);
             store::write_atomic(&dst, &bytes, None).with_context(|| format!("cannot install {}", dst.display()))?;
+            let sig_name = beacon::signature_name(principal);
+            let sig_dst = self.cfg.localroot.join(&sig_name);
+            match small_file(&dir.file(&sig_name), crate::trust::MAX_SIG_BYTES as u64)? {
+                Some(sig) => store::write_atomic(&sig_dst, &sig, None)
+                    .with_context(|| format!("cannot install {}", sig_dst.display()))?,
+                None => match fs::remove_file(&sig_dst) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(e).with_context(|| format!("cannot remove {}", sig_dst.display()));
+                    }
+                    _ => {}
+                },
+            }
         }
-        self.state.origin_beacon = Some(HeldBeacon { origin: b.origin, time: b.time, interval: b.interval });
+        self.state.origin_beacon =
+            Some(HeldBeacon { origin: b.origin, time: b.time, interval: b.interval, signed: b.signed });
         Ok(())
     }
 }

@@ -28,7 +28,7 @@ use std::path::Path;
 
 /// What identifies a collection across mirrors: the filenameroot and the
 /// dirtymark of its principal.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct CollectionId {
     pub filenameroot: String,
     pub dirtymark: Option<Epoch>,

@@ -138,10 +138,34 @@ impl<'a> Mirror<'a> {
     /// or the link's target is not known yet, the whole index
     /// ([`FetchDir::fetch_index_until`]). Returns its name, content and layout.
     pub(super) fn fetch_principal(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {
-        if self.cfg.upstreams.len() > 1 {
-            // Several upstreams: this pass reads the freshest usable one.
-            self.choose_upstream()?;
+        if self.cfg.upstreams.len() <= 1 {
+            return self.fetch_principal_from(dir);
         }
+        // Several upstreams: this pass reads the freshest usable one; when
+        // that one fails to serve a principal that reads and verifies (a
+        // broken or hostile upstream claiming the freshest index), the next
+        // usable one, each at most once (mirror::upstreams).
+        let mut asked = self.ask_upstreams()?;
+        self.choose_upstream(&mut asked, false)?;
+        loop {
+            // A beacon accepted from an upstream that then failed is not
+            // the floor the next one is judged by.
+            // Nor are the files the last pass asked for forgotten.
+            let (trusted, refetch) = (self.state.trusted.clone(), self.state.refetch.clone());
+            match self.fetch_principal_from(dir) {
+                Err(e) if e.downcast_ref::<Interrupted>().is_none() => {
+                    (self.state.trusted, self.state.refetch) = (trusted, refetch);
+                    self.reject_chosen(&mut asked, &e);
+                    dir.clear()?;
+                    self.choose_upstream(&mut asked, true)?;
+                }
+                res => return res,
+            }
+        }
+    }
+
+    /// [`Mirror::fetch_principal`] from the upstream chosen (or the one).
+    fn fetch_principal_from(&mut self, dir: &FetchDir) -> Result<(Fetched, Layout)> {
         let remote = self.cfg.remote.clone();
         let last = self.state.principal.clone();
         let whole = self.bootstrap_due() || (remote.is_link() && last.is_none());
@@ -154,9 +178,16 @@ impl<'a> Mirror<'a> {
             // The origin's beacon, in the same call, once the upstream is
             // known to have one (mirror::freshness: asking for a missing
             // file costs a daemon slot's teardown).
-            let beacon = ::recentfile::beacon::beacon_name(last.as_deref().unwrap_or(&remote.name));
-            if self.state.origin_beacon.is_some() {
+            let principal = last.as_deref().unwrap_or(&remote.name);
+            let beacon = ::recentfile::beacon::beacon_name(principal);
+            let signature = ::recentfile::beacon::signature_name(principal);
+            let probed = self.selected.as_ref().is_some_and(|s| s.has_beacon);
+            if self.state.origin_beacon.is_some() || probed {
                 names.push(&beacon);
+            }
+            // Its signature too, republished with it (mirror::freshness).
+            if self.state.origin_beacon.as_ref().is_some_and(|h| h.signed) {
+                names.push(&signature);
             }
             let mut refetch = self.state.refetch.clone();
             refetch.extend(self.behind_names());

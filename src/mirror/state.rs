@@ -245,6 +245,10 @@ pub(crate) struct HeldBeacon {
     pub origin: String,
     pub time: Epoch,
     pub interval: u64,
+    /// The beacon says the origin signs: its `.sig` is fetched with it
+    /// and republished, with or without `--trust-key`.
+    #[serde(default)]
+    pub signed: bool,
 }
 
 impl State {

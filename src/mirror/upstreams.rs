@@ -8,15 +8,20 @@
 //!
 //! With several, before a pass fetches its principal
 //! ([`Mirror::choose_upstream`]), every upstream that is not backing off
-//! is asked for its principal at once, each on a thread of its own, each
-//! one rsync call bounded by the tree's `--timeout` (`contimeout` for the
+//! is asked for its principal and the origin's beacon beside it
+//! (`<principal>.beacon.json`, in the same call) at once, each on a thread
+//! of its own, each one rsync call bounded by the tree's `--timeout` (`contimeout` for the
 //! connection): a dead upstream delays the pass by at most that, however
 //! many there are (the heartbeat goes on meanwhile, as during a long
 //! fetch). [`select`] (pure) then judges each answer against what
 //! this mirror already has ([`Known`]):
 //!
 //! - **foreign**: another collection: another filenameroot, or another
-//!   dirtymark than the one the state records. A changed dirtymark is the
+//!   dirtymark than the one the state records, or a beacon naming another
+//!   origin than the one whose beacon this mirror holds (two origins may
+//!   share a filenameroot and even a dirtymark; an upstream without a
+//!   beacon names none and is judged by the rest). A changed dirtymark
+//!   (or origin) is the
 //!   protocol's "the origin rewrote its past, forget what is done" only
 //!   when *every* upstream answered with the same new one: a single
 //!   upstream of another collection, or a lone survivor, never makes a
@@ -34,11 +39,18 @@
 //!   is backing off, all are asked. Foreign and behind ones are asked
 //!   every pass (they answer; they may catch up, or the origin's new
 //!   dirtymark reach every upstream);
-//! - of the rest the **fresh**est is used ([`freshness_of`]; the first
-//!   given on a tie), the others are **stale** (usable, older).
+//! - of the rest the **fresh**est is used ([`freshness_of`]: the origin's
+//!   time in its beacon, else its newest epoch; the first given on a tie),
+//!   the others are **stale** (usable, older). A beacon that names a newer
+//!   epoch than the principal beside it, or another dirtymark, is ignored
+//!   ([`beacon_claim`]): copied from elsewhere, it would rank a stale or
+//!   lying upstream freshest.
 //!
 //! No usable upstream fails the pass, its error naming each upstream and
-//! why. The pass then fetches its principal from the chosen upstream as
+//! why. A chosen upstream whose principal then fails in the pass (fetch,
+//! parse, `--trust-key` verification, the check below) is counted
+//! unreachable and the next usable one is read ([`Mirror::reject_chosen`]),
+//! each at most once per pass. The pass then fetches its principal from the chosen upstream as
 //! with one remote (one more connection, to it), and checks that principal
 //! once more ([`Mirror::check_upstream_answer`]): it may have moved
 //! meanwhile. The state records the upstream used and each one's result
@@ -51,6 +63,7 @@ use super::report::Fetched;
 use super::Mirror;
 use crate::epoch::Epoch;
 use crate::recentfile::Recentfile;
+use ::recentfile::beacon::Beacon;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -116,9 +129,14 @@ pub(crate) struct UpstreamRecord {
 }
 
 /// What an upstream answered: its collection and how fresh it is.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Default)]
 pub(crate) struct Answer {
     pub collection: CollectionId,
+    /// The origin its beacon names (`None`: it serves no beacon that
+    /// may be read, [`beacon_claim`]).
+    pub origin: Option<String>,
+    /// Why the beacon it serves was ignored, if it was.
+    pub beacon_ignored: Option<String>,
     /// The newest epoch its principal knows ([`newest_epoch`]).
     pub newest: Option<Epoch>,
     /// What ranks it ([`freshness_of`]).
@@ -130,6 +148,9 @@ pub(crate) struct Answer {
 pub(crate) struct Known {
     /// The collection the state records, once it owns something.
     pub collection: Option<CollectionId>,
+    /// The origin whose beacon this mirror holds (or, with `--trust-key`,
+    /// accepted last), once it owns something.
+    pub origin: Option<String>,
     /// `State::newest_by_dirtymark`.
     pub newest_by_dirtymark: BTreeMap<String, Epoch>,
 }
@@ -148,17 +169,60 @@ pub(crate) fn newest_epoch(rf: &Recentfile) -> Option<Epoch> {
     newest.max(merged)
 }
 
-/// How fresh an upstream is, to rank those that answered: the newest
-/// epoch its principal knows. THE ONE PLACE the origin's beacon goes: once
-/// the beacon beside the principal (`RECENT.beacon.json`, with the
-/// origin's `time`) is parsed (trust's code), [`probe`] fetches it with the
-/// principal into `dir` and this ranks by the beacon's origin time, falling
-/// back to the newest epoch when an upstream holds no beacon. "Behind"
-/// stays judged by [`newest_epoch`], which is what an index installs.
-pub(crate) fn freshness_of(dir: &FetchDir, principal: &Recentfile) -> Option<Epoch> {
-    // Trust's beacon: read from `dir` here, once its parser is on main.
-    let _ = dir;
-    newest_epoch(principal)
+/// Whether an upstream's beacon may speak for the principal it serves
+/// (pure): not when it is of another generation (dirtymark), nor when it
+/// names a newer epoch than that principal knows. The latter describes an
+/// index this upstream does not serve: a lying or broken upstream could
+/// otherwise be ranked freshest by a copied newer beacon. An ignored
+/// beacon gives neither freshness nor identity (`Err`: why).
+pub(crate) fn beacon_claim(b: &Beacon, principal: &Recentfile) -> Result<(), String> {
+    if b.dirtymark != principal.meta.dirtymark {
+        return Err(format!(
+            "its beacon is of dirtymark {}, its principal of {}: beacon ignored",
+            b.dirtymark.as_ref().map_or("none", |d| d.as_str()),
+            principal.meta.dirtymark.as_ref().map_or("none", |d| d.as_str())
+        ));
+    }
+    let newest = newest_epoch(principal);
+    if let Some(n) = b.newest_epoch.as_ref().filter(|n| newest.as_ref().is_none_or(|m| *n > m)) {
+        return Err(format!(
+            "its beacon names epoch {n}, newer than its principal's {}: beacon ignored",
+            newest.as_ref().map_or("nothing", |m| m.as_str())
+        ));
+    }
+    Ok(())
+}
+
+/// How fresh an upstream is, to rank those that answered (pure): the
+/// origin's time in its beacon ([`beacon_claim`] allowing), the time up to
+/// which the origin vouches that this index is current, even when nothing
+/// changed since; else (or when newer) the newest epoch its principal
+/// knows. An idle origin's tier that stopped holds an old beacon and ranks
+/// below one that keeps fetching fresh ones. "Behind" stays judged by
+/// [`newest_epoch`], which is what an index installs.
+pub(crate) fn freshness_of(beacon: Option<&Beacon>, principal: &Recentfile) -> Option<Epoch> {
+    let time = beacon.filter(|b| beacon_claim(b, principal).is_ok()).map(|b| b.time.clone());
+    newest_epoch(principal).max(time)
+}
+
+/// An upstream's answer: the principal `name` (`rf`) fetched into `dir`
+/// with its beacon, if it serves one.
+fn answer_of(dir: &FetchDir, name: &str, rf: &Recentfile, filenameroot: &str) -> Result<Answer> {
+    let (beacon, beacon_ignored) = match super::freshness::fetched_beacon(dir, name)? {
+        None => (None, None),
+        Some(Err(e)) => (None, Some(format!("its beacon: {e}; ignored"))),
+        Some(Ok((_, b))) => match beacon_claim(&b, rf) {
+            Ok(()) => (Some(b), None),
+            Err(e) => (None, Some(e)),
+        },
+    };
+    Ok(Answer {
+        collection: CollectionId { filenameroot: filenameroot.to_string(), dirtymark: rf.meta.dirtymark.clone() },
+        origin: beacon.as_ref().map(|b| b.origin.clone()),
+        beacon_ignored,
+        newest: newest_epoch(rf),
+        freshness: freshness_of(beacon.as_ref(), rf),
+    })
 }
 
 /// The result of [`select`].
@@ -171,6 +235,8 @@ pub(crate) struct Selection {
     pub verdicts: Vec<Option<(Verdict, String)>>,
     /// The collection the chosen one belongs to.
     pub collection: Option<CollectionId>,
+    /// The origin it belongs to, when a beacon names it.
+    pub origin: Option<String>,
 }
 
 /// Judge the answers (per upstream, as given; `None`: not asked) against
@@ -208,6 +274,7 @@ pub(crate) fn select(answers: &[Option<Result<Answer, String>>], known: &Known) 
             best.cloned()
         }
     };
+    let origin = reference_origin(&ok, known, all_answered, reference.as_ref());
     let floor = reference.as_ref().and_then(|r| known.newest_by_dirtymark.get(&dirtymark_key(r.dirtymark.as_ref())));
     let mut verdicts: Vec<Option<(Verdict, String)>> = answers
         .iter()
@@ -219,6 +286,15 @@ pub(crate) fn select(answers: &[Option<Result<Answer, String>>], known: &Known) 
                     Verdict::Foreign,
                     format!("another collection ({}) than this mirror's ({r}): refused", a.collection),
                 ),
+                (_, _) if a.origin.is_some() && origin.is_some() && a.origin != origin => (
+                    Verdict::Foreign,
+                    format!(
+                        "its beacon names origin {:?}, but this mirror follows origin {:?}: another \
+                         collection, refused",
+                        a.origin.as_deref().unwrap_or_default(),
+                        origin.as_deref().unwrap_or_default()
+                    ),
+                ),
                 (_, Some(floor)) if a.newest.as_ref().is_none_or(|n| n < floor) => (
                     Verdict::Behind,
                     format!(
@@ -227,7 +303,7 @@ pub(crate) fn select(answers: &[Option<Result<Answer, String>>], known: &Known) 
                         floor.as_str()
                     ),
                 ),
-                _ => (Verdict::Fresh, String::new()),
+                _ => (Verdict::Fresh, a.beacon_ignored.clone().unwrap_or_default()),
             }),
         })
         .collect();
@@ -243,11 +319,62 @@ pub(crate) fn select(answers: &[Option<Result<Answer, String>>], known: &Known) 
         for &(i, a) in &ok {
             if usable[i] && a.freshness < best {
                 let n = a.newest.as_ref().map_or("nothing", |n| n.as_str());
-                verdicts[i] = Some((Verdict::Stale, format!("older than the one used (its index ends at {n})")));
+                let mut why = format!("older than the one used (its index ends at {n})");
+                if let Some(note) = &a.beacon_ignored {
+                    why.push_str(&format!("; {note}"));
+                }
+                verdicts[i] = Some((Verdict::Stale, why));
             }
         }
     }
-    Selection { chosen, verdicts, collection: chosen.and(reference) }
+    Selection { chosen, verdicts, collection: chosen.and(reference), origin: chosen.and(origin) }
+}
+
+/// The origin the answers are judged against (as [`select`]'s collection
+/// is): the one this mirror follows, unless every upstream answered with
+/// a beacon naming the same other one (the origin was renamed, or the
+/// mirror moved with every upstream: as a new dirtymark, a change seen
+/// everywhere is the origin's). A mirror that follows none yet takes the
+/// one most upstreams of `collection` name, the first given on a tie.
+/// Upstreams without a beacon name none and are judged by the rest.
+fn reference_origin(
+    ok: &[(usize, &Answer)],
+    known: &Known,
+    all_answered: bool,
+    collection: Option<&CollectionId>,
+) -> Option<String> {
+    let named: Vec<&String> = ok
+        .iter()
+        .filter(|(_, a)| collection.is_none_or(|c| a.collection == *c))
+        .filter_map(|(_, a)| a.origin.as_ref())
+        .collect();
+    if let Some(k) = &known.origin {
+        let moved = all_answered
+            && named.len() == ok.len()
+            && named.first().is_some_and(|n| *n != k && named.iter().all(|m| m == n));
+        return Some(if moved { named[0].clone() } else { k.clone() });
+    }
+    let count = |o: &String| named.iter().filter(|m| **m == o).count();
+    let mut best: Option<&String> = None;
+    for o in &named {
+        if best.is_none_or(|b| count(o) > count(b)) {
+            best = Some(o);
+        }
+    }
+    best.cloned()
+}
+
+/// What the upstreams answered in one pass ([`Mirror::ask_upstreams`]):
+/// chosen from once, and again when the chosen one fails in the pass.
+pub(super) struct Asked {
+    /// Each upstream's record before this pass's verdicts.
+    records: Vec<UpstreamRecord>,
+    /// Per upstream (as given); `None`: not asked (backing off).
+    answers: Vec<Option<Result<Answer, String>>>,
+    /// When they were asked.
+    now: Epoch,
+    /// The one chosen last.
+    chosen: Option<usize>,
 }
 
 /// What a selection decided, kept until the pass that uses it records it
@@ -259,13 +386,20 @@ pub(crate) struct Selected {
     pub remote: String,
     /// Its collection, which the pass's own fetch must show again.
     pub collection: CollectionId,
+    /// Its origin, when a beacon names it: the pass's fetch must not name another.
+    pub origin: Option<String>,
+    /// It served a beacon when asked: the pass fetches it with the
+    /// principal (an origin that starts publishing one is found at once).
+    pub has_beacon: bool,
     /// Every upstream's record after this selection.
     pub records: Vec<UpstreamRecord>,
 }
 
-/// Ask one upstream for its principal: one rsync call for the link (with
-/// the principal it pointed to last time), one more when it points
-/// elsewhere now; no retry (a dead upstream costs one `--timeout`).
+/// Ask one upstream for its principal and its beacon: one rsync call for
+/// the link (with the principal it pointed to last time and that one's
+/// beacon), one more when it points elsewhere now; no retry (a dead
+/// upstream costs one `--timeout`). A beacon the upstream lacks is simply
+/// absent (this call is waited for to its end anyway).
 fn probe(remote: &Remote, settings: &RsyncSettings, last: Option<&str>, max_size: u64) -> Result<Answer> {
     let dir = FetchDir::new(&std::env::temp_dir())?;
     let fetch = |names: &[&str]| -> Result<()> {
@@ -278,13 +412,17 @@ fn probe(remote: &Remote, settings: &RsyncSettings, last: Option<&str>, max_size
     if remote.is_link() {
         names.extend(last.filter(|l| *l != remote.name));
     }
+    let beacon = (!remote.is_link() || last.is_some()).then(|| {
+        ::recentfile::beacon::beacon_name(if remote.is_link() { last.unwrap_or_default() } else { &remote.name })
+    });
+    names.extend(beacon.as_deref());
     fetch(&names)?;
     let name = if remote.is_link() {
         let Some(target) = dir.resolve_principal(&remote.name, max_size)? else {
             bail!("{} does not exist", remote.source(&remote.name));
         };
         if !dir.landed(&target) {
-            fetch(&[&target])?;
+            fetch(&[&target, &::recentfile::beacon::beacon_name(&target)])?;
         }
         target
     } else {
@@ -294,11 +432,7 @@ fn probe(remote: &Remote, settings: &RsyncSettings, last: Option<&str>, max_size
         bail!("principal {} does not exist", remote.source(&name));
     };
     let layout = check_meta(&name, &rf)?;
-    Ok(Answer {
-        collection: CollectionId { filenameroot: layout.filenameroot, dirtymark: rf.meta.dirtymark.clone() },
-        newest: newest_epoch(&rf),
-        freshness: freshness_of(&dir, &rf),
-    })
+    answer_of(&dir, &name, &rf, &layout.filenameroot)
 }
 
 impl Mirror<'_> {
@@ -316,17 +450,23 @@ impl Mirror<'_> {
                 newest_by_dirtymark.insert(key, had);
             }
         }
-        Known { collection: self.state.collection().filter(|_| owns), newest_by_dirtymark }
+        let origin = self
+            .state
+            .trusted
+            .as_ref()
+            .map(|t| t.origin.clone())
+            .or_else(|| self.state.origin_beacon.as_ref().map(|b| b.origin.clone()))
+            .filter(|_| owns);
+        Known { collection: self.state.collection().filter(|_| owns), origin, newest_by_dirtymark }
     }
 
     /// With several upstreams, before the principal is fetched: ask each
-    /// that is not backing off, [`select`], and read the chosen one from
-    /// here on (`cfg.remote` and the transport). An error names every
-    /// upstream and why none can be used.
-    pub(super) fn choose_upstream(&mut self) -> Result<()> {
+    /// that is not backing off (at once, bounded), for
+    /// [`Mirror::choose_upstream`].
+    pub(super) fn ask_upstreams(&mut self) -> Result<Asked> {
         let now = self.clock.now();
         let upstreams = self.cfg.upstreams.clone();
-        let mut records: Vec<UpstreamRecord> = upstreams
+        let records: Vec<UpstreamRecord> = upstreams
             .iter()
             .map(|u| {
                 let old = self.state.upstreams.iter().find(|r| r.remote == u.src);
@@ -371,8 +511,19 @@ impl Mirror<'_> {
         if self.stopped() {
             return Err(crate::sys::signals::Interrupted.into());
         }
-        let sel = select(&answers, &self.known());
-        for ((r, a), v) in records.iter_mut().zip(&answers).zip(&sel.verdicts) {
+        Ok(Asked { records, answers, now, chosen: None })
+    }
+
+    /// [`select`] from what was asked, and read the chosen one from here on
+    /// (`cfg.remote` and the transport). An error names every upstream and
+    /// why none can be used. `again`: a choice after the chosen one failed
+    /// ([`Mirror::reject_chosen`]): the others' lines were logged already.
+    pub(super) fn choose_upstream(&mut self, asked: &mut Asked, again: bool) -> Result<()> {
+        let (now, answers) = (asked.now.clone(), &asked.answers);
+        let upstreams = self.cfg.upstreams.clone();
+        let mut records = asked.records.clone();
+        let sel = select(answers, &self.known());
+        for ((r, a), v) in records.iter_mut().zip(answers).zip(&sel.verdicts) {
             let Some((verdict, why)) = v else { continue };
             // A warning when an upstream's result changes, not every pass
             // (a tier-1 that stays behind would say so 4,320 times a day).
@@ -397,13 +548,14 @@ impl Mirror<'_> {
                 let pause = (t.to_f64() - now.to_f64()).max(0.0);
                 line.push_str(&format!("; asked again after {}", crate::output::human::duration(pause)));
             }
-            if news {
+            if news && !again {
                 tracing::warn!("{line}");
             } else {
                 tracing::debug!("{line}");
             }
         }
         self.state.upstreams = records.clone();
+        asked.chosen = sel.chosen;
         let (Some(i), Some(collection)) = (sel.chosen, sel.collection) else {
             let why: Vec<String> = records
                 .iter()
@@ -426,8 +578,25 @@ impl Mirror<'_> {
             self.cfg.remote = chosen;
         }
         self.state.upstream = Some(self.cfg.remote.src.clone());
-        self.selected = Some(Selected { remote: self.cfg.remote.src.clone(), collection, records });
+        let has_beacon = answers[i].as_ref().and_then(|a| a.as_ref().ok()).is_some_and(|a| a.origin.is_some());
+        self.selected =
+            Some(Selected { remote: self.cfg.remote.src.clone(), collection, origin: sel.origin, has_beacon, records });
         Ok(())
+    }
+
+    /// The chosen upstream failed in the pass (its principal could not be
+    /// fetched, read or verified, or its answer changed): it counts as
+    /// unreachable for this selection (it backs off), and the pass may
+    /// choose another ([`Mirror::choose_upstream`] again). Each upstream is
+    /// read at most once per pass this way.
+    pub(super) fn reject_chosen(&mut self, asked: &mut Asked, e: &anyhow::Error) {
+        let Some(i) = asked.chosen.take() else { return };
+        tracing::warn!(
+            "upstream {}: chosen, then failed: {e:#}; trying the next usable one",
+            self.cfg.upstreams[i].src
+        );
+        asked.answers[i] = Some(Err(format!("chosen, then failed in the pass: {e:#}")));
+        self.selected = None;
     }
 
     /// The principal the pass fetched from the chosen upstream, once more
@@ -435,12 +604,8 @@ impl Mirror<'_> {
     /// have changed since it was asked). A refusal names the upstream.
     pub(super) fn check_upstream_answer(&self, dir: &FetchDir, f: &Fetched, filenameroot: &str) -> Result<()> {
         let Some(sel) = &self.selected else { return Ok(()) };
-        let answer = Answer {
-            collection: CollectionId { filenameroot: filenameroot.to_string(), dirtymark: f.rf.meta.dirtymark.clone() },
-            newest: newest_epoch(&f.rf),
-            freshness: freshness_of(dir, &f.rf),
-        };
-        let known = Known { collection: Some(sel.collection.clone()), ..self.known() };
+        let answer = answer_of(dir, &f.name, &f.rf, filenameroot)?;
+        let known = Known { collection: Some(sel.collection.clone()), origin: sel.origin.clone(), ..self.known() };
         if let Some((v, why)) = select(&[Some(Ok(answer))], &known).verdicts.remove(0) {
             if !v.usable() {
                 bail!("upstream {}: {why}", sel.remote);
@@ -472,12 +637,18 @@ mod tests {
     }
 
     fn ans(dm: &str, newest: &str) -> Option<Result<Answer, String>> {
-        Some(Ok(Answer { collection: coll("RECENT", dm), newest: Some(e(newest)), freshness: Some(e(newest)) }))
+        Some(Ok(Answer {
+            collection: coll("RECENT", dm),
+            newest: Some(e(newest)),
+            freshness: Some(e(newest)),
+            ..Answer::default()
+        }))
     }
 
     fn known(dm: &str, newest: &str) -> Known {
         Known {
             collection: Some(coll("RECENT", dm)),
+            origin: None,
             newest_by_dirtymark: [(dm.to_string(), e(newest))].into_iter().collect(),
         }
     }
@@ -530,8 +701,12 @@ mod tests {
         let s = select(&[ans("9.5", "300"), Some(Err("down".into()))], &known("1.5", "90"));
         assert_eq!((s.chosen, words(&s)), (None, vec!["foreign", "unreachable"]));
         // Another filenameroot is never the same collection.
-        let other =
-            Some(Ok(Answer { collection: coll("OTHER", "1.5"), newest: Some(e("5")), freshness: Some(e("5")) }));
+        let other = Some(Ok(Answer {
+            collection: coll("OTHER", "1.5"),
+            newest: Some(e("5")),
+            freshness: Some(e("5")),
+            ..Answer::default()
+        }));
         let s = select(&[other.clone(), other], &known("1.5", "1"));
         assert_eq!((s.chosen, words(&s)), (None, vec!["foreign", "foreign"]));
     }
@@ -544,5 +719,81 @@ mod tests {
         assert_eq!((s.chosen, words(&s)), (Some(0), vec!["fresh", "foreign"]), "a tie: the first given");
         let s = select(&[Some(Err("down".into()))], &Known::default());
         assert_eq!((s.chosen, s.collection), (None, None));
+    }
+
+    fn named(dm: &str, newest: &str, origin: &str) -> Option<Result<Answer, String>> {
+        let mut a = ans(dm, newest);
+        if let Some(Ok(a)) = &mut a {
+            a.origin = Some(origin.into());
+        }
+        a
+    }
+
+    #[test]
+    fn another_origin_is_another_collection() {
+        let mut k = known("1.5", "90");
+        k.origin = Some("a.example".into());
+        // Same filenameroot and dirtymark, fresher, but another origin.
+        let s = select(&[named("1.5", "300", "b.example"), named("1.5", "100", "a.example")], &k);
+        assert_eq!((s.chosen, words(&s)), (Some(1), vec!["foreign", "fresh"]));
+        let why = &s.verdicts[0].as_ref().unwrap().1;
+        assert!(why.contains("\"b.example\"") && why.contains("\"a.example\"") && why.contains("refused"), "{why}");
+        assert_eq!(s.origin.as_deref(), Some("a.example"));
+        // An upstream without a beacon names no origin: judged by the rest.
+        let s = select(&[ans("1.5", "300"), named("1.5", "100", "a.example")], &k);
+        assert_eq!((s.chosen, words(&s)), (Some(0), vec!["fresh", "stale"]));
+        // Every upstream names the same other origin (renamed): followed.
+        let s = select(&[named("1.5", "300", "c.example"), named("1.5", "100", "c.example")], &k);
+        assert_eq!((s.chosen, s.origin.as_deref()), (Some(0), Some("c.example")));
+        // ... but not while one is silent, or one has no beacon.
+        let s = select(&[named("1.5", "300", "c.example"), Some(Err("down".into()))], &k);
+        assert_eq!((s.chosen, words(&s)), (None, vec!["foreign", "unreachable"]));
+        let s = select(&[named("1.5", "300", "c.example"), ans("1.5", "100")], &k);
+        assert_eq!((s.chosen, words(&s)), (Some(1), vec!["foreign", "fresh"]));
+        // A new mirror follows the origin most upstreams name, the first on a tie.
+        let s = select(
+            &[named("1.5", "300", "b.example"), named("1.5", "100", "a.example"), named("1.5", "200", "a.example")],
+            &Known::default(),
+        );
+        assert_eq!((s.chosen, words(&s)), (Some(2), vec!["foreign", "stale", "fresh"]));
+        let s = select(&[named("1.5", "100", "a.example"), named("1.5", "300", "b.example")], &Known::default());
+        assert_eq!((s.chosen, words(&s)), (Some(0), vec!["fresh", "foreign"]));
+    }
+
+    fn principal(dm: &str, newest: &str) -> Recentfile {
+        let mut rf = Recentfile::from_events(vec![crate::recentfile::Event::new(
+            e(newest),
+            "a.txt",
+            crate::recentfile::EventKind::New,
+        )]);
+        rf.meta.dirtymark = Some(e(dm));
+        rf
+    }
+
+    fn beacon(dm: &str, time: &str, newest: &str) -> Beacon {
+        let mut b = Beacon::new("a.example", e(time));
+        b.dirtymark = Some(e(dm));
+        b.newest_epoch = Some(e(newest));
+        b
+    }
+
+    #[test]
+    fn freshness_is_the_beacons_time_unless_it_lies() {
+        let rf = principal("1.5", "100");
+        assert_eq!(freshness_of(None, &rf), Some(e("100")), "no beacon: the newest epoch");
+        // An idle origin still vouches for this index at its beacon's time.
+        assert_eq!(freshness_of(Some(&beacon("1.5", "500", "100")), &rf), Some(e("500")));
+        assert_eq!(freshness_of(Some(&beacon("1.5", "500", "90")), &rf), Some(e("500")));
+        // A beacon behind its principal never makes it look older.
+        assert_eq!(freshness_of(Some(&beacon("1.5", "95", "90")), &rf), Some(e("100")));
+        // A beacon naming a newer epoch than the principal it stands
+        // beside (copied from a fresher tier), or of another generation:
+        // ignored.
+        let lie = beacon("1.5", "900", "200");
+        assert!(beacon_claim(&lie, &rf).unwrap_err().contains("newer than its principal"));
+        assert_eq!(freshness_of(Some(&lie), &rf), Some(e("100")));
+        let other = beacon("2.5", "900", "100");
+        assert!(beacon_claim(&other, &rf).unwrap_err().contains("dirtymark"));
+        assert_eq!(freshness_of(Some(&other), &rf), Some(e("100")));
     }
 }

@@ -1,16 +1,22 @@
 //! `rrr probe`: how fresh is each mirror of a network, measured from the
-//! origin. For every mirror URL (`rsync://HOST[:PORT]/MODULE[/PATH]`) it
-//! fetches the trace directory (`project/trace` by default) into a temp
-//! directory, in parallel (at most [`PARALLEL`] at once) and each bounded
+//! origin. For every mirror URL (`rsync://HOST[:PORT]/MODULE[/PATH]`, the
+//! tree's root) it fetches, in one rsync call, the trace directory's files
+//! (`project/trace` by default) and the origin beacons at the root (every
+//! `*.beacon.json`: the one beside each principal, whatever its name) into
+//! a temp directory, in parallel (at most [`PARALLEL`] at once) and each bounded
 //! by the rsync runner's stall timeout plus `--contimeout` (a silent
 //! mirror), and by [`hard_deadline`] (one that trickles bytes), so a dead
 //! or hanging mirror costs its own slot and never delays the others'
 //! answers beyond that. From what it holds it reads:
 //!
-//! - the origin time: the date of the origin's `master` trace (the
-//!   origin's clock when it wrote it; the origin refreshes it even when
-//!   idle), or the beacon once the origin publishes one
-//!   ([`origin_time_from_beacon`], the one place that read goes);
+//! - the origin time: the `time` of the origin's beacon the mirror holds
+//!   ([`origin_time_from_beacon`]; the newest when it holds several), or
+//!   the date of the origin's `master` trace when it holds no beacon or
+//!   the trace is newer (each is the origin's clock when it wrote it; the
+//!   origin refreshes both even when idle); which one gave it is reported
+//!   (`origin_source`: `beacon` or `trace`). The beacon's signature is not
+//!   checked here (a probe holds no `--trust-key`): it is a reading of what
+//!   the mirror serves, as the trace is;
 //! - its own trace (named after its host, else the newest other trace):
 //!   `Upstream-mirror`, `Archive serial`, when it last completed.
 //!
@@ -60,6 +66,10 @@ pub struct Report {
     pub status: &'static str,
     /// The origin time it holds (Unix seconds).
     pub origin_time: Option<i64>,
+    /// Where the origin time comes from: `beacon` or `trace`.
+    pub origin_source: Option<&'static str>,
+    /// The origin its beacon names, when the time is the beacon's.
+    pub origin: Option<String>,
     /// Seconds behind the freshest origin time (or `--origin`'s).
     pub lag: Option<f64>,
     /// Seconds from the origin time it holds to now.
@@ -103,24 +113,47 @@ pub fn score(lag: Option<f64>) -> i32 {
     }
 }
 
-/// The origin time of the beacon a mirror holds, in its fetched trace
-/// directory. The beacon and its parser are the signed manifest's
-/// (`RECENT.beacon.json`, issue 34/35, "trust"): once it lands, read it
-/// here (fetched beside the traces) and it takes precedence over the
-/// master trace. Until then there is none.
-pub fn origin_time_from_beacon(_fetched: &Path) -> Option<i64> {
-    None
+/// The origin's beacon a mirror holds, among the files fetched from its
+/// root into `fetched` (every `*.beacon.json`, at most 64 KiB each): its
+/// origin and `time` (whole seconds), the newest when there are several
+/// (one per collection of the tree). A file that is not a valid beacon is
+/// skipped, as a trace that does not parse is.
+pub fn origin_time_from_beacon(fetched: &Path) -> Result<Option<(String, i64)>> {
+    let mut best: Option<(String, i64)> = None;
+    for e in std::fs::read_dir(fetched)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".beacon.json") || !e.file_type()?.is_file() {
+            continue;
+        }
+        let Ok(b) = ::recentfile::beacon::Beacon::parse(&std::fs::read(e.path())?) else { continue };
+        let time = b.time.to_f64().floor() as i64;
+        if best.as_ref().is_none_or(|(_, t)| time > *t) {
+            best = Some((b.origin, time));
+        }
+    }
+    Ok(best)
 }
 
-/// What one mirror's trace directory says (pure over the fetched files).
+/// What one mirror's trace directory and beacon say (pure over the fetched files).
 struct Held {
     origin_time: Option<i64>,
+    origin_source: Option<&'static str>,
+    origin: Option<String>,
     own: Option<(String, ParsedTrace)>,
 }
 
-fn read_held(dir: &Path, host: &str) -> Result<Held> {
+/// Read what was fetched into `dir`: the beacons at its top, the traces
+/// in `trace_dir` below it.
+fn read_held(dir: &Path, trace_dir: &str, host: &str) -> Result<Held> {
     let mut traces = Vec::new();
-    for e in std::fs::read_dir(dir)? {
+    let at = dir.join(trace_dir.trim_matches('/'));
+    let entries = match std::fs::read_dir(&at) {
+        Ok(e) => e.collect::<Vec<_>>(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    for e in entries {
         let e = e?;
         let name = e.file_name().to_string_lossy().into_owned();
         if name.starts_with(['_', '.']) || !e.file_type()?.is_file() {
@@ -131,14 +164,57 @@ fn read_held(dir: &Path, host: &str) -> Result<Held> {
         }
     }
     let master = traces.iter().find(|(n, _)| n == "master").map(|(_, t)| t.date);
-    let origin_time = origin_time_from_beacon(dir).or(master);
+    let beacon = origin_time_from_beacon(dir)?;
+    let (origin_time, origin_source, origin) = match (beacon, master) {
+        (Some((o, b)), m) if m.is_none_or(|m| b >= m) => (Some(b), Some("beacon"), Some(o)),
+        (_, Some(m)) => (Some(m), Some("trace"), None),
+        _ => (None, None, None),
+    };
     let others = traces.into_iter().filter(|(n, _)| n != "master");
     let mut others: Vec<_> = others.collect();
     let own = match others.iter().position(|(n, _)| n == host) {
         Some(i) => Some(others.swap_remove(i)),
         None => others.into_iter().max_by_key(|(_, t)| t.date),
     };
-    Ok(Held { origin_time, own })
+    Ok(Held { origin_time, origin_source, origin, own })
+}
+
+/// The rsync filter rules that take, from a mirror's root, the files of
+/// `trace_dir` (not below) and every `*.beacon.json` at the root, and
+/// nothing else (rsync does not descend into what is excluded). A trace
+/// dir that is absolute, climbs (`..`) or holds a wildcard is refused.
+pub fn probe_filters(trace_dir: &str) -> Result<Vec<String>> {
+    let parts: Vec<&str> = trace_dir.trim_end_matches('/').split('/').collect();
+    let bad = |p: &str| p.is_empty() || p == "." || p == ".." || p.contains(['*', '?', '[', '\\']);
+    if parts.iter().any(|p| bad(p)) {
+        bail!("--trace-dir {trace_dir:?}: expected a relative directory (no '..', no wildcards)");
+    }
+    let mut rules = Vec::new();
+    let mut at = String::new();
+    for p in &parts {
+        at.push('/');
+        at.push_str(p);
+        rules.push(format!("--include={at}/"));
+    }
+    rules.push(format!("--exclude={at}/*/"));
+    rules.push(format!("--include={at}/*"));
+    rules.push("--include=/*.beacon.json".to_string());
+    rules.push("--exclude=*".to_string());
+    Ok(rules)
+}
+
+/// Fetch, in one call, what `rrr probe` reads of the mirror at `url`
+/// ([`probe_filters`]) into `into`, bounded as [`fetch`] is.
+fn fetch_probed(url: &str, trace_dir: &str, timeout: Duration, into: &Path) -> Result<()> {
+    let mut r = Rsync::new();
+    r.args(["--recursive", "--times", "--no-motd"])
+        .args(probe_filters(trace_dir)?)
+        .arg(format!("--max-size={MAX_FETCH}"))
+        .arg(format!("--contimeout={}", timeout.as_secs().max(1)))
+        .arg(format!("{}/", url.trim_end_matches('/')))
+        .arg(into)
+        .stall_limit(timeout);
+    run_bounded(r, timeout)
 }
 
 /// Fetch `url`'s trace directory (its files, not below, each at most
@@ -153,6 +229,12 @@ pub fn fetch(url: &str, trace_dir: &str, timeout: Duration, into: &Path) -> Resu
         .arg(src)
         .arg(into)
         .stall_limit(timeout);
+    run_bounded(r, timeout)
+}
+
+/// Run a probe's rsync call: bounded by its stall timeout and by
+/// [`hard_deadline`].
+fn run_bounded(r: Rsync, timeout: Duration) -> Result<()> {
     // The stall timeout stops a silent mirror; one that trickles bytes is
     // stopped at the hard deadline, checked each second without output
     // (this fetch prints nothing), while its pid is still rsync's.
@@ -188,6 +270,8 @@ impl Report {
             url: url.to_string(),
             status: "unreachable",
             origin_time: None,
+            origin_source: None,
+            origin: None,
             lag: None,
             age: None,
             upstream: None,
@@ -205,13 +289,15 @@ fn probe_one(url: &str, req: &Request) -> (Option<i64>, Report) {
     let held = (|| -> Result<Held> {
         let host = check_url(url)?;
         let tmp = tempfile::tempdir()?;
-        fetch(url, &req.trace_dir, req.timeout, tmp.path())?;
-        read_held(tmp.path(), &host)
+        fetch_probed(url, &req.trace_dir, req.timeout, tmp.path())?;
+        read_held(tmp.path(), &req.trace_dir, &host)
     })();
     match held {
         Err(e) => report.error = Some(format!("{e:#}")),
         Ok(h) => {
             report.origin_time = h.origin_time;
+            report.origin_source = h.origin_source;
+            report.origin = h.origin;
             report.age = h.origin_time.map(|t| (req.now - t as f64).max(0.0));
             if let Some((name, t)) = h.own {
                 report.upstream = t.upstream().map(Into::into);
@@ -220,7 +306,7 @@ fn probe_one(url: &str, req: &Request) -> (Option<i64>, Report) {
                 report.trace = Some(name);
             }
             if h.origin_time.is_none() {
-                report.error = Some(format!("no master trace in {}", req.trace_dir));
+                report.error = Some(format!("no origin beacon, and no master trace in {}", req.trace_dir));
             }
         }
     }
@@ -255,7 +341,7 @@ pub fn probe(req: &Request) -> Vec<Report> {
     for r in &mut reports {
         judge(r, freshest, req.max_lag);
         if let (Some(o), None, Some(_)) = (&origin, r.lag, r.origin_time) {
-            let why = o.error.as_deref().unwrap_or("no master trace");
+            let why = o.error.as_deref().unwrap_or("no origin beacon or master trace");
             r.error = Some(format!("no lag: the origin {} could not be read: {why}", o.url));
         }
     }
@@ -288,6 +374,15 @@ pub fn prometheus(reports: &[Report]) -> String {
     metric(&mut out, "rrr_probe_up", "gauge", "1 when the mirror's traces were read.", &up);
     let t = rows(&|r| r.origin_time.map(|t| t as f64));
     metric(&mut out, "rrr_probe_origin_timestamp_seconds", "gauge", "Origin time the mirror holds.", &t);
+    let src: Vec<(String, f64)> = reports
+        .iter()
+        .filter_map(|r| {
+            let s = r.origin_source?;
+            Some((format!("{},source=\"{s}\"", label(r)), 1.0))
+        })
+        .collect();
+    let help = "Where the origin time comes from: the origin's beacon or its master trace.";
+    metric(&mut out, "rrr_probe_origin_source_info", "gauge", help, &src);
     let lag = rows(&|r| r.lag);
     metric(&mut out, "rrr_probe_lag_seconds", "gauge", "Seconds behind the freshest origin time seen.", &lag);
     let sc = rows(&|r| Some(f64::from(r.score)));

@@ -46,6 +46,7 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     for u in opts.urls.iter().chain(&opts.origin) {
         check_url(u)?;
     }
+    probe::probe_filters(&opts.trace_dir)?;
     let req = Request {
         urls: opts.urls.clone(),
         origin: opts.origin.clone(),
@@ -68,16 +69,17 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
             let dur = |s: Option<f64>| s.map_or_else(|| "-".into(), crate::output::human::duration);
             writeln!(
                 out,
-                "{:<11} {:>5} {:<20} {:>10} {:<24} MIRROR",
-                "STATUS", "SCORE", "ORIGIN TIME", "LAG", "UPSTREAM"
+                "{:<11} {:>5} {:<20} {:<6} {:>10} {:<24} MIRROR",
+                "STATUS", "SCORE", "ORIGIN TIME", "SOURCE", "LAG", "UPSTREAM"
             )?;
             for r in &reports {
                 writeln!(
                     out,
-                    "{:<11} {:>5} {:<20} {:>10} {:<24} {}{}",
+                    "{:<11} {:>5} {:<20} {:<6} {:>10} {:<24} {}{}",
                     r.status,
                     r.score,
                     human(r.origin_time),
+                    r.origin_source.unwrap_or("-"),
                     dur(r.lag),
                     opt(&r.upstream),
                     r.url,

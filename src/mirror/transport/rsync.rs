@@ -474,7 +474,10 @@ impl FetchDir {
         let mut r = self.command(remote, settings);
         watch.limit(&mut r);
         r.args(["--dirs", "--exclude=*/"]);
-        for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json")] {
+        // `-*.json` takes the beacon; `-*.json.sig` its signature, which
+        // a tier republishes with it (mirror::freshness).
+        let sig = format!("/{root}-*.json.sig");
+        for p in [format!("/{root}.recent"), format!("/{root}-*.yaml"), format!("/{root}-*.json"), sig] {
             r.arg(format!("--include={p}"));
         }
         r.arg("--exclude=*");
@@ -589,6 +592,24 @@ impl FetchDir {
             Some(e) => bail!("the rsync that fetched the recentfiles failed after they arrived: {e}"),
             None => Ok(()),
         }
+    }
+
+    /// Empty the directory, once its fetch has ended: what an upstream that
+    /// failed left here is never read as another upstream's.
+    pub fn clear(&self) -> Result<()> {
+        self.settle_quietly();
+        *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.whole_index.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.oversized.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        for e in fs::read_dir(self.path()).with_context(|| format!("cannot read {}", self.path().display()))? {
+            let p = e?.path();
+            let res = match fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&p),
+                _ => fs::remove_file(&p),
+            };
+            res.with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+        Ok(())
     }
 
     /// [`FetchDir::settle`] where only the waiting matters (before another

@@ -315,6 +315,40 @@ mod tests {
         assert_eq!(Setting::of(Some(HashChoice::None), Some(&other), None).unwrap(), Setting::Off { stop: true });
     }
 
+    fn change(path: &str) -> Change {
+        Change { path: path.into(), kind: EventKind::New, epoch: None, digest: None }
+    }
+
+    /// A file rewritten between the hash taken before the lock
+    /// and the check under it is hashed again: the recorded digest is of
+    /// the bytes it holds when the event is recorded.
+    #[test]
+    fn confirm_hashes_again_a_file_that_changed_after_prehash() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "before\n").unwrap();
+        std::fs::write(dir.path().join("g"), "stays\n").unwrap();
+        let mut changes = vec![change("f"), change("g"), change("late")];
+        let pre = prehash(dir.path(), &mut changes);
+        assert_eq!(changes[0].digest, Some(FileDigest::of(b"before\n")));
+        assert_eq!(changes[2].digest, None, "not there yet");
+        std::fs::write(dir.path().join("f"), "after!!\n").unwrap();
+        std::fs::write(dir.path().join("late"), "now\n").unwrap();
+        confirm(dir.path(), &mut changes, &pre);
+        assert_eq!(changes[0].digest, Some(FileDigest::of(b"after!!\n")));
+        assert_eq!(changes[1].digest, Some(FileDigest::of(b"stays\n")));
+        assert_eq!(changes[2].digest, Some(FileDigest::of(b"now\n")));
+    }
+
+    /// A file whose bytes do not match its size while read (a /proc file
+    /// says 0 bytes and reads more) is never given a digest.
+    #[test]
+    fn bytes_that_do_not_hold_still_get_no_digest() {
+        let mut buf = vec![0u8; 4096];
+        assert!(matches!(hash_stable(Path::new("/proc/self/stat"), &mut buf), Hashed::Unstable));
+        assert!(matches!(hash_stable(Path::new("/nonexistent/x"), &mut buf), Hashed::NotAFile));
+        assert!(matches!(hash_stable(Path::new("/"), &mut buf), Hashed::NotAFile));
+    }
+
     #[test]
     fn apply_sets_keeps_or_removes_the_key() {
         let mut rf = rf_with(None);

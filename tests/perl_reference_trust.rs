@@ -27,6 +27,24 @@ use std::time::Duration;
 const BEACON: &str = "RECENT-1h.yaml.beacon.json";
 const BEACON_SIG: &str = "RECENT-1h.yaml.beacon.json.sig";
 
+/// What every test here starts from: the reference's `lib/`, a temp dir,
+/// and in it the List::Pairwise stand-in `shim` for `@INC`.
+struct Reference {
+    lib: PathBuf,
+    shim: PathBuf,
+    tmp: tempfile::TempDir,
+}
+
+/// [`Reference`], or `None` (the test skips) when `RRR_PERL_REFERENCE`
+/// is unset.
+fn setup() -> Option<Reference> {
+    let lib = reference()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let shim = tmp.path().join("shim");
+    list_pairwise_stand_in(&shim);
+    Some(Reference { lib, shim, tmp })
+}
+
 /// A signed, hashed origin: its root, the signing key and its allowed_signers file.
 struct SignedOrigin {
     root: PathBuf,
@@ -191,10 +209,7 @@ fn sizes_match(origin: &Path, target: &Path) -> bool {
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_client_mirrors_a_signed_hashed_origin() {
-    let Some(lib) = reference() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let shim = tmp.path().join("shim");
-    list_pairwise_stand_in(&shim);
+    let Some(Reference { lib, shim, tmp }) = setup() else { return };
     let o = SignedOrigin::new(tmp.path());
     assert_hashed(&o);
     let target = tmp.path().join("target");
@@ -265,10 +280,7 @@ fn first_per_path(lines: impl Iterator<Item = String>) -> Vec<String> {
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_news_and_overview_read_a_signed_hashed_collection() {
-    let Some(lib) = reference() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let shim = tmp.path().join("shim");
-    list_pairwise_stand_in(&shim);
+    let Some(Reference { lib, shim, tmp }) = setup() else { return };
     let o = SignedOrigin::new(tmp.path());
     let ours: Vec<String> = ok(&["news", "--local", &o.principal(), "--json"])
         .lines()
@@ -357,10 +369,7 @@ File::Rsync::Mirror::Recentfile->new_from_file($ARGV[0])->aggregate(force => 1);
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_writer_rewrites_a_hashed_recentfile() {
-    let Some(lib) = reference() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let shim = tmp.path().join("shim");
-    list_pairwise_stand_in(&shim);
+    let Some(Reference { lib, shim, tmp }) = setup() else { return };
     let o = SignedOrigin::new(tmp.path());
     let (old_1h, old_6h) = (digests(&o.root, "RECENT-1h.yaml"), digests(&o.root, "RECENT-6h.yaml"));
     assert!(old_1h["a.txt"].is_some() && old_6h["a.txt"].is_some());
@@ -430,10 +439,7 @@ fn perl_reference_writer_rewrites_a_hashed_recentfile() {
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_fsck_sees_the_beacon_as_unindexed() {
-    let Some(lib) = reference() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let shim = tmp.path().join("shim");
-    list_pairwise_stand_in(&shim);
+    let Some(Reference { lib, shim, tmp }) = setup() else { return };
     let o = SignedOrigin::new(tmp.path());
     let root = s(&o.root);
     let principal_bytes = fs::read(o.root.join("RECENT-1h.yaml")).unwrap();
@@ -518,10 +524,7 @@ fn perl_reference_fsck_sees_the_beacon_as_unindexed() {
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]
 fn perl_reference_writer_drops_the_hash_setting_of_an_unsigned_collection() {
-    let Some(lib) = reference() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let shim = tmp.path().join("shim");
-    list_pairwise_stand_in(&shim);
+    let Some(Reference { lib, shim, tmp }) = setup() else { return };
     for format in ["yaml", "json"] {
         let root = tmp.path().join(format);
         let file = format!("RECENT-1h.{format}");

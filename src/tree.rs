@@ -76,10 +76,19 @@ impl IgnoreSet {
     /// The same set with `dir` (relative to the root, e.g. `project/trace`,
     /// the `--trace` directory: crate::monitor::trace_write) and all below
     /// it as rrr's own.
-    #[allow(dead_code)] // Wired into init, fsck and watch with `--trace` (issue 35).
     pub fn with_own_dir(mut self, dir: impl AsRef<[u8]>) -> IgnoreSet {
         let dir = dir.as_ref().strip_suffix(b"/").unwrap_or(dir.as_ref());
         self.own_dirs.push(dir.to_vec());
+        self
+    }
+
+    /// The same set with the paths recorded as rrr's own in
+    /// `<root>/.rrr/own-paths` (a `--trace` directory, a `--timestamp`
+    /// file: `monitor::trace_write::record_own`).
+    pub fn with_recorded_own(mut self, root: &Path) -> IgnoreSet {
+        for p in crate::monitor::trace_write::recorded_own(root) {
+            self = self.with_own_dir(p);
+        }
         self
     }
 

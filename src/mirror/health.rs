@@ -54,6 +54,10 @@ pub(crate) struct Report {
     /// Paths rsync cannot carry, left out of whole-tree passes
     /// (docs/decisions.md#quarantine).
     pub quarantined: Vec<Failing>,
+    /// With `--trust-key`: paths whose bytes did not match their signed
+    /// event (`mirror::staging`): never installed, kept in
+    /// `.rrr/quarantine/`, retried every pass. `check` CRITICAL "tampered".
+    pub tampered: Vec<crate::mirror::state::Tampered>,
     /// Paths new events list that the origin has not had for the grace
     /// (docs/decisions.md#missing-upstream): the mirror is not complete.
     pub missing_upstream: Vec<Failing>,
@@ -170,6 +174,7 @@ pub(crate) fn report(localroot: &str, state: &State, now: f64) -> Report {
         errors: state.counters.errors.clone(),
         failing: state.failing.clone(),
         quarantined: state.quarantined.clone(),
+        tampered: state.tampered.clone(),
         missing_upstream: state.missing_upstream(now).cloned().collect(),
         missing_in_grace: state.missing.iter().filter(|m| !m.overdue(now)).count(),
         future_events: state.future_events,
@@ -250,6 +255,7 @@ pub(crate) fn check(root: &str, r: Option<&Report>, warn: f64, crit: f64) -> (Le
     };
     let level = if needs_attention(r, &mut notes) { worse(level, Level::Warning) } else { level };
     let level = if signature_trouble(r, &mut notes) { Level::Critical } else { level };
+    let level = if tampered(r, &mut notes) { Level::Critical } else { level };
     (level, nagios_line(level, r, &notes, warn, crit))
 }
 
@@ -273,6 +279,26 @@ fn signature_trouble(r: &Report, notes: &mut Vec<String>) -> bool {
         );
     }
     notes.len() > before
+}
+
+/// With `--trust-key`: paths whose bytes did not match their signed
+/// event ("tampered", `mirror::staging`): CRITICAL, first of the notes.
+fn tampered(r: &Report, notes: &mut Vec<String>) -> bool {
+    let Some(t) = r.tampered.first() else { return false };
+    let kept = t.kept.as_deref().map_or(String::new(), |k| format!("; kept as .rrr/quarantine/{k}"));
+    let more = match r.tampered.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    notes.insert(
+        0,
+        format!(
+            "tampered: {}{more} (received {}, not what the signed index says; not installed{kept})",
+            shortened(&t.path),
+            t.received
+        ),
+    );
+    true
 }
 
 /// The worse of two levels by their Nagios number (CRITICAL over WARNING over OK).
@@ -474,7 +500,7 @@ fn timestamp(e: &Option<String>) -> Option<f64> {
 }
 
 /// The gauges with one sample per mirror: instants, then current counts.
-const GAUGES: [Metric; 22] = [
+const GAUGES: [Metric; 23] = [
     (
         "rrr_mirror_signature_timestamp_seconds",
         "With --trust-key: the origin's signed time in the beacon last accepted.",
@@ -535,6 +561,11 @@ const GAUGES: [Metric; 22] = [
     ("rrr_mirror_quarantined_paths", "Paths rsync cannot carry, left out of whole-tree passes.", |r| {
         Some(r.quarantined.len() as f64)
     }),
+    (
+        "rrr_mirror_tampered_paths",
+        "Paths whose bytes did not match their signed event (--trust-key): not installed, retried every pass.",
+        |r| Some(r.tampered.len() as f64),
+    ),
     (
         "rrr_mirror_missing_upstream_paths",
         "Paths new events list that the origin has not had for the grace period (the mirror is not complete).",
@@ -789,6 +820,21 @@ pub(crate) fn plain(r: &Report, now: f64) -> String {
             let _ = writeln!(out, "  {}  since {}: {}", shortened(&q.path), human::time(q.first.to_f64()), q.message);
         }
     }
+    if !r.tampered.is_empty() {
+        let _ = writeln!(out, "tampered         {} (not installed; bytes kept in .rrr/quarantine/)", r.tampered.len());
+        for t in &r.tampered {
+            let _ = writeln!(
+                out,
+                "  {}  {} since {}: received {}, signed {}{}",
+                shortened(&t.path),
+                plural(t.attempts, "attempt", "attempts"),
+                human::time(t.first.to_f64()),
+                t.received,
+                t.expected.size.map_or("any size".to_string(), |s| format!("{s} bytes")),
+                t.kept.as_deref().map_or(String::new(), |k| format!(" (kept as {k})"))
+            );
+        }
+    }
     if !r.missing_upstream.is_empty() || r.missing_in_grace > 0 {
         let grace = if r.missing_in_grace > 0 {
             format!(" ({} more within the grace, awaiting a delete event)", human::count(r.missing_in_grace as u64))
@@ -882,6 +928,7 @@ mod tests {
             first: now.clone(),
             last: now.clone(),
             attempts: 3,
+            expect: None,
         });
         let (level, line) = check("/m", Some(&report("/m", &st, 1_700_000_200.5)), 600.0, 3600.0);
         assert_eq!(level, Level::Warning, "{line}");
@@ -988,6 +1035,7 @@ mod tests {
             first: first.clone(),
             last: first.clone(),
             attempts: 1,
+            expect: None,
         });
         let (level, line) = check("/m", Some(&report("/m", &st, 1_700_000_400.5)), 600.0, 3600.0);
         assert_eq!(level, Level::Warning, "{line}");
@@ -1002,6 +1050,7 @@ mod tests {
             first: first.clone(),
             last: first.clone(),
             attempts: 2,
+            expect: None,
         });
         let at = |st: &State, t: f64| check("/m", Some(&report("/m", st, t)), 1e6, 2e6);
         assert_eq!(at(&st, 1_700_000_500.5).0, Level::Ok, "{}", at(&st, 1_700_000_500.5).1);

@@ -33,6 +33,7 @@ use crate::mirror::run_lock::take_run_lock;
 use crate::mirror::textfile::Prometheus;
 use crate::mirror::trigger_pipe::Waker;
 use crate::mirror::{Config, Mirror, PassReport, Refused, State};
+use crate::monitor::trace::Trigger;
 use crate::store::RunLock;
 use crate::sys::clock::Clock;
 use crate::sys::signals::Interrupted;
@@ -72,6 +73,9 @@ pub struct Options {
     /// The node-exporter textfile to rewrite after each pass and heartbeat
     /// (one file for every tree of a config).
     pub prometheus: Option<PathBuf>,
+    /// `--metrics-listen ADDR:PORT` (with `--loop`): the textfile's metrics
+    /// over HTTP at `/metrics`, every tree of the run.
+    pub metrics_listen: Option<String>,
     /// One JSON object per pass on stdout instead of the summary line.
     pub json: bool,
 }
@@ -96,6 +100,7 @@ pub(crate) fn is_idle(r: &PassReport) -> bool {
         && r.failing.is_empty()
         && r.missing_upstream.is_empty()
         && r.quarantined.is_empty()
+        && r.tampered.is_empty()
         && r.errors.is_empty()
         && r.future == 0
         && !r.dirtymark_changed
@@ -134,6 +139,9 @@ pub(crate) fn summary_line(r: &PassReport) -> String {
     }
     if !r.quarantined.is_empty() {
         s.push_str(&format!(", {} quarantined", r.quarantined.len()));
+    }
+    if !r.tampered.is_empty() {
+        s.push_str(&format!(", {} tampered", r.tampered.len()));
     }
     if r.future > 0 {
         s.push_str(&format!(", {} from the future", r.future));
@@ -174,7 +182,15 @@ pub(crate) fn run_in_span(
     clock: &Clock,
     out: &mut dyn Write,
 ) -> Result<Exit> {
-    let run = Run { cfg, opts, textfile, clock, shown: shown_root(cfg) };
+    let run = Run {
+        cfg,
+        opts,
+        textfile,
+        clock,
+        shown: shown_root(cfg),
+        traces: Default::default(),
+        triggered: Default::default(),
+    };
     let res = run.passes(out);
     if let Err(e) = &res {
         if opts.json && !is_closed(e) {
@@ -345,6 +361,11 @@ struct Run<'a> {
     clock: &'a Clock,
     /// The tree as log lines, pass objects and the hook name it.
     shown: String,
+    /// `--trace`, `--timestamp`: the upstream's traces fetched for the
+    /// running pass ([`crate::mirror::traces`]).
+    traces: std::cell::RefCell<crate::mirror::traces::Traces>,
+    /// The pause before the running pass was ended by `rrr trigger`.
+    triggered: std::cell::Cell<bool>,
 }
 
 /// How a step ended: the run goes on with its result, or ends with this exit.
@@ -456,7 +477,9 @@ impl Run<'_> {
                         return Ok(Step::End(Exit::Differences));
                     }
                     self.after_pass(Exit::Error, None, Some(&e), began);
-                    if !pause(cfg.interval, failed_passes, None, trigger.as_deref_mut()) {
+                    let woken = pause(cfg.interval, failed_passes, None, trigger.as_deref_mut());
+                    self.triggered.set(woken == Some(true));
+                    if woken.is_none() {
                         tracing::info!("interrupted; nothing was changed");
                         return Ok(Step::End(Exit::Interrupted));
                     }
@@ -517,7 +540,9 @@ impl Run<'_> {
                 return Ok(Exit::Differences);
             }
             failed_passes = if last == Exit::Error { failed_passes + 1 } else { 0 };
-            if !pause(self.cfg.interval, failed_passes, Some(started), trigger.as_mut()) {
+            let woken = pause(self.cfg.interval, failed_passes, Some(started), trigger.as_mut());
+            self.triggered.set(woken == Some(true));
+            if woken.is_none() {
                 tracing::info!("interrupted; state saved");
                 return Ok(Exit::Interrupted);
             }
@@ -544,6 +569,7 @@ impl Run<'_> {
                 verify_before_pass(m, self.clock)?;
             }
         }
+        self.traces.borrow_mut().before_pass(&m.cfg);
         match m.pass() {
             Ok(rep) => self.passed(m, rep, out),
             Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
@@ -592,6 +618,16 @@ impl Run<'_> {
             return Err(e.into());
         }
         log_pass(&rep);
+        if rep.complete && rep.errors.is_empty() && !rep.mass_deletes_held && !rep.dry_run {
+            let now = self.clock.now_f64();
+            let trigger = match (opts.looping, self.triggered.get()) {
+                (false, _) => Trigger::Cron,
+                (true, false) => Trigger::Loop,
+                (true, true) => Trigger::Push,
+            };
+            let (started, now) = ((now - rep.seconds).floor() as i64, now.floor() as i64);
+            self.traces.borrow_mut().after_complete_pass(&m.cfg, &m.state, started, now, trigger);
+        }
         crate::sys::notify::notify(&format!("STATUS={}: {}", self.shown, summary_line(&rep)));
         let exit = exit_of(&rep);
         self.after_pass(exit, Some(&rep), None, Instant::now());
@@ -642,13 +678,14 @@ fn ends_the_loop(e: &anyhow::Error) -> bool {
 
 /// Wait before the next `--loop` pass: until `interval` after the start of
 /// a good pass, or [`pause_after`] a failed one, or until `rrr trigger`
-/// or SIGUSR1 asks for a pass now. False when stopped.
+/// or SIGUSR1 asks for a pass now. None when stopped, else whether a
+/// trigger ended it (the next trace's `Trigger: push`).
 fn pause(
     interval: Duration,
     failed_passes: u32,
     started: Option<std::time::Instant>,
     mut trigger: Option<&mut Waker>,
-) -> bool {
+) -> Option<bool> {
     let pause = pause_after(interval, failed_passes);
     if failed_passes > 0 {
         tracing::warn!("{}", backoff_line(failed_passes, pause));
@@ -658,9 +695,10 @@ fn pause(
         _ => pause,
     };
     let end = std::time::Instant::now() + wait;
+    let mut triggered = false;
     while let Some(left) = end.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero()) {
         if crate::sys::signals::stop_requested() {
-            return false;
+            return None;
         }
         let step = Duration::from_millis(50).min(left);
         let woken = match trigger.as_deref_mut() {
@@ -672,10 +710,11 @@ fn pause(
         };
         if woken {
             tracing::debug!("triggered: passing now");
+            triggered = true;
             break;
         }
     }
-    !crate::sys::signals::stop_requested()
+    (!crate::sys::signals::stop_requested()).then_some(triggered)
 }
 
 /// The exit status of a finished pass: 2 with errors; 1 with refused
@@ -690,6 +729,7 @@ pub(crate) fn exit_of(rep: &PassReport) -> Exit {
         || !rep.failing.is_empty()
         || !rep.missing_upstream.is_empty()
         || !rep.quarantined.is_empty()
+        || !rep.tampered.is_empty()
     {
         Exit::Differences
     } else {

@@ -82,13 +82,20 @@
 //!   "installed": {"RECENT-6h.yaml": "newest epoch"},       // our copies of the recentfiles
 //!   "refetch": ["RECENT-6h.yaml"],                 // fetch with the next principal
 //!   "pending_deletes": [{"epoch": "…", "path": "…"}],
-//!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts"}],
+//!   "failing": [{"path", "epoch"|null, "message", "first", "last", "attempts",
+//!                "expect": {"size", "sha256"}}],   // expect: --trust-key, a hashed
+//!                                                  // event's (also on "missing")
 //!   "quarantined": [{"path", "epoch": null, "message", "first", "last", "attempts"}],
 //!                                                  // paths rsync cannot carry
 //!                                                  // (docs/decisions.md#quarantine)
 //!   "missing": [{"path", "epoch", "message": "", "first", "last", "attempts"}],
 //!                                                  // new events the origin lacks
 //!                                                  // (docs/decisions.md#missing-upstream)
+//!   "tampered": [{"path", "epoch", "expected": {"size", "sha256"}, "received",
+//!                 "kept"|null, "first", "last", "attempts"}],
+//!                                                  // --trust-key: bytes not as signed,
+//!                                                  // never installed; absent when empty
+//!                                                  // (docs/decisions.md#tampered)
 //!   "future_events": 0,                            // skipped as future in the last pass
 //!   "held_deletes": 0,                             // held by the mass-delete guard in
 //!                                                  // the last pass (docs/decisions.md#mass-deletes)
@@ -157,9 +164,11 @@ mod pass_tests;
 mod report;
 mod run_lock;
 mod safety;
+mod staging;
 mod state;
 pub mod targets;
 pub(crate) mod textfile;
+pub(crate) mod traces;
 mod transfer;
 pub(crate) mod transport;
 pub mod trigger_pipe;
@@ -219,6 +228,14 @@ pub(crate) struct Config {
     /// whole-tree rsync, and events for such paths are skipped (done, never
     /// transferred, deleted or republished).
     pub excludes: Vec<crate::pattern::Pattern>,
+    /// `--trace DIR` (relative to the localroot): after each complete pass
+    /// the traces are written there ([`traces`]); it is in `excludes`.
+    pub trace: Option<PathBuf>,
+    /// `--trace-host`: this mirror's trace name (default: the host name).
+    pub trace_host: Option<String>,
+    /// `--timestamp FILE` (relative to the localroot): the origin time
+    /// held, written after each complete pass; it is in `excludes`.
+    pub timestamp: Option<PathBuf>,
     /// Between pass starts with `--loop` (at least 1 s).
     pub interval: Duration,
     /// Run through `/bin/sh -c` after a pass that changed something or failed.

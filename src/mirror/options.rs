@@ -183,6 +183,35 @@ parsed_text!(
 pub const DEFAULT_MAX_SIGNATURE_AGE: &str = "1d";
 
 parsed_text!(
+    /// `trace`, `timestamp`: a path inside the tree, relative to the
+    /// localroot (`project/trace`, `indices/timestamp.txt`), never to the
+    /// config file's directory: no `..`, `.`, absolute path, wildcard
+    /// (it becomes an exclude pattern) or control character.
+    TreePath(PathBuf), |s| tree_path(s)
+);
+
+parsed_text!(
+    /// `trace_host`: the name of this mirror's trace file (a host name).
+    TraceName(String), |s| crate::monitor::trace_write::check_trace_name(s).map(|()| s.to_string()).map_err(|e| e.to_string())
+);
+
+/// The one check of a [`TreePath`].
+fn tree_path(s: &str) -> Result<PathBuf, String> {
+    let p = Path::new(s);
+    let normal = !s.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)));
+    if !normal {
+        return Err(format!("{s:?}: must be a relative path inside the tree, without '..' (e.g. project/trace)"));
+    }
+    if s.chars().any(|c| c.is_control() || "*?[\\".contains(c)) {
+        return Err(format!("{s:?}: no wildcard, backslash or control character in a path rrr writes"));
+    }
+    if p.components().next().is_some_and(|c| c.as_os_str() == ".rrr") {
+        return Err(format!("{s:?}: .rrr/ is rrr's state directory"));
+    }
+    Ok(p.components().collect())
+}
+
+parsed_text!(
     /// An `exclude` pattern (rsync's `--exclude` rules, `rrr::pattern`).
     Exclude(Pattern), |s| Pattern::parse(s)
 );
@@ -293,6 +322,21 @@ option_layer! {
         /// stale (nothing deleted, check CRITICAL).
         #[arg(long, value_name = "DURATION", default_value = DEFAULT_MAX_SIGNATURE_AGE)]
         pub max_signature_age: Option<SignatureAge>,
+        /// After each complete pass write an ftpsync trace into DIR (relative
+        /// to the localroot, e.g. project/trace): this mirror's trace, the
+        /// upstream's traces and _hierarchy. DIR is rrr's own: excluded from
+        /// transfers, deletes and the republished recentfiles.
+        #[arg(long, value_name = "DIR")]
+        pub trace: Option<TreePath>,
+        /// The name of this mirror's trace file and of its _hierarchy line
+        /// (default: the host name).
+        #[arg(long, value_name = "NAME")]
+        pub trace_host: Option<TraceName>,
+        /// After each complete pass write FILE (relative to the localroot,
+        /// e.g. indices/timestamp.txt): the origin time this mirror holds,
+        /// epoch first, for mirmon and mirrorbits. rrr's own, like --trace.
+        #[arg(long, value_name = "FILE")]
+        pub timestamp: Option<TreePath>,
     }
 }
 
@@ -363,6 +407,19 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
     let remote = Remote::parse(&tree.remote).map_err(|e| format!("{e:#}"))?;
     let upstreams = upstreams_of(&remote, &tree.more_remotes)?;
     let on_pass_timeout = o.on_pass_timeout.map_or(crate::hook::DEFAULT_TIMEOUT, |s| Duration::from_secs_f64(s.0));
+    // The trace directory and the timestamp file are rrr's own: excluded
+    // like the user's patterns (never transferred, deleted, republished,
+    // nor counted by verify), so a whole-tree pass keeps them.
+    let mut excludes: Vec<Pattern> = o.exclude.iter().flatten().map(|e| e.value.clone()).collect();
+    for own in [
+        o.trace.as_ref().map(|t| format!("/{}/", t.value.display())),
+        o.timestamp.as_ref().map(|t| format!("/{}", t.value.display())),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        excludes.push(Pattern::parse(&own).map_err(|e| format!("{own}: {e}"))?);
+    }
     Ok(Config {
         remote,
         upstreams,
@@ -387,7 +444,10 @@ pub(crate) fn resolve(tree: &TreeSpec, o: &OptionLayer, run: RunFlags) -> Result
         backoff: Duration::from_secs(2),
         progress: run.progress,
         max_recentfile_size: o.max_recentfile_size.unwrap_or(DEFAULT_MAX_RECENTFILE_SIZE),
-        excludes: o.exclude.iter().flatten().map(|e| e.value.clone()).collect(),
+        excludes,
+        trace: o.trace.as_ref().map(|t| t.value.clone()),
+        trace_host: o.trace_host.as_ref().map(|t| t.value.clone()),
+        timestamp: o.timestamp.as_ref().map(|t| t.value.clone()),
         interval: Duration::from_secs_f64(o.interval.map_or(DEFAULT_INTERVAL, |i| i.0)),
         on_pass: o.on_pass.clone(),
         on_pass_timeout,
@@ -781,6 +841,24 @@ mod tests {
                 "None",
             ),
             (
+                "trace",
+                |l, v| l.trace = Some(format!("p{v}/trace").parse().unwrap()),
+                |c| format!("{:?}", c.trace),
+                "None",
+            ),
+            (
+                "trace_host",
+                |l, v| l.trace_host = Some(format!("h{v}.example").parse().unwrap()),
+                |c| format!("{:?}", c.trace_host),
+                "None",
+            ),
+            (
+                "timestamp",
+                |l, v| l.timestamp = Some(format!("t{v}.txt").parse().unwrap()),
+                |c| format!("{:?}", c.timestamp),
+                "None",
+            ),
+            (
                 "verify_every",
                 |l, v| l.verify_every = Some(format!("{v}d").parse().unwrap()),
                 |c| format!("{:?}", c.verify_every.map(|d| d.as_secs() / 86_400)),
@@ -846,6 +924,28 @@ mod tests {
             Path::new("m"),
         );
         assert!(e.unwrap_err().contains("at least 1 s"));
+    }
+
+    /// `trace` and `timestamp` name a place inside the tree, relative to
+    /// the localroot (not the config file), and become exclude patterns.
+    #[test]
+    fn trace_paths_stay_inside_the_tree() {
+        for bad in ["", "/abs", "../up", "a/../b", "./x", "a/*/b", "a[1]", "a\\b", ".rrr", ".rrr/trace", "a\nb"] {
+            assert!(bad.parse::<TreePath>().is_err(), "{bad:?}");
+        }
+        assert_eq!("project/trace/".parse::<TreePath>().unwrap().value, Path::new("project/trace"));
+        assert!("_x".parse::<TraceName>().is_err() && "a b".parse::<TraceName>().is_err());
+        let c = MirrorConfig::parse(
+            "trace = \"project/trace\"\n[[tree]]\nremote = \"h::M/RECENT.recent\"\nlocalroot = \"a\"\ntimestamp = \"t.txt\"\n",
+            Path::new("/etc/rrr/m.toml"),
+        )
+        .unwrap();
+        let cli = OptionLayer::default();
+        let (t, o) = c.merged(&cli).next().unwrap();
+        let cfg = resolve(t, &o, RunFlags::default()).unwrap();
+        assert_eq!(cfg.trace.as_deref(), Some(Path::new("project/trace")), "relative to the localroot");
+        let pats: Vec<&str> = cfg.excludes.iter().map(|p| p.as_str()).collect();
+        assert_eq!(pats, ["/project/trace/", "/t.txt"]);
     }
 
     #[test]

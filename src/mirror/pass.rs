@@ -291,6 +291,7 @@ impl<'a> Mirror<'a> {
         self.state.held_deletes = rep.deletes_held;
         rep.failing = self.state.failing.iter().map(FailingReport::from).collect();
         rep.quarantined = self.state.quarantined.iter().map(FailingReport::from).collect();
+        rep.tampered = self.state.tampered.clone();
         let now = self.clock.now_f64();
         rep.missing_upstream = self.state.missing_upstream(now).map(FailingReport::from).collect();
         if let Some(m) = rep.missing_upstream.first() {
@@ -650,6 +651,7 @@ impl<'a> Mirror<'a> {
             self.state.missing.retain(|m| !superseded(m));
             self.ride_along.clear();
             self.retry_missing_alone(&w.ignore, &w.newest_seen, &mut w.attempted, w.rep)?;
+            self.settle_tampered();
         }
         let caught_up = w.all_done
             && w.rep.errors.is_empty()
@@ -659,7 +661,10 @@ impl<'a> Mirror<'a> {
         if caught_up {
             self.state.caught_up = Some(self.clock.now());
         }
-        w.rep.complete = caught_up && self.state.missing_upstream(self.clock.now_f64()).next().is_none();
+        // A tampered path (mirror::staging) is not in the tree: not complete.
+        w.rep.complete = caught_up
+            && self.state.missing_upstream(self.clock.now_f64()).next().is_none()
+            && self.state.tampered.is_empty();
         Ok(())
     }
 

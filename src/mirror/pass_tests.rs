@@ -38,6 +38,9 @@ fn mirror(dir: &Path, dirs: LocalDirs) -> Mirror<'static> {
         progress: false,
         max_recentfile_size: 1 << 20,
         excludes: Vec::new(),
+        trace: None,
+        trace_host: None,
+        timestamp: None,
         interval: Duration::from_secs(20),
         on_pass: None,
         on_pass_timeout: Duration::from_secs(1),
@@ -170,4 +173,34 @@ fn a_failed_call_leaves_its_chunk_undone_and_counts_the_class() {
     assert!(m.state.done.get("RECENT-1h.yaml").is_none_or(|ds| !ds.covered(&f.rf.events[0].epoch)));
     assert!(!t.path().join("mirror/a").exists());
     assert_eq!(m.state.counters.errors.values().sum::<u64>(), 1);
+}
+
+#[test]
+fn a_failing_hashed_path_is_retried_staged_and_checked() {
+    let t = tempfile::tempdir().unwrap();
+    let (mut dirs, mut f) = origin(t.path(), &[("a", "1"), ("secret", "bad!")], &["secret", "a"]);
+    let digest = recentfile::beacon::FileDigest::of(b"good");
+    f.rf.events[0] = f.rf.events[0].clone().with_digest(Some(digest));
+    let healthy = dirs.clone();
+    dirs.unsendable.insert(RelPath::from(&b"secret"[..]), "[sender] Permission denied (13)".to_string());
+    let mut m = mirror(t.path(), dirs);
+    let key = t.path().join("origin.pub");
+    fs::write(&key, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINspEj8YZxm1GA6VULnozLvqyVQ6rzq4QC1M464EM9hJ test\n").unwrap();
+    m.trust = Some(crate::trust::TrustKeys::load(&[key]).unwrap());
+    assert!(transfer(&mut m, &f, &mut PassReport::default()));
+    let remembered = m.state.failing[0].expect.clone().expect("the failing path remembers its expectation");
+    assert_eq!(remembered.size, Some(4));
+    // The origin sends it now, with the wrong bytes: staged, refused.
+    m.transport = std::rc::Rc::new(healthy.clone());
+    let ignore = IgnoreSet::new("RECENT", &[]);
+    m.retry_failing(&ignore, &Default::default(), &mut HashSet::new(), &mut PassReport::default()).unwrap();
+    assert!(!t.path().join("mirror/secret").exists(), "a retry installed bytes its signed event does not vouch for");
+    assert_eq!(m.state.tampered.len(), 1);
+    assert_eq!(m.state.failing.len(), 1);
+    assert!(!t.path().join("mirror/.rrr/staging").exists());
+    // With the right bytes: installed, no longer tampered or failing.
+    fs::write(healthy.origin.join("secret"), "good").unwrap();
+    m.retry_failing(&ignore, &Default::default(), &mut HashSet::new(), &mut PassReport::default()).unwrap();
+    assert_eq!(fs::read_to_string(t.path().join("mirror/secret")).unwrap(), "good");
+    assert!(m.state.tampered.is_empty() && m.state.failing.is_empty(), "{:?}", m.state.tampered);
 }

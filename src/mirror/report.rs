@@ -64,6 +64,9 @@ pub(crate) struct PassReport {
     pub failing: Vec<FailingReport>,
     /// Paths rsync cannot carry, after this pass (docs/decisions.md#quarantine).
     pub quarantined: Vec<FailingReport>,
+    /// With `--trust-key`: paths whose bytes did not match their signed
+    /// event, after this pass (never installed; `mirror::staging`).
+    pub tampered: Vec<crate::mirror::state::Tampered>,
     /// Paths new events list that the origin has not had for the grace
     /// (docs/decisions.md#missing-upstream), after this pass: the pass is
     /// not complete while there are any.

@@ -5,6 +5,7 @@
 //! the cap that keeps a done-set from reaching into the future.
 
 use super::ownership::{self, CollectionId};
+pub(crate) use super::staging::{Expected, Tampered};
 use super::Mirror;
 use crate::done::DoneSet;
 use crate::epoch::Epoch;
@@ -56,6 +57,11 @@ pub(crate) struct Failing {
     pub first: Epoch,
     pub last: Epoch,
     pub attempts: u64,
+    /// With `--trust-key`: what its signed event says the file's bytes
+    /// are (`mirror::staging`), so that a retry is checked against it too.
+    /// Absent in state files written before, and for unhashed events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expected>,
 }
 
 /// How long a new event's file may be missing at the origin before it is
@@ -154,6 +160,14 @@ pub(crate) struct State {
     /// the tree, deletes included, goes on; looked at again by each
     /// `--full` pass (docs/decisions.md#quarantine).
     pub quarantined: Vec<Failing>,
+    /// With `--trust-key`: paths whose bytes did not match their signed
+    /// event (`mirror::staging`, docs/decisions.md#tampered), sorted by
+    /// path. Each is failing too (retried every pass, left out of our
+    /// copies) and was never installed; the bytes received are kept in
+    /// `.rrr/quarantine/`. `check` CRITICAL "tampered"; the pass is not
+    /// complete while one is listed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tampered: Vec<Tampered>,
     pub future_events: u64,
     /// Deletes the mass-delete guard held in the last pass
     /// (docs/decisions.md#mass-deletes).
@@ -407,6 +421,28 @@ impl State {
         note(&mut self.quarantined, path.as_bytes(), None, message, now)
     }
 
+    /// Remember what the signed events of `expect` say of their paths'
+    /// bytes on their failing and missing entries, so that a retry of one
+    /// is checked as its first transfer was.
+    pub(super) fn remember_expected<'p>(&mut self, expect: impl Iterator<Item = (&'p RelPath, &'p Expected)>) {
+        for (p, x) in expect {
+            for list in [&mut self.failing, &mut self.missing] {
+                if let Ok(i) = list.binary_search_by(|f| f.path.as_bytes().cmp(p.as_bytes())) {
+                    list[i].expect = Some(x.clone());
+                }
+            }
+        }
+    }
+
+    /// What the failing or missing entry of `path` remembers of its
+    /// signed event's bytes.
+    pub(super) fn expected_of(&self, path: &RelPath) -> Option<&Expected> {
+        [&self.failing, &self.missing].into_iter().find_map(|list| {
+            let i = list.binary_search_by(|f| f.path.as_bytes().cmp(path.as_bytes())).ok()?;
+            list[i].expect.as_ref()
+        })
+    }
+
     /// The missing paths whose grace is over at `now` (seconds).
     pub fn missing_upstream(&self, now: f64) -> impl Iterator<Item = &Failing> {
         self.missing.iter().filter(move |m| m.overdue(now))
@@ -442,6 +478,7 @@ fn note(list: &mut Vec<Failing>, path: &[u8], epoch: Option<&Epoch>, message: &s
                 first: now.clone(),
                 last: now.clone(),
                 attempts: 1,
+                expect: None,
             };
             list.insert(i, f);
             1

@@ -47,24 +47,31 @@ impl Prometheus {
         // atomic write's temp file is per process.
         static ONE_WRITER: Mutex<()> = Mutex::new(());
         let _one = ONE_WRITER.lock().unwrap_or_else(|e| e.into_inner());
-        // A tree that has no state yet (its first pass failed before the
-        // first byte) is there too, never complete: it must not vanish
-        // from monitoring.
-        let now = clock.now_f64();
-        let found: Vec<Report> = state_files(&self.targets)?
-            .into_iter()
-            .map(|(root, f, remote)| -> Result<Report> {
-                Ok(match load_state(&f)? {
-                    Some(s) => health::report(&root, &s, now),
-                    None => health::report(
-                        &root,
-                        &crate::mirror::State { remote: remote.unwrap_or_default(), ..Default::default() },
-                        now,
-                    ),
-                })
-            })
-            .collect::<Result<_>>()?;
-        crate::store::write_atomic(&self.file, health::prometheus(&found).as_bytes(), None)
+        let text = render(&self.targets, clock)?;
+        crate::store::write_atomic(&self.file, text.as_bytes(), None)
             .with_context(|| format!("cannot write {}", self.file.display()))
     }
+}
+
+/// The textfile's text for `targets` now: what `--metrics-listen` serves
+/// on each scrape, too.
+pub(crate) fn render(targets: &Targets, clock: &Clock) -> Result<String> {
+    // A tree that has no state yet (its first pass failed before the
+    // first byte) is there too, never complete: it must not vanish
+    // from monitoring.
+    let now = clock.now_f64();
+    let found: Vec<Report> = state_files(targets)?
+        .into_iter()
+        .map(|(root, f, remote)| -> Result<Report> {
+            Ok(match load_state(&f)? {
+                Some(s) => health::report(&root, &s, now),
+                None => health::report(
+                    &root,
+                    &crate::mirror::State { remote: remote.unwrap_or_default(), ..Default::default() },
+                    now,
+                ),
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(health::prometheus(&found))
 }

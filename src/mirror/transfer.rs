@@ -9,8 +9,8 @@ use super::deletes::{Placement, MASS_DELETE_HALF, MASS_DELETE_MIN, MASS_DELETE_S
 use super::remote::{self, FetchDir, Layout};
 use super::report::{abort_point, Fetched, PassReport};
 use super::safety::{blocked_by, check_event_path, refuse};
-use super::state::{under_any, Failing, MISSING_GRACE_ATTEMPTS, MISSING_GRACE_SECS};
-use super::transport::{Call, Failure, Itemized, Outcome, PathsJob, TreeDeletes, TreeJob};
+use super::state::{under_any, Expected, Failing, MISSING_GRACE_ATTEMPTS, MISSING_GRACE_SECS};
+use super::transport::{Call, Failure, Itemized, Outcome, TreeDeletes, TreeJob};
 use super::{Mirror, LOST_FOUND};
 use crate::done;
 use crate::epoch::Epoch;
@@ -165,6 +165,7 @@ impl<'a> Mirror<'a> {
             progress,
             deletes,
             quarantined,
+            itemize: self.stages() && !dry,
         })
     }
 
@@ -279,12 +280,16 @@ impl<'a> Mirror<'a> {
         if let Some(out) = &outcome {
             self.note_whole_tree_outcome(out, seen.deletion_skipped, &index.files, rep);
         }
+        if let Some(received) = seen.received.take() {
+            self.check_received_tree(&index.files, received)?;
+        }
         self.remove_perl_leftovers();
         let keeps = self.validate_index(&index, layout, &limit, rep);
         self.install_index(dir, &index.files, &keeps, newest)?;
         rep.complete = rep.errors.is_empty()
             && !self.state.resync
-            && self.state.missing_upstream(self.clock.now_f64()).next().is_none();
+            && self.state.missing_upstream(self.clock.now_f64()).next().is_none()
+            && self.state.tampered.is_empty();
         // Freeing millions of events takes a while; not on the way out.
         std::thread::spawn(move || drop(index));
         // The pass saves the state when it ends, right after this.
@@ -352,7 +357,8 @@ impl<'a> Mirror<'a> {
         // Per-file progress only for a bar (mirror::pass_progress).
         let call = self.whole_tree_call(layout, dry, self.cfg.progress)?;
         tracing::info!("bootstrap: one rsync of the whole tree{}", if dry { " (dry run)" } else { "" });
-        let mut seen = Itemized::listing(dry);
+        let collect = self.stages() && !dry;
+        let mut seen = Itemized::listing(dry).receiving(collect);
         let max_size = self.cfg.max_recentfile_size;
         let (bar, started) = (self.cfg.progress, self.clock.now());
         let mut hook = self.on_heartbeat.take();
@@ -367,7 +373,7 @@ impl<'a> Mirror<'a> {
             .watching(&self.attempt);
             let quiet = Some(progress.quiet_period());
             let res = self.with_retries("bootstrap rsync", || {
-                seen = Itemized::listing(dry);
+                seen = Itemized::listing(dry).receiving(collect);
                 call.run_watched(&mut seen, quiet, &mut |out| progress.output(out))
             });
             progress.finish();
@@ -589,7 +595,7 @@ impl<'a> Mirror<'a> {
     /// The event path rsync means by `reported` (module-relative with a
     /// leading `/` through a daemon below the module, absolute for a local
     /// source). With `asked`, only one of those paths.
-    fn event_path_of(&self, reported: &[u8], asked: Option<&HashSet<&RelPath>>) -> Option<RelPath> {
+    pub(super) fn event_path_of(&self, reported: &[u8], asked: Option<&HashSet<&RelPath>>) -> Option<RelPath> {
         use std::os::unix::ffi::OsStrExt;
         let trim = |b: &[u8], c: u8| {
             let start = b.iter().position(|&x| x != c).unwrap_or(b.len());
@@ -671,33 +677,6 @@ impl<'a> Mirror<'a> {
         failed
     }
 
-    /// One transfer of `paths` (sorted, unique) into the target, through
-    /// the transport, retried as [`Mirror::with_retries`] says.
-    fn run_files_from(&mut self, what: &str, paths: &[&RelPath], rep: &mut PassReport) -> Result<Outcome> {
-        let state_dir = self.cfg.state_dir();
-        let job = PathsJob {
-            paths,
-            localroot: &self.cfg.localroot,
-            state_dir: &state_dir,
-            replace_dirs: paths.iter().any(|p| self.replacing.contains_key(*p)),
-        };
-        let call = self.transport.send_paths(&job)?;
-        let mut seen = Itemized::default();
-        let res = self.with_retries(what, || {
-            seen = Itemized::default();
-            call.run(&mut seen)
-        });
-        self.count_replaced(paths, rep);
-        // What arrived before a failure arrived too.
-        rep.transferred += seen.files;
-        rep.bytes += seen.bytes;
-        self.state.counters.files += seen.files;
-        self.state.counters.bytes += seen.bytes;
-        let out = res?;
-        rep.vanished += out.vanished.len() as u64;
-        Ok(out)
-    }
-
     /// Transfer the `new` events `news` (indices into `f`) in chunks.
     /// Returns false when a chunk failed (the error is in the report).
     pub(super) fn transfer(
@@ -774,15 +753,27 @@ impl<'a> Mirror<'a> {
         if ok_ix.is_empty() {
             return Ok(());
         }
-        // The newest event of each path in this chunk.
+        // The newest event of each path in this chunk, and what its
+        // signed event says of its bytes (mirror::staging).
         let mut newest: HashMap<&RelPath, &Epoch> = HashMap::new();
+        let mut expect: HashMap<&RelPath, Expected> = HashMap::new();
         for &ix in ok_ix {
             let e = &f.rf.events[ix];
-            newest.entry(&e.path).or_insert(&e.epoch);
+            if !newest.contains_key(&e.path) {
+                newest.insert(&e.path, &e.epoch);
+                if let Some(x) = Expected::of(e).filter(|_| self.stages()) {
+                    expect.insert(&e.path, x);
+                }
+            }
         }
         let riders = std::mem::take(&mut self.ride_along);
         for (p, e) in &riders {
-            newest.entry(p).or_insert(e);
+            if !newest.contains_key(p) {
+                newest.insert(p, e);
+                if let Some(x) = self.state.expected_of(p).filter(|_| self.stages()) {
+                    expect.insert(p, x.clone());
+                }
+            }
         }
         let mut aliases = self.cr_aliases(riders.iter().map(|(p, _)| p));
         // An alias that an event of the chunk names is that event's path.
@@ -790,11 +781,16 @@ impl<'a> Mirror<'a> {
         for (a, p) in &aliases {
             let e = newest[p];
             newest.insert(a, e);
+            if let Some(x) = expect.get(p).cloned() {
+                expect.insert(a, x);
+            }
         }
         let mut paths: Vec<&RelPath> = newest.keys().copied().collect();
         paths.sort_unstable();
-        let out = self.run_files_from("transfer", &paths, rep)?;
+        let out = self.run_files_from("transfer", &paths, &expect, rep)?;
         self.settle_paths(&out, &paths, &newest, &aliases, attempted, rep);
+        self.state.remember_expected(expect.iter().map(|(p, x)| (*p, x)));
+        self.settle_tampered();
         Ok(())
     }
 
@@ -1017,7 +1013,22 @@ impl<'a> Mirror<'a> {
         paths.sort_unstable();
         paths.dedup();
         attempted.extend(paths.iter().map(|p| (*p).clone()));
-        let out = match self.run_files_from(what, &paths, rep) {
+        // What the signed events said of their bytes, remembered with
+        // each failing or missing path (mirror::staging).
+        let mut expect: HashMap<&RelPath, Expected> = HashMap::new();
+        if self.stages() {
+            for (p, _) in chunk {
+                if let Some(x) = self.state.expected_of(p) {
+                    expect.insert(p, x.clone());
+                }
+            }
+            for (a, p) in &aliases {
+                if let Some(x) = expect.get(p).cloned() {
+                    expect.insert(a, x);
+                }
+            }
+        }
+        let out = match self.run_files_from(what, &paths, &expect, rep) {
             Ok(out) => out,
             Err(e) => {
                 chunk_failed(e, rep)?;
@@ -1032,6 +1043,8 @@ impl<'a> Mirror<'a> {
             }
         }
         self.settle_paths(&out, &paths, &epochs, &aliases, attempted, rep);
+        self.state.remember_expected(expect.iter().map(|(p, x)| (*p, x)));
+        self.settle_tampered();
         self.save()?;
         Ok(true)
     }

@@ -28,6 +28,9 @@
 //! installed beside our copies of the recentfiles ([`Mirror::install_beacon`],
 //! before the principal, as the origin orders them), so that a tier-2
 //! mirror verifies against the origin's key through any number of tiers.
+//!
+//! The files the accepted recentfiles list are checked against their
+//! signed events' `size`/`sha256` by `mirror::staging`.
 
 use super::remote::FetchDir;
 use super::state::TrustedBeacon;
@@ -35,7 +38,7 @@ use super::Mirror;
 use crate::store;
 use crate::trust::TrustKeys;
 use anyhow::{bail, Context, Result};
-use recentfile::beacon::{self, Beacon, FileDigest, Sha256Hex, TrustError};
+use recentfile::beacon::{self, Beacon, Sha256Hex, TrustError};
 use std::fs;
 use std::io;
 
@@ -248,29 +251,4 @@ impl Mirror<'_> {
         }
         Ok(())
     }
-}
-
-/// The per-file check (issue 34, not wired yet): `path` as received,
-/// against its signed event's size and sha256, before the file is
-/// considered installed. Where it runs: after a transport call has put
-/// the listed paths in place and before `Mirror::note_done` marks their
-/// events done, for each event that carries `size`/`sha256`.
-///
-/// Quarantine, as it will work: a file whose bytes differ is moved aside
-/// to `.rrr/quarantine/<epoch>-<n>` (kept for inspection, never served),
-/// recorded in the state with the event's path and both digests, named
-/// by `status`, the Prometheus textfile (`rrr_mirror_tampered`) and
-/// `check` CRITICAL "tampered"; its event stays not done, so later passes
-/// fetch it again from upstream. That needs the transfer to land in a
-/// staging directory first (rsync `--compare-dest`/`--link-dest` to the
-/// tree, verify, then rename into place): a tampered file must never be
-/// visible at its path, not even between the transfer and the check.
-#[allow(dead_code)]
-pub(crate) fn check_received(expected: &FileDigest, path: &str, file: &std::path::Path) -> Result<(), TrustError> {
-    let actual = crate::origin::beacon::digest_file(file).map_err(|e| TrustError::Tampered {
-        path: format!("{path} (unreadable: {e})"),
-        expected: expected.clone(),
-        actual: FileDigest { size: 0, sha256: Sha256Hex::of(b"") },
-    })?;
-    expected.check(path, &actual)
 }

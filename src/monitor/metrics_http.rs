@@ -56,11 +56,15 @@ impl Drop for MetricsServer {
     }
 }
 
+/// What renders the metrics on each scrape: the text, or why it cannot be
+/// had (answered with a 500, never an empty 200 that would look healthy).
+pub type Render = dyn Fn() -> Result<String> + Send + Sync;
+
 /// Listen on `addr` (`127.0.0.1:9105`, `[::1]:9105`, `localhost:9105`) and
 /// answer `GET /metrics` with `render()` on threads of its own. An address
 /// that is taken or cannot be bound is an error here, at start (the
 /// command exits 2), never later.
-pub fn serve_metrics(addr: &str, render: impl Fn() -> String + Send + Sync + 'static) -> Result<MetricsServer> {
+pub fn serve_metrics(addr: &str, render: impl Fn() -> Result<String> + Send + Sync + 'static) -> Result<MetricsServer> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
         .with_context(|| format!("--metrics-listen {addr}: not an ADDR:PORT (e.g. 127.0.0.1:9105)"))?
@@ -75,7 +79,7 @@ pub fn serve_metrics(addr: &str, render: impl Fn() -> String + Send + Sync + 'st
     })?;
     let local = listener.local_addr().context("the metrics listener's address")?;
     let stop = Arc::new(AtomicBool::new(false));
-    let render: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(render);
+    let render: Arc<Render> = Arc::new(render);
     let (tx, rx) = sync_channel::<TcpStream>(QUEUE);
     let rx = Arc::new(Mutex::new(rx));
     let mut threads = Vec::new();
@@ -134,7 +138,7 @@ pub fn rrrgo_metrics(news: u64, deletes: u64, pending: u64, aggregation_runs: Op
     out
 }
 
-fn worker(rx: &Mutex<Receiver<TcpStream>>, render: &(dyn Fn() -> String + Send + Sync)) {
+fn worker(rx: &Mutex<Receiver<TcpStream>>, render: &Render) {
     loop {
         let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(conn) = next else { return };
@@ -145,7 +149,7 @@ fn worker(rx: &Mutex<Receiver<TcpStream>>, render: &(dyn Fn() -> String + Send +
 }
 
 /// Read one request head within [`CLIENT_DEADLINE`] and answer it.
-fn answer(mut conn: TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> std::io::Result<()> {
+fn answer(mut conn: TcpStream, render: &Render) -> std::io::Result<()> {
     let deadline = Instant::now() + CLIENT_DEADLINE;
     conn.set_write_timeout(Some(CLIENT_DEADLINE))?;
     let mut buf = Vec::with_capacity(1024);
@@ -179,16 +183,13 @@ fn answer(mut conn: TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> s
     conn.flush()
 }
 
-fn route(
-    method: Option<&str>,
-    path: Option<&str>,
-    render: &(dyn Fn() -> String + Send + Sync),
-) -> (&'static str, String) {
+fn route(method: Option<&str>, path: Option<&str>, render: &Render) -> (&'static str, String) {
     let path = path.unwrap_or_default();
     let path = path.split('?').next().unwrap_or_default();
     match (method, path) {
         (Some("GET"), "/metrics") => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(render)) {
-            Ok(text) => ("200 OK", text),
+            Ok(Ok(text)) => ("200 OK", text),
+            Ok(Err(e)) => ("500 Internal Server Error", format!("cannot render the metrics: {e:#}\n")),
             Err(_) => ("500 Internal Server Error", "rendering the metrics failed\n".into()),
         },
         (Some("GET"), _) => ("404 Not Found", "not found: the metrics are at /metrics\n".into()),
@@ -217,7 +218,10 @@ mod tests {
         let seen = Arc::clone(&n);
         let server = serve_metrics("127.0.0.1:0", move || {
             let k = seen.fetch_add(1, Ordering::SeqCst) + 1;
-            format!("# TYPE rrr_scrapes counter\nrrr_scrapes {k}\n")
+            if k == 3 {
+                anyhow::bail!("the state is unreadable");
+            }
+            Ok(format!("# TYPE rrr_scrapes counter\nrrr_scrapes {k}\n"))
         })
         .unwrap();
         let addr = server.local_addr();
@@ -227,6 +231,8 @@ mod tests {
         assert_eq!(body, "# TYPE rrr_scrapes counter\nrrr_scrapes 1\n");
         // Rendered again on each scrape.
         assert!(get(addr, "/metrics?x=1").1.ends_with("rrr_scrapes 2\n"));
+        let (head, body) = get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 500 ") && body.contains("the state is unreadable"), "{head}{body}");
         assert!(get(addr, "/").0.starts_with("HTTP/1.1 404 "));
         assert!(get(addr, "/metricsx").0.starts_with("HTTP/1.1 404 "));
         // A client that connects and says nothing holds one worker; the other answers.
@@ -262,9 +268,9 @@ mod tests {
     fn a_taken_address_is_an_error_at_start() {
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = taken.local_addr().unwrap().to_string();
-        let e = serve_metrics(&addr, String::new).err().expect("refused");
+        let e = serve_metrics(&addr, || Ok(String::new())).err().expect("refused");
         let msg = format!("{e:#}");
         assert!(msg.contains("already in use") && msg.contains(&addr), "{msg}");
-        assert!(serve_metrics("no-port-here", String::new).is_err());
+        assert!(serve_metrics("no-port-here", || Ok(String::new())).is_err());
     }
 }

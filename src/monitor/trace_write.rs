@@ -75,7 +75,7 @@ pub fn check_trace_name(name: &str) -> Result<()> {
 
 /// Read at most [`MAX_TRACE_BYTES`] of `path`; a missing file is empty.
 /// A symlink is not followed.
-fn read_bounded(path: &Path) -> Result<Vec<u8>> {
+pub fn read_bounded(path: &Path) -> Result<Vec<u8>> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
     let mut f = match f {
@@ -155,6 +155,99 @@ pub fn write_master_trace(root: &Path, dir: &Path, trace: &Trace) -> Result<Path
     let file = trace_dir(root, dir)?.join(MASTER);
     write(&file, &trace.render())?;
     Ok(file)
+}
+
+/// Where a tree records the paths rrr writes there besides the index
+/// (`--trace`, `--timestamp`), one a line, relative to the root, so that
+/// every command that builds the ignore set (`init`, `fsck`, `watch`,
+/// `verify`) leaves them out even when it is not told: an operator's
+/// `rrr fsck --repair` never indexes a trace.
+pub const OWN_PATHS: &str = ".rrr/own-paths";
+
+/// The paths recorded in `<root>/.rrr/own-paths` (none when there is no
+/// such file; lines that are not a relative path inside the tree are
+/// skipped).
+pub fn recorded_own(root: &Path) -> Vec<String> {
+    let Ok(bytes) = read_bounded(&root.join(OWN_PATHS)) else { return Vec::new() };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(|l| l.trim().trim_end_matches('/').to_string())
+        .filter(|l| !l.is_empty() && Path::new(l).components().all(|c| matches!(c, Component::Normal(_))))
+        .collect()
+}
+
+/// Add `paths` to `<root>/.rrr/own-paths` (written only when one is new).
+pub fn record_own<'a>(root: &Path, paths: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    let mut all = recorded_own(root);
+    let before = all.len();
+    for p in paths {
+        let p = p.to_string_lossy().trim_end_matches('/').to_string();
+        if !all.contains(&p) {
+            all.push(p);
+        }
+    }
+    if all.len() == before {
+        return Ok(());
+    }
+    let file = root.join(OWN_PATHS);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    write(&file, &(all.join("\n") + "\n"))
+}
+
+/// The origin's trace files (`rrr watch`, `rrr beacon`: `--trace DIR`,
+/// `--timestamp FILE`), relative to the root; rrr's own, never recorded.
+#[derive(Clone, Debug, Default)]
+pub struct OriginFiles {
+    /// The trace directory: `DIR/master` is written.
+    pub trace: Option<PathBuf>,
+    /// The timestamp file.
+    pub timestamp: Option<PathBuf>,
+}
+
+impl OriginFiles {
+    /// The paths the ignore set must hold as rrr's own.
+    pub fn own_paths(&self) -> impl Iterator<Item = &Path> {
+        self.trace.iter().chain(&self.timestamp).map(PathBuf::as_path)
+    }
+
+    /// The file whose age says when they were last written.
+    pub fn probe_file(&self, root: &Path) -> Option<PathBuf> {
+        match (&self.trace, &self.timestamp) {
+            (Some(d), _) => Some(root.join(d).join(MASTER)),
+            (None, Some(f)) => Some(root.join(f)),
+            (None, None) => None,
+        }
+    }
+
+    /// Write the master trace (its `Archive serial` the principal's newest
+    /// epoch) and the timestamp file of `coll` at `now` (the origin's data
+    /// clock), each atomically.
+    pub fn write(&self, coll: &crate::collection::Collection, now: i64) -> Result<()> {
+        record_own(&coll.root, self.own_paths())?;
+        if let Some(dir) = &self.trace {
+            let principal = coll.path_of(coll.principal());
+            let serial = crate::store::read_file(&principal)
+                .with_context(|| format!("cannot read {}", principal.display()))?
+                .and_then(|rf| rf.events.first().map(|e| e.epoch.to_string()));
+            let t = Trace {
+                date: now,
+                date_started: None,
+                archive_serial: serial,
+                host: host_name(),
+                maintainer: None,
+                upstream: None,
+                trigger: None,
+                extra: Vec::new(),
+            };
+            write_master_trace(&coll.root, dir, &t).context("--trace")?;
+        }
+        if let Some(file) = &self.timestamp {
+            write_timestamp(&coll.root, file, now).context("--timestamp")?;
+        }
+        Ok(())
+    }
 }
 
 /// The epoch-first timestamp file `<root>/<file>` (e.g. `indices/timestamp.txt`).

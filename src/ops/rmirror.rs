@@ -9,6 +9,7 @@ use crate::mirror::looping::{run_in_span, span};
 use crate::mirror::options;
 use crate::mirror::targets::Targets;
 use crate::mirror::textfile::Prometheus;
+use crate::monitor::metrics_http::MetricsServer;
 use crate::ops::{Ctx, Exit};
 use anyhow::Result;
 
@@ -31,11 +32,20 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
 fn run_trees(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let mut out = ctx.out();
     let tree = match &opts.trees {
-        Trees::Config(file) => return fleet::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out),
+        Trees::Config(file) => {
+            let _server = serve_metrics(opts, Targets::Config(file.clone()), ctx)?;
+            return fleet::run_config(file, opts, ctx.clock(), ctx.progress, &mut **out);
+        }
         Trees::One(tree) => tree,
     };
     let cfg = options::resolve(tree, &opts.options, opts.flags(ctx.progress)).map_err(anyhow::Error::msg)?;
     fleet::refuse_overlaps(std::slice::from_ref(&cfg))?;
+    let targets = Targets::Tree {
+        state: cfg.state_file.clone(),
+        localroot: cfg.localroot.clone(),
+        remote: cfg.remote.src.clone(),
+    };
+    let _server = serve_metrics(opts, targets, ctx)?;
     let textfile = opts.prometheus.clone().map(|file| Prometheus {
         file,
         targets: Targets::Tree {
@@ -57,6 +67,18 @@ fn run_trees(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         }
         done => done,
     }
+}
+
+/// `--metrics-listen`: serve the textfile's metrics of `targets`, rendered
+/// from their states on each scrape (at the run's clock). Started before
+/// any pass: a taken address ends the run at once (exit 2).
+fn serve_metrics(opts: &Options, targets: Targets, ctx: &Ctx) -> Result<Option<MetricsServer>> {
+    let Some(addr) = &opts.metrics_listen else { return Ok(None) };
+    let clock = ctx.clock().clone();
+    let server =
+        crate::monitor::metrics_http::serve_metrics(addr, move || crate::mirror::textfile::render(&targets, &clock))?;
+    tracing::info!("serving metrics at http://{}/metrics", server.local_addr());
+    Ok(Some(server))
 }
 
 /// A single tree from the command line has no config to reload: each

@@ -236,7 +236,7 @@ struct Present {
 pub fn verify(localroot: &Path, excludes: &[String], hash: bool, progress: bool) -> Result<Report> {
     let coll = Collection::open(localroot)
         .with_context(|| format!("{}: not a mirror with recentfiles", localroot.display()))?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, excludes);
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_recorded_own(&coll.root);
     let pb = crate::output::progress::spinner(progress, "verify: walking");
     let mut walked: foldhash::HashMap<RelPath, (u64, i64)> = Default::default();
     let mut unreadable = Vec::new();

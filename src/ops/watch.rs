@@ -6,10 +6,12 @@
 use super::{Ctx, Exit};
 use crate::collection::Collection;
 use crate::hook::{Background, Recorded};
+use crate::monitor::metrics_http::serve_metrics;
 use crate::origin::watch::{Settings, Tree};
 use crate::tree::IgnoreSet;
 use anyhow::{ensure, Context, Result};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use crate::origin::watch::MAX_BATCH_ENTRIES;
@@ -38,6 +40,11 @@ pub struct Options {
     /// The most paths a batch holds before it is traded for a rescan
     /// ([`MAX_BATCH_ENTRIES`] by default).
     pub max_batch_entries: usize,
+    /// `--trace DIR`, `--timestamp FILE`: the master trace and the
+    /// timestamp file, rewritten with the beacon; rrr's own (never recorded).
+    pub traces: crate::monitor::trace_write::OriginFiles,
+    /// `--metrics-listen ADDR:PORT`: serve the metrics at `/metrics`.
+    pub metrics_listen: Option<String>,
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
@@ -46,11 +53,28 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
     let w = &ctx.writer;
     let coll = Collection::open(&opts.principal)?;
     crate::origin::beacon::check_start(&coll, w)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock);
+    let mut ignore =
+        IgnoreSet::new(&coll.filenameroot, &opts.excludes).with_clock(&w.clock).with_recorded_own(&coll.root);
+    for own in opts.traces.own_paths() {
+        ignore = ignore.with_own_dir(own.as_os_str().as_encoded_bytes());
+    }
     let root = std::path::absolute(&coll.root).with_context(|| format!("cannot resolve {}", coll.root.display()))?;
     let span = tracing::info_span!("watch", root = %root.display());
     let _in = span.enter();
     let _run_lock = crate::origin::watch_lock(&root, "another watch runs on this tree")?;
+    // Written once now: a bad path is an error at start (exit 2).
+    opts.traces.write(&coll, w.clock.now_f64().floor() as i64)?;
+    // Listening before the daemon runs: a taken address is an error at start.
+    let metrics = opts.metrics_listen.as_ref().map(|_| Arc::new(Mutex::new(String::new())));
+    let _server = match (&opts.metrics_listen, &metrics) {
+        (Some(addr), Some(text)) => {
+            let text = Arc::clone(text);
+            let server = serve_metrics(addr, move || Ok(text.lock().unwrap_or_else(|e| e.into_inner()).clone()))?;
+            tracing::info!("serving metrics at http://{}/metrics", server.local_addr());
+            Some(server)
+        }
+        _ => None,
+    };
     crate::sys::signals::install();
     let on_batch = match &opts.on_batch {
         None => None,
@@ -63,6 +87,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         keep_deletes: opts.keep_deletes,
         prometheus: opts.prometheus.clone(),
         max_batch_entries: opts.max_batch_entries,
+        traces: opts.traces.clone(),
+        metrics,
     };
     crate::origin::watch::serve(&settings, w, Tree { coll, ignore, root, on_batch })?;
     Ok(Exit::Ok)

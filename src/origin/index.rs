@@ -134,7 +134,7 @@ fn collection_to_replace(req: &Request) -> Result<(Collection, Vec<PathBuf>)> {
 /// could not be indexed or were left out (each named in a warning). Reads
 /// only: a kill or a signal here leaves the old index as it was.
 fn walk_tree(req: &Request, clock: &crate::sys::clock::Clock, progress: bool) -> Result<Walked> {
-    let ignore = IgnoreSet::new(&req.filenameroot, &req.excludes).with_clock(clock);
+    let ignore = IgnoreSet::new(&req.filenameroot, &req.excludes).with_clock(clock).with_recorded_own(&req.root);
     let pb = progress::spinner(progress, "indexing");
     let mut walked = Walked::default();
     tree::walk(

@@ -453,7 +453,7 @@ pub(crate) fn content_mismatches(root: &std::path::Path, recorded: &[(RelPath, F
 /// differences (refused while a recentfile is unreadable).
 pub(crate) fn check(principal: &std::path::Path, excludes: &[String], repair: bool, w: &Writer) -> Result<Report> {
     let coll = Collection::open(principal)?;
-    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock);
+    let ignore = IgnoreSet::new(&coll.filenameroot, excludes).with_clock(&w.clock).with_recorded_own(&coll.root);
     let mut report = compare(&coll, &ignore, None)?;
     let recorded = std::mem::take(&mut report.recorded_digests);
     report.findings.extend(content_mismatches(&coll.root, &recorded));

@@ -540,6 +540,15 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
         "With trust_key: an origin signature older than this is stale (nothing deleted, check CRITICAL). Default: 1d.",
     ),
     (
+        "trace = \"DIR\"",
+        "After each complete pass write ftpsync traces into DIR, relative to the localroot (project/trace): this mirror's, the upstream's, _hierarchy. Excluded from the data.",
+    ),
+    ("trace_host = \"NAME\"", "The name of this mirror's trace file (default: the host name)."),
+    (
+        "timestamp = \"FILE\"",
+        "After each complete pass write FILE, relative to the localroot: the origin time held, epoch first (mirmon, mirrorbits). Excluded from the data.",
+    ),
+    (
         "checksum = true|false",
         "Whole-tree passes compare files of the same size and mtime by content (rsync --checksum).",
     ),

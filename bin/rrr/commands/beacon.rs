@@ -13,10 +13,12 @@ pub struct BeaconCmdArgs {
     pub beacon: BeaconArgs,
     /// The principal (RECENT.recent or the principal recentfile).
     pub principal: PathBuf,
+    #[command(flatten)]
+    pub traces: super::prelude::OriginTraceArgs,
 }
 
 impl From<BeaconCmdArgs> for Options {
     fn from(a: BeaconCmdArgs) -> Options {
-        Options { principal: a.principal }
+        Options { principal: a.principal, traces: a.traces.files() }
     }
 }

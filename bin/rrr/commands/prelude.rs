@@ -84,6 +84,28 @@ impl HashArgs {
     }
 }
 
+/// Where the origin's trace options stand in `--help`.
+const TRACE_HEADING: &str = "Traces (ftpsync, mirmon)";
+
+/// The origin's trace files (watch, beacon): the master trace and the
+/// epoch-first timestamp file, rrr's own (never recorded).
+#[derive(Args, Debug, Clone, Default)]
+pub struct OriginTraceArgs {
+    /// Write the ftpsync master trace DIR/master (relative to the root, e.g. project/trace) with each beacon refresh; rrr's own: never recorded.
+    #[arg(help_heading = TRACE_HEADING, long, value_name = "DIR")]
+    pub trace: Option<PathBuf>,
+    /// Write FILE (relative to the root, e.g. indices/timestamp.txt), the origin's time epoch first (mirmon, mirrorbits), with each beacon refresh; never recorded.
+    #[arg(help_heading = TRACE_HEADING, long, value_name = "FILE")]
+    pub timestamp: Option<PathBuf>,
+}
+
+impl OriginTraceArgs {
+    /// The library's form.
+    pub fn files(&self) -> rrr::monitor::trace_write::OriginFiles {
+        rrr::monitor::trace_write::OriginFiles { trace: self.trace.clone(), timestamp: self.timestamp.clone() }
+    }
+}
+
 /// Which mirror(s) `status` and `check` look at.
 #[derive(Args, Debug)]
 #[group(required = true, multiple = false)]

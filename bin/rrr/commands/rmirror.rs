@@ -48,6 +48,11 @@ pub struct RmirrorArgs {
     /// (one file per process: every tree of a --config goes into it).
     #[arg(long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
+    /// With --loop: serve the textfile's metrics of every tree of the run
+    /// over HTTP at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9106), rendered
+    /// on each scrape; a taken address exits 2 at start.
+    #[arg(long, value_name = "ADDR:PORT", requires = "looping")]
+    pub metrics_listen: Option<String>,
     /// One JSON object per pass ({"kind":"pass",...}) on stdout.
     #[arg(long)]
     pub json: bool,
@@ -75,6 +80,7 @@ impl From<RmirrorArgs> for Options {
             full: a.full,
             adopt: a.adopt,
             prometheus: a.prometheus,
+            metrics_listen: a.metrics_listen,
             json: a.json,
         }
     }

@@ -51,6 +51,13 @@ pub struct WatchArgs {
     /// the tree (a test knob: the default bounds memory at some 30 MB).
     #[arg(long, value_name = "N", default_value_t = rrr::ops::watch::MAX_BATCH_ENTRIES, hide = true)]
     pub max_batch_entries: usize,
+    /// Serve the --prometheus textfile's metrics (as of the last
+    /// heartbeat) and rrrgo's counters over HTTP at http://ADDR:PORT/metrics
+    /// (e.g. 127.0.0.1:9105); a taken address exits 2 at start.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<String>,
+    #[command(flatten)]
+    pub traces: super::prelude::OriginTraceArgs,
 }
 
 impl From<WatchArgs> for Options {
@@ -66,6 +73,8 @@ impl From<WatchArgs> for Options {
             on_batch: a.on_batch,
             on_batch_timeout: Duration::from_secs_f64(a.on_batch_timeout.max(0.0)),
             max_batch_entries: a.max_batch_entries.max(1),
+            traces: a.traces.files(),
+            metrics_listen: a.metrics_listen,
         }
     }
 }

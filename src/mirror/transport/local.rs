@@ -37,7 +37,7 @@ impl Transport for LocalDirs {
     fn send_paths(&self, job: &PathsJob<'_>) -> anyhow::Result<Box<dyn Call>> {
         let paths: Vec<RelPath> = job.paths.iter().map(|p| (*p).clone()).collect();
         self.calls.lock().unwrap().push(paths.clone());
-        Ok(Box::new(Copy { dirs: self.clone(), paths, localroot: job.localroot.to_path_buf() }))
+        Ok(Box::new(Copy { dirs: self.clone(), paths, localroot: job.staging.unwrap_or(job.localroot).to_path_buf() }))
     }
 
     /// Not needed yet: the whole-tree pass is tested end to end (its

@@ -67,6 +67,10 @@ pub(crate) struct PathsJob<'a> {
     /// A listed path may replace a local directory by the origin's file
     /// (`deletes::Placement`): every such directory passed the pass's checks.
     pub replace_dirs: bool,
+    /// Transfer into this directory (empty, on the target's filesystem)
+    /// instead of the target, the target's files the basis of the delta
+    /// (`mirror::staging`: checked there before they are installed).
+    pub staging: Option<&'a Path>,
 }
 
 /// What a whole-tree pass asks of a transport: make the target the
@@ -94,6 +98,9 @@ pub(crate) struct TreeJob<'a> {
     /// Paths the transport cannot carry (`State::quarantined`): their
     /// directories are left out. Empty when they are to be looked at again.
     pub quarantined: Vec<&'a [u8]>,
+    /// Name each file received ([`Itemized::received`]): the pass checks
+    /// them against their signed events (`mirror::staging`, `--trust-key`).
+    pub itemize: bool,
 }
 
 /// Deletes of a whole-tree pass.
@@ -213,10 +220,19 @@ pub(crate) struct Itemized {
     pub(crate) deletion_skipped: bool,
     /// `new PATH` / `delete PATH`.
     pub(crate) would: Vec<String>,
+    /// With [`Itemized::receiving`]: the name of each regular file
+    /// received, as the transport names it below the target.
+    pub(crate) received: Option<Vec<Vec<u8>>>,
 }
 
 impl Itemized {
     pub(crate) fn listing(listing: bool) -> Itemized {
         Itemized { listing, ..Itemized::default() }
+    }
+
+    /// Keep the names of the files received ([`Itemized::received`]).
+    pub(crate) fn receiving(mut self, on: bool) -> Itemized {
+        self.received = on.then(Vec::new);
+        self
     }
 }

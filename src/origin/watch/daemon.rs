@@ -191,6 +191,7 @@ impl Daemon<'_> {
         });
         match cascade {
             Ok(r) => {
+                self.log.aggregations.set(self.log.aggregations.get() + 1);
                 if let Some(rec) = r.rerecorded {
                     self.noted(rec, &[]);
                 }

@@ -2,8 +2,9 @@
 //! `synced_to`), written atomically every few seconds and watched by the
 //! daemon itself, so that its event, arriving after every change made
 //! before it (the kernel queue is FIFO), is a marker; how markers advance
-//! `synced_to`; and the node-exporter textfile written with each
-//! heartbeat.
+//! `synced_to`; the node-exporter textfile written with each
+//! heartbeat; the beacon and the origin's trace files (`--trace`,
+//! `--timestamp`) refreshed on the beacon's schedule.
 
 use super::watch_log::Log;
 use super::{wall, Daemon};
@@ -120,9 +121,25 @@ impl Daemon<'_> {
         match res {
             Ok(()) => {
                 self.markers.written(now);
+                let wanted = self.opts.prometheus.is_some() || self.opts.metrics.is_some();
+                let root = self.root.display().to_string();
+                let text = if wanted {
+                    prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending())
+                } else {
+                    String::new()
+                };
+                if let Some(served) = &self.opts.metrics {
+                    let log = &self.log;
+                    let (news, deletes, runs) = (log.news.get(), log.deletes.get(), log.aggregations.get());
+                    let rrrgo = crate::monitor::metrics_http::rrrgo_metrics(
+                        news,
+                        deletes,
+                        self.batch.pending() as u64,
+                        Some(runs),
+                    );
+                    *served.lock().unwrap_or_else(|e| e.into_inner()) = format!("{text}{rrrgo}");
+                }
                 if let Some(file) = &self.opts.prometheus {
-                    let root = self.root.display().to_string();
-                    let text = prometheus(&root, &self.log, &hb, self.watcher.count(), self.batch.pending());
                     match crate::store::write_atomic(file, text.as_bytes(), None) {
                         Err(e) if crate::output::prometheus::no_textfile_collector(file) => {
                             tracing::debug!("no textfile collector here: {e}");
@@ -137,6 +154,25 @@ impl Daemon<'_> {
             Err(e) => self.log.error(format!("cannot write heartbeat {}: {e}", dir.join("watch.json").display())),
         }
         self.refresh_beacon();
+        self.refresh_traces();
+    }
+
+    /// Rewrite the master trace and the timestamp file (`--trace`,
+    /// `--timestamp`) on the beacon's schedule: when they would be older
+    /// than its interval before the next heartbeat (their age read from the
+    /// master trace's mtime, or the timestamp file's). They are in the
+    /// ignore set: writing them is never an event.
+    fn refresh_traces(&mut self) {
+        let Some(probe) = self.opts.traces.probe_file(&self.root) else { return };
+        let age = fs::metadata(&probe).ok().and_then(|m| m.modified().ok()).and_then(|t| t.elapsed().ok());
+        let interval = self.w.beacon.interval.unwrap_or(::recentfile::beacon::DEFAULT_INTERVAL);
+        if age.is_some_and(|a| a + HEARTBEAT_IDLE < Duration::from_secs(interval)) {
+            return;
+        }
+        let now = self.w.clock.now_f64().floor() as i64;
+        if let Err(e) = self.opts.traces.write(&self.coll, now) {
+            self.log.error(format!("cannot write the origin's trace files: {e:#}"));
+        }
     }
 
     /// Rewrite the beacon when it would be older than its interval before

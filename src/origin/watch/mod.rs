@@ -84,6 +84,12 @@ pub(crate) struct Settings {
     /// The most paths a batch holds before it is traded for a rescan
     /// ([`MAX_BATCH_ENTRIES`] by default).
     pub max_batch_entries: usize,
+    /// The master trace and timestamp file, rewritten with the beacon
+    /// (`heartbeat`); in the ignore set.
+    pub traces: crate::monitor::trace_write::OriginFiles,
+    /// `--metrics-listen`: the text `/metrics` serves, replaced at each
+    /// heartbeat (the textfile's metrics and rrrgo's names).
+    pub metrics: Option<std::sync::Arc<std::sync::Mutex<String>>>,
 }
 
 /// The tree as the command's setup (`ops::watch::run`) hands it to the

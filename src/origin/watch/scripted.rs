@@ -157,6 +157,8 @@ mod tests {
         keep_deletes: false,
         prometheus: None,
         max_batch_entries: 100_000,
+        traces: crate::monitor::trace_write::OriginFiles { trace: None, timestamp: None },
+        metrics: None,
     };
 
     fn writer() -> Writer {

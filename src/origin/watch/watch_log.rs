@@ -18,6 +18,8 @@ pub(super) struct Log {
     pub(super) news: Cell<u64>,
     pub(super) deletes: Cell<u64>,
     pub(super) rescans: Cell<u64>,
+    /// Cascades run to the end (rrrgo's `rrr_aggregation_runs_total`).
+    pub(super) aggregations: Cell<u64>,
     /// Acknowledged events recorded again (`rerecorded` lines).
     pub(super) rerecorded: Cell<u64>,
     pub(super) warnings: Cell<u64>,

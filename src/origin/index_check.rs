@@ -220,8 +220,11 @@ pub(crate) struct Index {
     /// The whole second of each path's newest event if that is a `new`;
     /// `None` if it is a `delete`.
     newest: foldhash::HashMap<RelPath, Option<i64>>,
-    /// The size and sha256 recorded by a path's newest event, where it has them.
+    /// The size and sha256 recorded by a path's newest event, where it has
+    /// them; only when `keep_digests` (fsck, not the watch daemon's
+    /// long-lived index).
     digests: foldhash::HashMap<RelPath, FileDigest>,
+    keep_digests: bool,
 }
 
 /// The events of the file read before, newest first, as epochs and one
@@ -259,7 +262,12 @@ impl Previous {
 impl Index {
     /// Read the collection; `findings` gets what [`check_files`] finds.
     pub fn read(coll: &Collection, findings: &mut Vec<Finding>) -> Index {
-        let mut index = Index::default();
+        Index::read_keeping(coll, findings, false)
+    }
+
+    /// [`Index::read`], keeping the digests of the newest events when `keep_digests`.
+    fn read_keeping(coll: &Collection, findings: &mut Vec<Finding>, keep_digests: bool) -> Index {
+        let mut index = Index { keep_digests, ..Index::default() };
         let mut prev = Previous::default();
         check_files(coll, findings, |rf| prev = index.add(rf, &prev));
         index
@@ -279,7 +287,7 @@ impl Index {
             cur.push(e.epoch.clone(), &e.path);
             if !repeated && !self.newest.contains_key(&e.path) {
                 let live = (e.kind == EventKind::New).then(|| e.epoch.whole_seconds());
-                if let (Some(_), Some(d)) = (live, e.digest()) {
+                if let (true, Some(_), Some(d)) = (self.keep_digests, live, e.digest()) {
                     self.digests.insert(e.path.clone(), d);
                 }
                 self.newest.insert(e.path, live);
@@ -345,7 +353,7 @@ pub(crate) fn differences(index: Index, tree: &[Entry], changed_since: Option<i6
 /// Compare index and tree. With `changed_since`, indexed files whose mtime
 /// or ctime is newer are reported as `Modified`.
 pub(crate) fn compare(coll: &Collection, ignore: &IgnoreSet, changed_since: Option<i64>) -> Result<Report> {
-    compare_with(coll, ignore, changed_since, |_| {})
+    compare_inner(coll, ignore, changed_since, |_| {}, true)
 }
 
 /// [`compare`], calling `enter` with each directory of the tree right
@@ -358,13 +366,24 @@ pub(crate) fn compare_with(
     changed_since: Option<i64>,
     enter: impl FnMut(&RelPath),
 ) -> Result<Report> {
+    compare_inner(coll, ignore, changed_since, enter, false)
+}
+
+/// [`compare_with`]; with `digests`, [`Report::recorded_digests`] too.
+fn compare_inner(
+    coll: &Collection,
+    ignore: &IgnoreSet,
+    changed_since: Option<i64>,
+    enter: impl FnMut(&RelPath),
+    digests: bool,
+) -> Result<Report> {
     let mut report = Report::default();
     let mut tree = Vec::new();
     let mut unindexable = Vec::new();
     let (index, walked) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             let mut findings = Vec::new();
-            (Index::read(coll, &mut findings), findings)
+            (Index::read_keeping(coll, &mut findings, digests), findings)
         });
         let walked = tree::walk_with(
             &coll.root,

@@ -13,11 +13,10 @@ use crate::util::fixture::{Mirror, Origin};
 use crate::util::mirror::assert_same_tree;
 use crate::util::rsyncd::RsyncDaemon;
 use crate::util::{principal, s, stdout, write, Rrr};
-use recentfile::beacon::FileDigest;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// A signed origin whose events carry size and sha256, with a tier 1
+/// A signed origin whose events carry size and sha256 (`--hash sha256`), with a tier 1
 /// mirrored from it and served by a daemon, and a tier 2 mirroring that.
 struct Tiers {
     _keys: tempfile::TempDir,
@@ -34,8 +33,11 @@ impl Tiers {
         let keys = tempfile::tempdir().unwrap();
         let (key, allowed) = keypair(keys.path(), "origin");
         let files = (0..n).map(|i| (format!("d/f{i}.txt"), format!("file {i}\n")));
-        let origin = Origin::new(files, &["init", "--aggregate", "--sign-key", s(&key), "--origin-name", "org"]);
-        hash_index(&origin.root, &key);
+        // The origin records the hashes itself (`--hash sha256`, kept in the principal's meta).
+        let origin = Origin::new(
+            files,
+            &["init", "--aggregate", "--hash", "sha256", "--sign-key", s(&key), "--origin-name", "org"],
+        );
         let tier1 = origin.mirror_at(origin.dir().join("tier1"));
         let daemon = RsyncDaemon::start(&[("tier1", &tier1.root)]);
         let tier2 =
@@ -73,7 +75,6 @@ impl Tiers {
         }
         let p = principal(&self.origin.root);
         Rrr::new().args(["update", "--sign-key", s(&self.key), "--stdin", &p]).stdin(lines).assert_ok();
-        hash_index(&self.origin.root, &self.key);
         self.tier1.pass(&self.trust(), 0);
     }
 
@@ -85,30 +86,6 @@ impl Tiers {
             .output();
         (o.status.code().unwrap_or(-1), stdout(&o))
     }
-}
-
-/// Give every `new` event of the origin's recentfiles the size and sha256
-/// of its file (what `--hash sha256` records), then re-sign the beacon.
-fn hash_index(root: &Path, key: &Path) {
-    for de in fs::read_dir(root).unwrap().flatten() {
-        let name = de.file_name().into_string().unwrap();
-        if !(name.starts_with("RECENT-") && name.ends_with(".yaml")) {
-            continue;
-        }
-        let bytes = fs::read(de.path()).unwrap();
-        let mut rf = recentfile::parse_bytes(&bytes, recentfile::Format::Yaml).unwrap();
-        for e in rf.events.iter_mut().filter(|e| e.kind == recentfile::EventKind::New) {
-            let file = root.join(e.path.as_path());
-            if let Ok(content) = fs::read(&file) {
-                *e = e.clone().with_digest(Some(FileDigest::of(&content)));
-            }
-        }
-        let producer = recentfile::format::Producer { program: "test".into(), time: rf.events[0].epoch.clone() };
-        let tmp = de.path().with_extension("hashing");
-        fs::write(&tmp, recentfile::serialize(&rf, recentfile::Format::Yaml, &producer)).unwrap();
-        fs::rename(&tmp, de.path()).unwrap();
-    }
-    Rrr::new().args(["beacon", "--sign-key", s(key), &principal(root)]).assert_ok();
 }
 
 /// The files kept in tier 2's quarantine.

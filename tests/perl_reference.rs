@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The reference's `lib/`, or `None` (with a note why) when unset.
-fn reference() -> Option<PathBuf> {
+pub(crate) fn reference() -> Option<PathBuf> {
     match std::env::var_os("RRR_PERL_REFERENCE") {
         Some(lib) if Path::new(&lib).join("File/Rsync/Mirror/Recentfile.pm").is_file() => Some(lib.into()),
         Some(lib) => panic!("RRR_PERL_REFERENCE={lib:?} holds no File/Rsync/Mirror/Recentfile.pm"),
@@ -213,21 +213,45 @@ File::Rsync::Mirror::Recent->new(
 "#;
 
 /// `Recent.pm` imports `mapp` and `grepp` from List::Pairwise (no Debian
-/// package) for `overview` alone; where it is missing, a stand-in whose
-/// functions die keeps `rmirror` loadable without changing what it does.
-fn list_pairwise_stand_in(dir: &Path) {
+/// package), which only its `overview` (bin/rrr-overview) calls. Where the
+/// module is missing, a stand-in of those two functions goes into `dir`
+/// (put it on `@INC` after the reference): each calls its block once per
+/// pair of the list with `$a` and `$b` set in the caller's package, as
+/// List::Pairwise documents; `mapp` returns what the blocks return,
+/// `grepp` the pairs whose block is true (in scalar context their count).
+pub(crate) fn list_pairwise_stand_in(dir: &Path) {
     let has = Command::new("perl").args(["-MList::Pairwise", "-e1"]).output().unwrap();
     if !has.status.success() {
-        eprintln!("List::Pairwise is missing: a stand-in (overview only, dies if called) loads Recent.pm");
+        eprintln!("List::Pairwise is missing: a stand-in of mapp and grepp loads Recent.pm");
         fs::create_dir_all(dir.join("List")).unwrap();
-        fs::write(
-            dir.join("List/Pairwise.pm"),
-            "package List::Pairwise; use Exporter 'import'; our @EXPORT_OK = qw(mapp grepp);\n\
-             sub mapp (&@) { die 'stand-in' } sub grepp (&@) { die 'stand-in' } 1;\n",
-        )
-        .unwrap();
+        fs::write(dir.join("List/Pairwise.pm"), LIST_PAIRWISE).unwrap();
     }
 }
+
+/// The stand-in of List::Pairwise's `mapp` and `grepp` ([`list_pairwise_stand_in`]).
+const LIST_PAIRWISE: &str = r#"package List::Pairwise;
+use strict; use warnings;
+use Exporter 'import';
+our @EXPORT_OK = qw(mapp grepp);
+sub _pairs {
+    my ($code, $pkg, $keep, @list) = @_;
+    no strict 'refs';
+    my @out;
+    while (@list) {
+        my ($x, $y) = splice @list, 0, 2;
+        local (*{"${pkg}::a"}, *{"${pkg}::b"}) = (\$x, \$y);
+        push @out, $keep ? ($code->() ? ($x, $y) : ()) : $code->();
+    }
+    return @out;
+}
+sub mapp (&@) { my $code = shift; return _pairs($code, scalar caller, 0, @_) }
+sub grepp (&@) {
+    my $code = shift;
+    my @out = _pairs($code, scalar caller, 1, @_);
+    return wantarray ? @out : @out / 2;
+}
+1;
+"#;
 
 #[test]
 #[ignore = "needs RRR_PERL_REFERENCE"]

@@ -29,6 +29,7 @@ mod packaging;
 mod patterns;
 mod perl_entry;
 mod perl_reference;
+mod perl_reference_trust;
 mod pins_mirror;
 mod probe;
 mod props;

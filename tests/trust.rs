@@ -198,3 +198,34 @@ fn the_perl_server_ignore_rule_covers_the_beacon() {
     }
     assert!(perl_rule.is_match("RECENT-1h.yaml.beacon.json.4242.new"));
 }
+
+/// An index that lists the beacon as a file (the Perl `rrr-fsck` without
+/// `--dry-run` does that: tests/perl_reference_trust.rs): `fsck` names it
+/// one of rrr's own files, not a file missing on disk (it is there), and
+/// `--repair` records its delete and leaves the beacon in place.
+#[test]
+fn fsck_names_an_indexed_beacon_as_rrrs_own_file() {
+    let t = tempfile::tempdir().unwrap();
+    let (key, _) = keypair(t.path(), "k");
+    let root = t.path().join("tree");
+    write(&root, "a", "a");
+    util::ok(&["init", "--sign-key", s(&key), s(&root)]);
+    let file = root.join("RECENT-1h.yaml");
+    let mut rf = recentfile::parse_bytes(&std::fs::read(&file).unwrap(), recentfile::Format::Yaml).unwrap();
+    let epoch = recentfile::Epoch::parse("1.5").unwrap();
+    rf.events.push(recentfile::Event::new(epoch, "RECENT-1h.yaml.beacon.json", recentfile::EventKind::New));
+    let producer = recentfile::format::Producer { program: "t".into(), time: recentfile::Epoch::parse("2").unwrap() };
+    std::fs::write(&file, recentfile::serialize(&rf, recentfile::Format::Yaml, &producer)).unwrap();
+    let principal = util::principal(&root);
+    let o = util::rrr(&["fsck", "--json", &principal]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let findings: Vec<serde_json::Value> = util::stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(findings[0]["kind"], "own_file_indexed", "{findings:?}");
+    assert_eq!(findings[0]["path"], "RECENT-1h.yaml.beacon.json");
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    let o = util::rrr(&["fsck", "--repair", "--sign-key", s(&key), &principal]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(util::stdout(&o).starts_with("own_file_indexed\tRECENT-1h.yaml.beacon.json\n"), "{}", util::stdout(&o));
+    util::ok(&["fsck", &principal]);
+    assert!(root.join("RECENT-1h.yaml.beacon.json").is_file());
+}

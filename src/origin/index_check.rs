@@ -9,7 +9,7 @@ use crate::collection::Collection;
 use crate::epoch::Epoch;
 use crate::origin::Writer;
 use crate::recentfile::{EventKind, Merged, Recentfile, RelPath};
-use crate::tree::{self, Entry, IgnoreSet};
+use crate::tree::{self, Entry, IgnoreSet, Ignored};
 use crate::update::Change;
 use anyhow::Result;
 use recentfile::beacon::FileDigest;
@@ -19,6 +19,12 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum Finding {
+    /// The index says one of rrr's own files exists (a recentfile, the
+    /// beacon, a file under `.rrr/`): never an event, though the Perl
+    /// `rrr-fsck` without `--dry-run` indexes them. `--repair` records its
+    /// delete (mirrors refuse events that name their own files either
+    /// way); the file itself is left alone.
+    OwnFileIndexed { path: RelPath },
     /// On disk, but the index says deleted or never heard of it.
     MissingInIndex { path: RelPath },
     /// The index says it exists, but it is not on disk.
@@ -67,6 +73,9 @@ impl Finding {
     /// Whether `--repair` acts on it.
     pub fn change(&self) -> Option<Change> {
         match self {
+            Finding::OwnFileIndexed { path } => {
+                Some(Change { path: path.clone(), kind: EventKind::Delete, epoch: None, digest: None })
+            }
             Finding::MissingInIndex { path } | Finding::Modified { path } | Finding::ContentMismatch { path, .. } => {
                 Some(Change { path: path.clone(), kind: EventKind::New, epoch: None, digest: None })
             }
@@ -87,6 +96,7 @@ impl Finding {
     pub fn line(&self) -> String {
         let esc = crate::recentfile::escape_path;
         match self {
+            Finding::OwnFileIndexed { path } => format!("own_file_indexed\t{}", esc(path)),
             Finding::MissingInIndex { path } => format!("missing_in_index\t{}", esc(path)),
             Finding::MissingOnDisk { path } => format!("missing_on_disk\t{}", esc(path)),
             Finding::Modified { path } => format!("modified\t{}", esc(path)),
@@ -403,7 +413,14 @@ fn compare_inner(
             .filter_map(|e| index.digests.get(&e.rel).map(|d| (e.rel.clone(), d.clone(), e.size)))
             .collect();
     }
-    report.findings.extend(differences(index, &tree, changed_since));
+    // The walk leaves rrr's own files out, so an index entry naming one
+    // looks missing on disk: say what it is.
+    report.findings.extend(differences(index, &tree, changed_since).into_iter().map(|f| match f {
+        Finding::MissingOnDisk { path } if ignore.why_ignored(&path, false) == Some(Ignored::Own) => {
+            Finding::OwnFileIndexed { path }
+        }
+        f => f,
+    }));
     report.findings.extend(unindexable);
     Ok(report)
 }

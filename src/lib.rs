@@ -34,3 +34,4 @@ pub mod store;
 pub mod sys;
 pub(crate) mod tree;
 pub mod trust;
+pub mod verify;

@@ -239,7 +239,7 @@ pub(crate) fn verify_due(state: &State, every: Duration, now: f64) -> bool {
 fn verify_before_pass(m: &mut Mirror, clock: &crate::sys::clock::Clock) -> Result<()> {
     let excludes: Vec<String> = m.cfg.excludes.iter().map(|p| p.as_str().to_string()).collect();
     let now = clock.now();
-    let record = match crate::ops::verify::verify(&m.cfg.localroot, &excludes, false, false) {
+    let record = match crate::verify::verify(&m.cfg.localroot, &excludes, false, false) {
         Ok(r) => {
             for (path, want) in &r.to_fetch {
                 m.state.fail(

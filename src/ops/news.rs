@@ -48,27 +48,13 @@ pub(crate) fn collect(coll: &Collection, filter: &NewsFilter) -> Result<Vec<Rece
     let mut files: Vec<Recentfile> = Vec::new();
     for iv in &coll.intervals {
         let Some(rf) = coll.read(iv)? else { continue };
-        warn_skipped(&coll.path_of(iv), &rf);
+        crate::store::warn_skipped(&coll.path_of(iv), &rf);
         files.push(rf);
         if is_settled(&files, filter) {
             break;
         }
     }
     Ok(files)
-}
-
-/// Warn of each event the reader of `file` skipped.
-pub(crate) fn warn_skipped(file: &Path, rf: &Recentfile) {
-    for s in &rf.skipped {
-        tracing::warn!(
-            "{}: {}skipped event {} {}: {}",
-            file.display(),
-            s.line.map(|l| format!("line {l}: ")).unwrap_or_default(),
-            s.epoch,
-            crate::recentfile::shown_path(&s.path),
-            s.reason
-        );
-    }
 }
 
 /// Print each path's newest event that passes the filter, newest first.
@@ -85,16 +71,8 @@ pub fn run(opts: &Options, ctx: &Ctx) -> Result<Exit> {
         }
     };
     print(&files, opts, &mut **ctx.out())?;
-    drop_in_background(files);
+    crate::store::drop_in_background(files);
     Ok(Exit::Ok)
-}
-
-/// Free a million events off the caller's path: a CLI run exits right
-/// after printing (freeing would add a tenth of a second), a long-lived
-/// caller still gets the memory back.
-pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
-    // Without a thread, the failed spawn drops the closure and the value with it.
-    let _ = std::thread::Builder::new().spawn(move || drop(value));
 }
 
 /// `rrr news --remote SRC`: fetch the remote principal, then the larger

@@ -124,6 +124,28 @@ pub(crate) struct UnionRead {
     pub strict: Option<fs::File>,
 }
 
+/// Warn of each event the reader of `file` skipped.
+pub(crate) fn warn_skipped(file: &Path, rf: &Recentfile) {
+    for s in &rf.skipped {
+        tracing::warn!(
+            "{}: {}skipped event {} {}: {}",
+            file.display(),
+            s.line.map(|l| format!("line {l}: ")).unwrap_or_default(),
+            s.epoch,
+            crate::recentfile::shown_path(&s.path),
+            s.reason
+        );
+    }
+}
+
+/// Free a million events off the caller's path: a CLI run exits right
+/// after printing (freeing would add a tenth of a second), a long-lived
+/// caller still gets the memory back.
+pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
+    // Without a thread, the failed spawn drops the closure and the value with it.
+    let _ = std::thread::Builder::new().spawn(move || drop(value));
+}
+
 /// Read `path` for a union of the cascade: with `smaller` (the file read
 /// before it, as [`UnionRead::strict`] gave it), its items that repeat
 /// `smaller`'s byte for byte are not parsed again

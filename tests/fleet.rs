@@ -216,7 +216,16 @@ impl HungFleet {
         config(
             &file,
             &format!("interval = {interval}"),
-            &[(&hole_src, &hung, ""), (&format!("{}/RECENT.recent", daemon.url("M")), &good, "")],
+            // The healthy tree writes traces (a per-tree option of the one
+            // model), so a tree's own options are seen working beside a hung one.
+            &[
+                (&hole_src, &hung, ""),
+                (
+                    &format!("{}/RECENT.recent", daemon.url("M")),
+                    &good,
+                    "trace = \"project/trace\"\ntrace_host = \"good.example\"",
+                ),
+            ],
         );
         let log = tmp.path().join("fleet.log");
         HungFleet { _tmp: tmp, o, _daemon: daemon, hole, good, hung, file, log }
@@ -239,6 +248,9 @@ fn a_hung_upstream_delays_only_its_own_tree() {
     let st = state(&good);
     assert!(st["counters"]["passes"].as_u64().unwrap() >= start + 3, "{st}");
     assert!(st["last_complete"].is_string(), "{st}");
+    let trace = fs::read_to_string(good.join("project/trace/good.example")).unwrap();
+    assert!(trace.contains("\nTrigger: loop\n"), "{trace}");
+    assert!(fs::read_to_string(good.join("project/trace/_hierarchy")).unwrap().contains("good.example"));
     let text = fs::read_to_string(&log).unwrap();
     for root in [&good, &hung] {
         assert!(
